@@ -1,0 +1,61 @@
+// Sends one AWS API call: endpoint, SigV4 signing (by libcurl) with live credentials, the shared
+// retry policy, and AWS's error answers turned into AwsError. Protocol clients (JSON 1.0 for
+// DynamoDB and SQS, the query protocol for EC2) sit on top and only say how to read errors.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+
+#include "common/aws/aws_error.h"
+#include "common/aws/credentials.h"
+#include "common/clock.h"
+#include "common/json.h"
+#include "common/http.h"
+#include "common/retry.h"
+
+namespace runpool::aws {
+
+struct ServiceSettings {
+  std::string service;   // signing name: "dynamodb", "sqs", "ec2"
+  std::string endpoint;  // "https://dynamodb.us-east-1.amazonaws.com" or a local stand-in
+  std::string region;
+  RetryPolicy retry;
+  Duration timeout{std::chrono::seconds(30)};
+};
+
+struct ErrorInfo {
+  std::string code;
+  std::string message;
+};
+
+// Reads AWS's error code and message out of an error response, in the protocol's own format.
+using ErrorParser = std::function<ErrorInfo(const HttpResponse&)>;
+
+class AwsCaller {
+ public:
+  AwsCaller(HttpClient& http, CredentialsProvider& credentials, Clock& clock, ServiceSettings settings);
+
+  // Signs and sends `request` (its url is set to the endpoint when empty), retrying what the
+  // policy calls retryable. Returns the 2xx response; throws AwsError for anything else.
+  HttpResponse call(const std::string& operation, HttpRequest request, const ErrorParser& parse_error);
+
+  const ServiceSettings& settings() const { return settings_; }
+  // Counters for tests and benchmarks: HTTP requests sent, including retries.
+  long requests_sent() const { return requests_sent_.load(); }
+
+ private:
+  HttpClient& http_;
+  CredentialsProvider& credentials_;
+  Clock& clock_;
+  ServiceSettings settings_;
+  std::atomic<long> requests_sent_{0};
+};
+
+// The JSON protocols (DynamoDB JSON 1.0, SQS JSON): POST / with X-Amz-Target: <prefix>.<op>.
+// An empty 2xx body reads as {} (local-aws-sqs answers an empty ReceiveMessage that way).
+Json::Value json_call(AwsCaller& caller, const std::string& target_prefix, const std::string& operation,
+                      const Json::Value& body);
+ErrorInfo parse_json_error(const HttpResponse& response);
+
+}  // namespace runpool::aws

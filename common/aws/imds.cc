@@ -1,0 +1,134 @@
+#include "common/aws/imds.h"
+
+#include <cstdlib>
+
+#include "common/json.h"
+
+namespace runpool::aws {
+
+ImdsClient::ImdsClient(HttpClient& http, Clock& clock, ImdsOptions options)
+    : http_(http), clock_(clock), options_(std::move(options)) {
+  endpoint_ = options_.endpoint;
+  if (endpoint_.empty()) {
+    const char* env = std::getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+    endpoint_ = env && *env ? env : "http://169.254.169.254";
+  }
+  while (!endpoint_.empty() && endpoint_.back() == '/') endpoint_.pop_back();
+}
+
+Secret ImdsClient::token() {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Refresh with a margin of a tenth of the TTL so a token never expires mid-request.
+  if (!token_.empty() && clock_.steady_now() < token_expiry_) return token_;
+  HttpRequest req;
+  req.method = "PUT";
+  req.url = endpoint_ + "/latest/api/token";
+  req.headers.emplace_back("X-aws-ec2-metadata-token-ttl-seconds", std::to_string(options_.token_ttl.count()));
+  req.timeout = options_.request_timeout;
+  req.connect_timeout = options_.request_timeout;
+  Secret result;
+  with_retries(options_.retry, clock_, [&](int, bool last) -> std::optional<RetryVerdict> {
+    HttpResponse resp;
+    try {
+      resp = http_.send(req);
+    } catch (const HttpTransportError& e) {
+      if (last) throw ImdsError(std::string("IMDS unreachable: ") + e.what());
+      return RetryVerdict{true, std::nullopt, "connection error"};
+    }
+    if (resp.status == 200 && !resp.body.empty()) {
+      result = Secret(resp.body);
+      return std::nullopt;
+    }
+    bool retry = resp.status >= 500 || resp.status == 429;
+    if (!retry || last) throw ImdsError("IMDS token request answered HTTP " + std::to_string(resp.status));
+    return RetryVerdict{true, std::nullopt, "HTTP " + std::to_string(resp.status)};
+  });
+  ++token_fetches_;
+  token_ = result;
+  token_expiry_ = clock_.steady_now() + options_.token_ttl - options_.token_ttl / 10;
+  return token_;
+}
+
+std::optional<std::string> ImdsClient::get(const std::string& path) {
+  std::optional<std::string> result;
+  bool refreshed_after_401 = false;
+  with_retries(options_.retry, clock_, [&](int, bool last) -> std::optional<RetryVerdict> {
+    HttpRequest req;
+    req.url = endpoint_ + "/latest/" + path;
+    req.secret_headers.emplace_back("X-aws-ec2-metadata-token", token());
+    req.timeout = options_.request_timeout;
+    req.connect_timeout = options_.request_timeout;
+    HttpResponse resp;
+    try {
+      resp = http_.send(req);
+    } catch (const HttpTransportError& e) {
+      if (last) throw ImdsError("IMDS unreachable: " + std::string(e.what()));
+      return RetryVerdict{true, std::nullopt, "connection error"};
+    }
+    if (resp.status == 200) {
+      result = resp.body;
+      return std::nullopt;
+    }
+    if (resp.status == 404) return std::nullopt;
+    if (resp.status == 401 && !refreshed_after_401) {
+      // The token expired or IMDS restarted: drop it and try once more with a new one.
+      refreshed_after_401 = true;
+      std::lock_guard<std::mutex> lock(mu_);
+      token_ = Secret();
+      return RetryVerdict{true, Duration{0}, "IMDS token rejected"};
+    }
+    bool retry = resp.status >= 500 || resp.status == 429;
+    if (!retry || last) throw ImdsError("IMDS GET " + path + " answered HTTP " + std::to_string(resp.status));
+    return RetryVerdict{true, std::nullopt, "HTTP " + std::to_string(resp.status)};
+  });
+  return result;
+}
+
+std::string ImdsClient::require(const std::string& path) {
+  auto v = get(path);
+  if (!v || v->empty()) throw ImdsError("IMDS has no " + path);
+  return *v;
+}
+
+std::string ImdsClient::instance_id() { return require("meta-data/instance-id"); }
+std::string ImdsClient::region() { return require("meta-data/placement/region"); }
+std::string ImdsClient::instance_type() { return require("meta-data/instance-type"); }
+std::optional<std::string> ImdsClient::user_data() { return get("user-data"); }
+std::optional<std::string> ImdsClient::tag(const std::string& key) {
+  return get("meta-data/tags/instance/" + url_encode(key));
+}
+
+std::optional<SpotInstanceAction> ImdsClient::spot_instance_action() {
+  auto body = get("meta-data/spot/instance-action");
+  if (!body) return std::nullopt;
+  Json::Value doc = parse_json(*body, "IMDS spot/instance-action");
+  return SpotInstanceAction{require_string(doc, "action", "IMDS spot/instance-action"),
+                            optional_string(doc, "time", "IMDS spot/instance-action").value_or("")};
+}
+
+std::optional<std::string> ImdsClient::rebalance_notice_time() {
+  auto body = get("meta-data/events/recommendations/rebalance");
+  if (!body) return std::nullopt;
+  Json::Value doc = parse_json(*body, "IMDS rebalance recommendation");
+  return optional_string(doc, "noticeTime", "IMDS rebalance recommendation").value_or("");
+}
+
+RoleCredentials ImdsClient::role_credentials() {
+  std::string roles = require("meta-data/iam/security-credentials/");
+  std::string role = roles.substr(0, roles.find('\n'));
+  const std::string what = "IMDS role credentials";
+  Json::Value doc = parse_json(require("meta-data/iam/security-credentials/" + role), what);
+  if (auto code = optional_string(doc, "Code", what); code && *code != "Success") {
+    throw ImdsError("IMDS role credentials not available: " + *code);
+  }
+  RoleCredentials c;
+  c.access_key_id = require_string(doc, "AccessKeyId", what);
+  c.secret_access_key = Secret(require_string(doc, "SecretAccessKey", what));
+  c.session_token = Secret(require_string(doc, "Token", what));
+  if (!parse_iso8601(require_string(doc, "Expiration", what), &c.expiration)) {
+    throw ImdsError(what + ": bad Expiration");
+  }
+  return c;
+}
+
+}  // namespace runpool::aws

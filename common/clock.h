@@ -1,0 +1,57 @@
+// Time behind an interface, so decisions and retry loops can be tested without sleeping.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace runpool {
+
+using WallTime = std::chrono::system_clock::time_point;
+using Duration = std::chrono::milliseconds;
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Wall-clock time (for deadlines written to the table and compared by other hosts).
+  virtual WallTime now() const = 0;
+  // Monotonic time (for local timeouts that must not jump with NTP).
+  virtual std::chrono::steady_clock::time_point steady_now() const = 0;
+  virtual void sleep_for(Duration d) = 0;
+};
+
+class SystemClock final : public Clock {
+ public:
+  WallTime now() const override { return std::chrono::system_clock::now(); }
+  std::chrono::steady_clock::time_point steady_now() const override {
+    return std::chrono::steady_clock::now();
+  }
+  void sleep_for(Duration d) override;
+};
+
+// A clock tests move by hand; sleep_for advances it instead of blocking.
+class FakeClock final : public Clock {
+ public:
+  explicit FakeClock(WallTime start = WallTime{std::chrono::seconds(1'700'000'000)}) : now_(start) {}
+  WallTime now() const override { return now_; }
+  std::chrono::steady_clock::time_point steady_now() const override {
+    return std::chrono::steady_clock::time_point{now_.time_since_epoch()};
+  }
+  void sleep_for(Duration d) override { now_ += d; slept_ += d; }
+  void advance(Duration d) { now_ += d; }
+  Duration total_slept() const { return slept_; }
+
+ private:
+  WallTime now_;
+  Duration slept_{0};
+};
+
+// The process-wide real clock.
+Clock& system_clock();
+
+int64_t to_epoch_ms(WallTime t);
+WallTime from_epoch_ms(int64_t ms);
+// ISO 8601 UTC with seconds ("2026-11-21T02:52:24Z"), and back. parse returns false on bad input.
+std::string format_iso8601(WallTime t);
+bool parse_iso8601(const std::string& text, WallTime* out);
+
+}  // namespace runpool

@@ -1,0 +1,40 @@
+#include "common/json.h"
+
+#include <gtest/gtest.h>
+
+namespace runpool {
+namespace {
+
+TEST(Json, ParsesAndWritesCompactly) {
+  Json::Value v = parse_json(R"({"a": [1, 2], "b": "x"})", "test");
+  EXPECT_EQ(write_json(v), R"({"a":[1,2],"b":"x"})");
+}
+
+TEST(Json, MalformedInputNamesTheSource) {
+  for (const char* bad : {"", "{", "{\"a\":}", "[1,2", "{\"a\":1} trailing", "\x01\x02"}) {
+    try {
+      parse_json(bad, "GetItem response");
+      FAIL() << "accepted: " << bad;
+    } catch (const JsonError& e) {
+      EXPECT_NE(std::string(e.what()).find("GetItem response: malformed JSON"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_FALSE(try_parse_json("{").has_value());
+}
+
+TEST(Json, TypedAccessReportsMissingAndWrongTypes) {
+  Json::Value v = parse_json(R"({"s": "x", "n": 5, "f": 1.5, "null": null})", "doc");
+  EXPECT_EQ(require_string(v, "s", "doc"), "x");
+  EXPECT_EQ(require_int(v, "n", "doc"), 5);
+  EXPECT_THROW(require_string(v, "n", "doc"), JsonError);
+  EXPECT_THROW(require_int(v, "f", "doc"), JsonError);
+  EXPECT_THROW(require_string(v, "missing", "doc"), JsonError);
+  EXPECT_THROW(require_string(Json::Value("scalar"), "s", "doc"), JsonError);
+  EXPECT_FALSE(optional_string(v, "missing", "doc"));
+  EXPECT_FALSE(optional_string(v, "null", "doc"));
+  EXPECT_THROW(optional_int(v, "s", "doc"), JsonError);
+  EXPECT_EQ(*optional_int(v, "n", "doc"), 5);
+}
+
+}  // namespace
+}  // namespace runpool

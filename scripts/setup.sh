@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One set-up step for a fresh Debian 12 machine: the Debian packages runpool builds and tests
+# with, and the local cloud's npm packages from the committed lockfile. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  cmake g++ pkg-config make
+  libcurl4-openssl-dev libjsoncpp-dev libspdlog-dev libsystemd-dev libcli11-dev
+  libpugixml-dev libssl-dev libgtest-dev libgmock-dev
+  nodejs npm util-linux procps
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# A machine that already has Node (not from Debian) keeps it: npm and node are all we need.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  missing=("${missing[@]/nodejs}"); missing=("${missing[@]/npm}")
+fi
+read -r -a missing <<<"${missing[*]}"
+if ((${#missing[@]})); then
+  sudo_=""; [ "$(id -u)" -eq 0 ] || sudo_="sudo"
+  echo "setup: installing ${missing[*]}" >&2
+  $sudo_ apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The local cloud's npm packages, exactly as locked.
+if ! cmp -s tests/localcloud/package-lock.json tests/localcloud/node_modules/.package-lock.json 2>/dev/null; then
+  echo "setup: npm ci (local cloud)" >&2
+  (cd tests/localcloud && npm ci --no-audit --no-fund --loglevel=error)
+fi
