@@ -1,0 +1,53 @@
+// Starts the local cloud (tests/localcloud/localcloud.js) for a test binary and stops it when the
+// binary exits — cleanly, and also when the test crashes: the child watches its stdin, which only
+// this process holds open, and gets SIGTERM through PR_SET_PDEATHSIG besides.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include <json/json.h>
+
+#include "common/aws/credentials.h"
+#include "common/http.h"
+
+namespace runpool::testing {
+
+class LocalCloud {
+ public:
+  // The cloud shared by every test of this binary, started on first use.
+  static LocalCloud& shared();
+
+  LocalCloud();  // starts it; throws std::runtime_error with the child's stderr tail on failure
+  ~LocalCloud();
+  LocalCloud(const LocalCloud&) = delete;
+  LocalCloud& operator=(const LocalCloud&) = delete;
+
+  const std::string& region() const { return region_; }
+  const std::string& dynamodb() const { return dynamodb_; }
+  const std::string& sqs() const { return sqs_; }
+  const std::string& ec2() const { return ec2_; }
+  const std::string& github() const { return github_; }       // REST API base (…/api/v3)
+  const std::string& github_web() const { return github_web_; }
+  const std::string& control_url() const { return control_; }
+  const std::string& state_dir() const { return state_dir_; }
+  aws::AwsCredentials controller_credentials() const;
+
+  // Calls the control API: `method` "GET"/"POST", `path` like "/_control/faults". Throws on a
+  // non-2xx answer unless `allow_error`.
+  Json::Value control(const std::string& method, const std::string& path, const Json::Value& body = {},
+                      bool allow_error = false);
+  // Clears every fault knob of every service.
+  void clear_faults();
+
+ private:
+  pid_t pid_ = -1;
+  int stdin_fd_ = -1;
+  std::string stderr_path_;
+  std::string region_, dynamodb_, sqs_, ec2_, github_, github_web_, control_, state_dir_;
+  std::string access_key_id_, secret_access_key_;
+  CurlHttpClient http_;
+};
+
+}  // namespace runpool::testing
