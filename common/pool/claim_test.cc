@@ -1,0 +1,126 @@
+#include "common/pool/claim.h"
+
+#include <gtest/gtest.h>
+
+namespace runpool::pool {
+namespace {
+
+constexpr int64_t kNow = 1'800'000'000'000;
+
+InstanceRecord idle_record() {
+  InstanceRecord r;
+  r.instance_id = "i-0123456789abcdef0";
+  r.state = State::kIdle;
+  r.generation = 4;
+  r.resource_class = "large";
+  r.usage_class = UsageClass::kSpot;
+  r.instance_type = "c7i.xlarge";
+  r.deadline_ms = kNow + 3'600'000;
+  r.heartbeat_ms = kNow - 5'000;
+  return r;
+}
+
+ClaimRequest request() {
+  ClaimRequest q;
+  q.resource_class = "large";
+  q.now_ms = kNow;
+  q.min_remaining_ms = 600'000;
+  q.max_heartbeat_age_ms = 60'000;
+  return q;
+}
+
+PoolMessage message() { return {"i-0123456789abcdef0", 4}; }
+
+TEST(JudgePoolMessage, ValidIdleInstanceIsClaimed) {
+  EXPECT_EQ(judge_pool_message(message(), idle_record(), request()).fate, MessageFate::kClaim);
+}
+
+TEST(JudgePoolMessage, MissingRecordDrops) {
+  EXPECT_EQ(judge_pool_message(message(), std::nullopt, request()).fate, MessageFate::kDrop);
+}
+
+TEST(JudgePoolMessage, EveryNonIdleStateDrops) {
+  for (State s : {State::kCreated, State::kClaimed, State::kRunning, State::kDraining, State::kTerminating,
+                  State::kTerminated}) {
+    InstanceRecord r = idle_record();
+    r.state = s;
+    EXPECT_EQ(judge_pool_message(message(), r, request()).fate, MessageFate::kDrop) << state_name(s);
+  }
+}
+
+TEST(JudgePoolMessage, StaleGenerationDrops) {
+  InstanceRecord r = idle_record();
+  r.generation = 5;
+  EXPECT_EQ(judge_pool_message(message(), r, request()).fate, MessageFate::kDrop);
+}
+
+TEST(JudgePoolMessage, WrongClassDrops) {
+  ClaimRequest q = request();
+  q.resource_class = "small";
+  EXPECT_EQ(judge_pool_message(message(), idle_record(), q).fate, MessageFate::kDrop);
+}
+
+TEST(JudgePoolMessage, DeadlineEdge) {
+  InstanceRecord r = idle_record();
+  r.deadline_ms = kNow + 600'000;  // exactly the minimum remaining: still claimable
+  EXPECT_EQ(judge_pool_message(message(), r, request()).fate, MessageFate::kClaim);
+  r.deadline_ms -= 1;
+  EXPECT_EQ(judge_pool_message(message(), r, request()).fate, MessageFate::kDrop);
+  r.deadline_ms = kNow - 1;  // already expired
+  EXPECT_EQ(judge_pool_message(message(), r, request()).fate, MessageFate::kDrop);
+}
+
+TEST(JudgePoolMessage, HeartbeatEdge) {
+  InstanceRecord r = idle_record();
+  r.heartbeat_ms = kNow - 60'000;
+  EXPECT_EQ(judge_pool_message(message(), r, request()).fate, MessageFate::kClaim);
+  r.heartbeat_ms -= 1;
+  EXPECT_EQ(judge_pool_message(message(), r, request()).fate, MessageFate::kDrop);
+  r.heartbeat_ms = 0;  // never beat
+  EXPECT_EQ(judge_pool_message(message(), r, request()).fate, MessageFate::kDrop);
+}
+
+TEST(JudgePoolMessage, UsageClassMismatchReleases) {
+  ClaimRequest q = request();
+  q.usage_class = UsageClass::kOnDemand;
+  EXPECT_EQ(judge_pool_message(message(), idle_record(), q).fate, MessageFate::kRelease);
+  q.usage_class = UsageClass::kSpot;
+  EXPECT_EQ(judge_pool_message(message(), idle_record(), q).fate, MessageFate::kClaim);
+}
+
+TEST(JudgePoolMessage, TypeGlobsRelease) {
+  ClaimRequest q = request();
+  q.allowed_type_globs = {"m*", "r7*"};
+  EXPECT_EQ(judge_pool_message(message(), idle_record(), q).fate, MessageFate::kRelease);
+  q.allowed_type_globs = {"m*", "c7i.*"};
+  EXPECT_EQ(judge_pool_message(message(), idle_record(), q).fate, MessageFate::kClaim);
+}
+
+TEST(InstanceTypeAllowed, GlobSemantics) {
+  EXPECT_TRUE(instance_type_allowed("c7i.large", {}));
+  EXPECT_TRUE(instance_type_allowed("c7i.large", {"c*"}));
+  EXPECT_FALSE(instance_type_allowed("m7i.large", {"c*"}));
+  EXPECT_TRUE(instance_type_allowed("m7i.large", {"c*", "m7?.large"}));
+  EXPECT_FALSE(instance_type_allowed("m7i.xlarge", {"m7?.large"}));
+  EXPECT_FALSE(instance_type_allowed("", {"c*"}));
+}
+
+TEST(InstanceRecordNames, RoundTrip) {
+  for (State s : {State::kCreated, State::kClaimed, State::kRunning, State::kDraining, State::kIdle,
+                  State::kTerminating, State::kTerminated}) {
+    EXPECT_EQ(parse_state(state_name(s)), s);
+  }
+  EXPECT_FALSE(parse_state("Idle"));
+  EXPECT_FALSE(parse_state(""));
+  EXPECT_EQ(parse_usage_class("on-demand"), UsageClass::kOnDemand);
+  EXPECT_FALSE(parse_usage_class("ondemand"));
+  for (AgentSignal a : {AgentSignal::kNone, AgentSignal::kBooted, AgentSignal::kRegistered, AgentSignal::kDrained,
+                        AgentSignal::kFailed, AgentSignal::kInterrupted}) {
+    EXPECT_EQ(parse_agent_signal(agent_signal_name(a)), a);
+  }
+  EXPECT_TRUE(is_terminal(State::kTerminated));
+  EXPECT_FALSE(is_terminal(State::kTerminating));
+}
+
+}  // namespace
+}  // namespace runpool::pool

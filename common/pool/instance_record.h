@@ -1,0 +1,54 @@
+// The state table's one item per instance, as plain data. Who writes what is the heart of the
+// design (../docs/design.md): the controller owns the lifecycle fields, the agent only its own
+// item's agent fields. Times are epoch milliseconds on the AWS clock (see aws_clock.h), so that
+// liveness never depends on the controller's and the instance's clocks agreeing.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace runpool::pool {
+
+enum class State { kCreated, kClaimed, kRunning, kDraining, kIdle, kTerminating, kTerminated };
+
+std::string_view state_name(State s);
+std::optional<State> parse_state(std::string_view name);
+bool is_terminal(State s);  // terminated only: every other state has a deadline
+
+enum class UsageClass { kSpot, kOnDemand };
+std::string_view usage_class_name(UsageClass u);
+std::optional<UsageClass> parse_usage_class(std::string_view name);
+
+// What the agent reports for a given generation.
+enum class AgentSignal { kNone, kBooted, kRegistered, kDrained, kFailed, kInterrupted };
+std::string_view agent_signal_name(AgentSignal s);
+std::optional<AgentSignal> parse_agent_signal(std::string_view name);
+
+struct InstanceRecord {
+  std::string instance_id;
+
+  // Lifecycle fields: written by the controller only, each change one conditional write.
+  State state = State::kCreated;
+  std::string label;       // the assignment (run) label; empty when unassigned
+  int64_t generation = 0;  // bumped by every new assignment
+  int64_t deadline_ms = 0;       // when the current state expires
+  int64_t hard_deadline_ms = 0;  // running/draining: terminate regardless after this
+  int64_t state_since_ms = 0;
+  int64_t created_ms = 0;
+  std::string pool;
+  std::string resource_class;
+  UsageClass usage_class = UsageClass::kOnDemand;
+  std::string instance_type;
+  bool has_credentials = false;  // registration credentials waiting for the agent
+
+  // Agent fields: written by the instance's own agent only.
+  int64_t heartbeat_ms = 0;
+  AgentSignal signal = AgentSignal::kNone;
+  int64_t signal_generation = 0;  // the generation the signal speaks for
+  int64_t runner_id = 0;
+  bool busy = false;
+};
+
+}  // namespace runpool::pool

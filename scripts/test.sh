@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The test command: set up, build with AddressSanitizer + UndefinedBehaviorSanitizer, run every
+# ctest tier (unit, integration, e2e). Extra arguments go to ctest, e.g. `scripts/test.sh -L unit`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+
+build=${RUNPOOL_TEST_BUILD_DIR:-build-asan}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DRUNPOOL_SANITIZE=ON >/dev/null
+cmake --build "$build" -j "$(nproc)"
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+cd "$build"
+ctest --output-on-failure --timeout 600 -j 2 "$@"
