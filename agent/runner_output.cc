@@ -1,0 +1,79 @@
+#include "agent/runner_output.h"
+
+namespace runpool::agent {
+namespace {
+
+// Strips the "yyyy-MM-dd HH:mm:ssZ: " prefix the Listener puts on stdout lines.
+std::string_view after_timestamp(std::string_view line) {
+  auto pos = line.find("Z: ");
+  return pos == std::string_view::npos ? line : line.substr(pos + 3);
+}
+
+std::string_view trim_end(std::string_view s) {
+  while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+RunnerEvent parse_stdout_line(std::string_view raw) {
+  std::string_view line = trim_end(after_timestamp(raw));
+  RunnerEvent e;
+  constexpr std::string_view kRunning = "Running job: ";
+  constexpr std::string_view kJob = "Job ";
+  constexpr std::string_view kCompleted = " completed with result: ";
+  if (line == "Listening for Jobs") {
+    e.kind = RunnerEvent::kListening;
+  } else if (line.starts_with(kRunning)) {
+    e.kind = RunnerEvent::kJobStarted;
+    e.job = line.substr(kRunning.size());
+  } else if (line.starts_with(kJob)) {
+    auto pos = line.rfind(kCompleted);
+    if (pos != std::string_view::npos && pos >= kJob.size()) {
+      e.kind = RunnerEvent::kJobCompleted;
+      e.job = line.substr(kJob.size(), pos - kJob.size());
+      e.result = line.substr(pos + kCompleted.size());
+    }
+  }
+  return e;
+}
+
+RunnerEvent parse_diag_line(std::string_view raw) {
+  std::string_view line = trim_end(raw);
+  RunnerEvent e;
+  constexpr std::string_view kAck = "Acknowledging runner request '";
+  auto pos = line.find(kAck);
+  if (pos != std::string_view::npos && line.find("BrokerMessageListener]") != std::string_view::npos) {
+    auto start = pos + kAck.size();
+    auto end = line.find('\'', start);
+    if (end != std::string_view::npos) {
+      e.kind = RunnerEvent::kJobRequested;
+      e.job = line.substr(start, end - start);
+    }
+  }
+  return e;
+}
+
+void RunnerActivity::apply(const RunnerEvent& e) {
+  switch (e.kind) {
+    case RunnerEvent::kNone:
+      break;
+    case RunnerEvent::kListening:
+      // A (re)started Listener is idle unless a job is still in flight from before the restart.
+      if (phase_ == RunnerPhase::kStarting) phase_ = RunnerPhase::kListening;
+      break;
+    case RunnerEvent::kJobRequested:
+    case RunnerEvent::kJobStarted:
+      phase_ = RunnerPhase::kBusy;
+      if (!e.job.empty() && (e.kind == RunnerEvent::kJobStarted || current_job_.empty())) current_job_ = e.job;
+      break;
+    case RunnerEvent::kJobCompleted:
+      phase_ = RunnerPhase::kListening;
+      ++jobs_completed_;
+      last_result_ = e.result;
+      current_job_.clear();
+      break;
+  }
+}
+
+}  // namespace runpool::agent

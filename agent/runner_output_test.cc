@@ -1,0 +1,64 @@
+#include "agent/runner_output.h"
+
+#include <gtest/gtest.h>
+
+namespace runpool::agent {
+namespace {
+
+TEST(ParseStdoutLine, KnownLines) {
+  EXPECT_EQ(parse_stdout_line("2026-11-21 02:52:24Z: Listening for Jobs").kind, RunnerEvent::kListening);
+  auto started = parse_stdout_line("2026-11-21 02:52:25Z: Running job: build (linux)\n");
+  EXPECT_EQ(started.kind, RunnerEvent::kJobStarted);
+  EXPECT_EQ(started.job, "build (linux)");
+  auto done = parse_stdout_line("2026-11-21 02:53:00Z: Job build (linux) completed with result: Succeeded");
+  EXPECT_EQ(done.kind, RunnerEvent::kJobCompleted);
+  EXPECT_EQ(done.job, "build (linux)");
+  EXPECT_EQ(done.result, "Succeeded");
+}
+
+TEST(ParseStdoutLine, OtherLinesAreIgnored) {
+  for (const char* line : {"", "√ Connected to GitHub", "2026-11-21 02:52:24Z: Runner update in progress",
+                           "Job x", "Running job:", "2026-11-21 02:52:24Z: Job  completed with result: "}) {
+    EXPECT_EQ(parse_stdout_line(line).kind, RunnerEvent::kNone) << line;
+  }
+}
+
+TEST(ParseDiagLine, AcknowledgeMarksTheRequest) {
+  auto e = parse_diag_line("[2026-11-21 02:52:24Z INFO BrokerMessageListener] Acknowledging runner request '1234'.");
+  EXPECT_EQ(e.kind, RunnerEvent::kJobRequested);
+  EXPECT_EQ(e.job, "1234");
+  EXPECT_EQ(parse_diag_line("[2026-11-21 02:52:24Z INFO JobDispatcher] Job request 1234 for plan p job j received.")
+                .kind,
+            RunnerEvent::kNone);
+  EXPECT_EQ(parse_diag_line("[x INFO Other] Acknowledging runner request '1'.").kind, RunnerEvent::kNone);
+  EXPECT_EQ(parse_diag_line("[x INFO BrokerMessageListener] Acknowledging runner request '1").kind,
+            RunnerEvent::kNone);
+}
+
+TEST(RunnerActivity, BusyFromRequestUntilCompletion) {
+  RunnerActivity a;
+  EXPECT_EQ(a.phase(), RunnerPhase::kStarting);
+  a.apply(parse_stdout_line("2026-11-21 02:52:24Z: Listening for Jobs"));
+  EXPECT_EQ(a.phase(), RunnerPhase::kListening);
+  // The request arrives before any Worker or "Running job" line: busy already.
+  a.apply(parse_diag_line("[t INFO BrokerMessageListener] Acknowledging runner request '7'."));
+  EXPECT_TRUE(a.busy());
+  a.apply(parse_stdout_line("t Z: Running job: test"));
+  EXPECT_TRUE(a.busy());
+  EXPECT_EQ(a.current_job(), "test");
+  a.apply(parse_stdout_line("2026-11-21 02:52:24Z: Job test completed with result: Failed"));
+  EXPECT_FALSE(a.busy());
+  EXPECT_EQ(a.jobs_completed(), 1);
+  EXPECT_EQ(a.last_result(), "Failed");
+}
+
+TEST(RunnerActivity, ListeningAgainDoesNotHideAJobInFlight) {
+  RunnerActivity a;
+  a.apply({RunnerEvent::kListening, "", ""});
+  a.apply({RunnerEvent::kJobStarted, "j", ""});
+  a.apply({RunnerEvent::kListening, "", ""});
+  EXPECT_TRUE(a.busy());
+}
+
+}  // namespace
+}  // namespace runpool::agent
