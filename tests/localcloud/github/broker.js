@@ -1,0 +1,218 @@
+'use strict';
+// The job broker: queued jobs go, FIFO, to an open long poll of an online runner whose labels
+// include all of the job's labels (runs-on semantics) and whose scope covers the job's repo.
+// It keeps the real service's awkward behaviour on purpose: `busy` flips at acquire, not at
+// dispatch; a job handed to a poll but never acquired (SIGTERM between acknowledge and acquire,
+// runner deleted meanwhile) is only redispatched once its lock expires; a running job whose lock
+// is no longer renewed is lost. Every job's fate is recorded for tests and benchmarks.
+const crypto = require('node:crypto');
+const { lc } = require('./model');
+
+const RESULTS = ['Succeeded', 'SucceededWithIssues', 'Failed', 'Canceled', 'Skipped', 'Abandoned'];
+
+class Broker {
+  constructor(model, log = () => {}) {
+    this.model = model;
+    this.log = log;
+    this.jobs = new Map();
+    this.polls = [];
+    this.sessionOf = new Map(); // job id -> session object it is pending on (dispatched, unacquired)
+    this.nextJobId = 1;
+    this.nextMessageId = 1;
+    this.timer = setInterval(() => this.sweep(), 100);
+    this.timer.unref();
+  }
+
+  close() {
+    clearInterval(this.timer);
+    for (const p of [...this.polls]) p.finish(204);
+  }
+
+  get s() { return this.model.settings; }
+
+  // ---- sessions: a runner is online while its session is live
+  sessionLive(r) {
+    const s = r.session;
+    return !!s && (s.polls > 0 || Date.now() - s.lastSeen < this.s.sessionIdleMs);
+  }
+  createSession(r) {
+    if (this.sessionLive(r)) return null;
+    r.session = { id: crypto.randomUUID(), createdAt: Date.now(), lastSeen: Date.now(), polls: 0, pending: null };
+    return r.session;
+  }
+  deleteSession(r, sessionId) {
+    if (!r.session || r.session.id !== sessionId) return false;
+    const s = r.session;
+    r.session = null;
+    for (const p of this.polls.filter((q) => q.session === s)) p.finish(404, { typeKey: 'TaskAgentSessionExpiredException', message: 'session deleted' });
+    return true;
+  }
+  touch(r) { if (r.session) r.session.lastSeen = Date.now(); }
+
+  // ---- jobs
+  queue(spec = {}) {
+    const labels = spec.labels ?? (spec.label !== undefined ? [spec.label] : null);
+    if (!Array.isArray(labels) || !labels.length || labels.some((l) => typeof l !== 'string' || !l)) throw new Error('a job needs label or labels: [non-empty strings]');
+    if (spec.repo && !spec.owner) throw new Error('repo needs owner');
+    const durationMs = spec.durationMs ?? 0;
+    if (typeof durationMs !== 'number' || durationMs < 0) throw new Error('durationMs must be a number >= 0');
+    if (spec.run !== undefined && spec.run !== null && typeof spec.run !== 'string') throw new Error('run must be a string');
+    if (spec.owner) this.model.addOwner(spec.owner);
+    const id = this.nextJobId++;
+    const job = {
+      id, name: spec.name || `job-${id}`, labels, owner: spec.owner || null, repo: spec.repo || null,
+      durationMs, run: spec.run || null, planId: crypto.randomUUID(), jobGuid: crypto.randomUUID(),
+      state: 'queued', queuedAt: Date.now(), dispatches: [], lockedUntil: null, startedAt: null,
+      completedAt: null, result: null, runnerId: null, runnerName: null, lateMs: null, startLatencyMs: null,
+    };
+    this.jobs.set(id, job);
+    this.log(`github: job ${id} queued for [${labels.join(', ')}]`);
+    this.pump();
+    return job;
+  }
+
+  view(job) {
+    const { planId, jobGuid, ...rest } = job;
+    return { ...rest, dispatches: job.dispatches.map((d) => ({ ...d })) };
+  }
+
+  // ---- long polls
+  // reply(status, body) answers the HTTP request; the returned poll's finish() ends it early.
+  openPoll(r, reply) {
+    const session = r.session;
+    session.polls++;
+    const poll = { runner: r, session, done: false };
+    poll.finish = (status, body) => {
+      if (poll.done) return;
+      poll.done = true;
+      clearTimeout(poll.timer);
+      this.polls.splice(this.polls.indexOf(poll), 1);
+      session.polls--;
+      session.lastSeen = Date.now();
+      if (status) reply(status, body);
+    };
+    poll.timer = setTimeout(() => {
+      if (r.deleted) poll.finish(404, { typeKey: 'RunnerNotFoundException', message: `Runner ${r.name} not found: the registration has been deleted` });
+      else poll.finish(204);
+    }, this.s.pollMs);
+    this.polls.push(poll);
+    this.pump();
+    return poll;
+  }
+
+  eligible(p, job) {
+    const r = p.runner;
+    if (p.done || r.deleted || r.session !== p.session || r.busy || p.session.pending) return false;
+    if (r.ephemeral && r.ephemeralUsed) return false;
+    if (job.owner) {
+      if (lc(job.owner) !== lc(r.owner)) return false;
+      if (r.repo && (!job.repo || lc(job.repo) !== lc(r.repo))) return false;
+    }
+    const have = new Set(r.labels.map((l) => lc(l.name)));
+    return job.labels.every((l) => have.has(lc(l)));
+  }
+
+  pump() {
+    const queued = [...this.jobs.values()].filter((j) => j.state === 'queued').sort((a, b) => a.id - b.id);
+    for (const job of queued) {
+      const poll = this.polls.find((p) => this.eligible(p, job));
+      if (!poll) continue;
+      const r = poll.runner;
+      const now = Date.now();
+      job.state = 'dispatched';
+      job.lockedUntil = now + this.s.lockExpiryMs;
+      job.dispatches.push({ runnerId: r.id, runnerName: r.name, sessionId: poll.session.id, at: now, acknowledgedAt: null, acquiredAt: null, expiredAt: null });
+      poll.session.pending = job.id;
+      this.sessionOf.set(job.id, poll.session);
+      if (r.ephemeral) r.ephemeralUsed = true;
+      this.log(`github: job ${job.id} dispatched to runner ${r.id} (${r.name})`);
+      poll.finish(200, {
+        messageId: this.nextMessageId++, messageType: 'RunnerJobRequest',
+        body: { runnerRequestId: job.id, planId: job.planId, jobId: job.jobGuid, jobName: job.name },
+      });
+    }
+  }
+
+  current(r, requestId, state) {
+    const job = this.jobs.get(Number(requestId));
+    if (!job || job.state !== state) return null;
+    const d = job.dispatches[job.dispatches.length - 1];
+    return d && d.runnerId === r.id ? { job, d } : null;
+  }
+
+  acknowledge(r, requestId) {
+    const c = this.current(r, requestId, 'dispatched');
+    if (!c) return false;
+    c.d.acknowledgedAt = c.d.acknowledgedAt ?? Date.now();
+    return true;
+  }
+
+  // -> the job (now running) or null (no longer locked to this runner).
+  acquire(r, requestId) {
+    const c = this.current(r, requestId, 'dispatched');
+    if (!c) return null;
+    const { job, d } = c;
+    const now = Date.now();
+    this.release(job);
+    d.acquiredAt = now;
+    Object.assign(job, { state: 'running', startedAt: now, runnerId: r.id, runnerName: r.name, lockedUntil: now + this.s.lockExpiryMs });
+    job.lateMs = d.at - job.dispatches[0].at;
+    job.startLatencyMs = now - job.queuedAt;
+    r.busy = true;
+    r.currentJob = job.id;
+    this.log(`github: job ${job.id} acquired by runner ${r.id}`);
+    return job;
+  }
+
+  renew(r, requestId) {
+    const job = this.jobs.get(Number(requestId));
+    if (!job || job.state !== 'running' || job.runnerId !== r.id) return null;
+    job.lockedUntil = Date.now() + this.s.lockExpiryMs;
+    return job;
+  }
+
+  complete(r, requestId, result) {
+    const job = this.jobs.get(Number(requestId));
+    if (!job || job.state !== 'running' || job.runnerId !== r.id) return null;
+    Object.assign(job, { state: 'completed', completedAt: Date.now(), result: RESULTS.includes(result) ? result : 'Failed', lockedUntil: null });
+    this.free(r, job);
+    this.log(`github: job ${job.id} completed on runner ${r.id}: ${job.result}`);
+    if (r.ephemeral) this.model.deleteRunner(r); // the service removes an ephemeral runner after its job
+    this.pump();
+    return job;
+  }
+
+  free(r, job) {
+    if (r && r.currentJob === job.id) { r.busy = false; r.currentJob = null; }
+  }
+
+  release(job) {
+    const s = this.sessionOf.get(job.id);
+    if (s && s.pending === job.id) s.pending = null;
+    this.sessionOf.delete(job.id);
+  }
+
+  // Lock expiry: an unacquired dispatch goes back to the queue (keeping its FIFO place); a
+  // running job nobody renews is lost.
+  sweep() {
+    const now = Date.now();
+    let requeued = false;
+    for (const job of this.jobs.values()) {
+      if (job.lockedUntil === null || now < job.lockedUntil) continue;
+      if (job.state === 'dispatched') {
+        job.dispatches[job.dispatches.length - 1].expiredAt = now;
+        this.release(job);
+        Object.assign(job, { state: 'queued', lockedUntil: null });
+        this.log(`github: job ${job.id} lock expired before acquire; requeued`);
+        requeued = true;
+      } else if (job.state === 'running') {
+        Object.assign(job, { state: 'lost', lockedUntil: null, lostAt: now });
+        this.free(this.model.runners.get(job.runnerId), job);
+        this.log(`github: job ${job.id} lost (runner ${job.runnerId} stopped renewing)`);
+      }
+    }
+    if (requeued) this.pump();
+  }
+}
+
+module.exports = { Broker, RESULTS };

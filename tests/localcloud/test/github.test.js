@@ -1,0 +1,238 @@
+'use strict';
+// The GitHub stand-in's REST API driven by an independent real client, @octokit/rest, so the
+// stand-in cannot drift into a private dialect: tokens, JIT configs, Link pagination, runner
+// CRUD and labels, App JWT auth, rate limits (primary and secondary) and injected faults.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const crypto = require('node:crypto');
+const { execFile } = require('node:child_process');
+const { createGithub } = require('../github');
+const { Faults } = require('../lib/faults');
+
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+let gh;
+let faults;
+let Octokit;
+const kit = (auth) => new Octokit({ auth, baseUrl: `${gh.url}/api/v3`, log: quiet });
+const ctl = async (method, path, body) => {
+  const r = await gh.control(method, path, body);
+  assert.ok(r.status < 300, `${method} ${path}: ${r.status} ${JSON.stringify(r.json)}`);
+  return r.json;
+};
+const rejects = async (p, status, re) => {
+  const err = await p.then(() => null, (e) => e);
+  assert.ok(err, `expected HTTP ${status}`);
+  assert.equal(err.status, status, err.message);
+  if (re) assert.match(err.response.data.message, re);
+  return err;
+};
+const jwt = (payload, key) => {
+  const b = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const input = `${b({ alg: 'RS256', typ: 'JWT' })}.${b(payload)}`;
+  return `${input}.${crypto.sign('sha256', Buffer.from(input), key).toString('base64url')}`;
+};
+const now = () => Math.floor(Date.now() / 1000);
+
+test.before(async () => {
+  ({ Octokit } = await import('@octokit/rest'));
+  faults = new Faults();
+  gh = await createGithub({ faults, log: () => {} });
+  await ctl('POST', '/pats', { token: 'ghp_admin_pat_0001', owners: ['acme', 'other'] });
+});
+test.after(() => gh.close());
+
+test('registration and remove tokens, repository and organization', async () => {
+  const o = kit('ghp_admin_pat_0001');
+  for (const r of [
+    await o.rest.actions.createRegistrationTokenForRepo({ owner: 'acme', repo: 'app' }),
+    await o.rest.actions.createRemoveTokenForRepo({ owner: 'acme', repo: 'app' }),
+    await o.rest.actions.createRegistrationTokenForOrg({ org: 'acme' }),
+    await o.rest.actions.createRemoveTokenForOrg({ org: 'acme' }),
+  ]) {
+    assert.equal(r.status, 201);
+    assert.match(r.data.token, /^[A-Z2-7]{29,}$/);
+    const left = Date.parse(r.data.expires_at) - Date.now();
+    assert.ok(left > 3590e3 && left <= 3600e3, `expires in ${left} ms`);
+    assert.equal(r.headers['x-ratelimit-resource'], 'core');
+  }
+  await rejects(o.rest.actions.createRegistrationTokenForOrg({ org: 'nobody' }), 404);
+});
+
+test('JIT config: runner, decodable files, 409 on a taken name, 422 on bad input', async () => {
+  const o = kit('ghp_admin_pat_0001');
+  const r = await o.rest.actions.generateRunnerJitconfigForRepo({ owner: 'acme', repo: 'app', name: 'jit-1', runner_group_id: 1, labels: ['run-42'], work_folder: '_w' });
+  assert.equal(r.status, 201);
+  assert.equal(r.data.runner.name, 'jit-1');
+  assert.equal(r.data.runner.status, 'offline');
+  assert.equal(r.data.runner.ephemeral, true);
+  assert.deepEqual(r.data.runner.labels.map((l) => [l.name, l.type]), [['self-hosted', 'read-only'], ['Linux', 'read-only'], ['X64', 'read-only'], ['run-42', 'custom']]);
+  const files = JSON.parse(Buffer.from(r.data.encoded_jit_config, 'base64').toString());
+  const runner = JSON.parse(Buffer.from(files['.runner'], 'base64').toString());
+  assert.equal(runner.agentId, r.data.runner.id);
+  assert.equal(runner.workFolder, '_w');
+  assert.equal(runner.ephemeral, true);
+  assert.equal(runner.gitHubUrl, `${gh.url}/acme/app`);
+  const rsa = JSON.parse(Buffer.from(files['.credentials_rsaparams'], 'base64').toString());
+  assert.ok(rsa.modulus && rsa.d && rsa.inverseQ);
+
+  await rejects(o.rest.actions.generateRunnerJitconfigForRepo({ owner: 'acme', repo: 'app', name: 'jit-1', runner_group_id: 1, labels: ['x'] }), 409, /^Already exists - A runner with the name jit-1 already exists\.$/);
+  await rejects(o.rest.actions.generateRunnerJitconfigForRepo({ owner: 'acme', repo: 'app', name: 'jit-2', runner_group_id: 1, labels: [] }), 422);
+  await rejects(o.rest.actions.generateRunnerJitconfigForRepo({ owner: 'acme', repo: 'app', name: 'jit-2', runner_group_id: 1, labels: Array.from({ length: 101 }, (_, i) => `l${i}`) }), 422);
+  await rejects(o.rest.actions.generateRunnerJitconfigForRepo({ owner: 'acme', repo: 'app', runner_group_id: 1, labels: ['x'] }), 422);
+  // Organization form; the same name is free in another scope.
+  const org = await o.rest.actions.generateRunnerJitconfigForOrg({ org: 'acme', name: 'jit-1', runner_group_id: 1, labels: ['x'] });
+  assert.equal(org.status, 201);
+});
+
+test('list with Link pagination over several pages, name filter, get and delete', async () => {
+  const o = kit('ghp_admin_pat_0001');
+  const ids = [];
+  for (let i = 0; i < 7; i++) {
+    ids.push((await o.rest.actions.generateRunnerJitconfigForRepo({ owner: 'acme', repo: 'pages', name: `p-${i}`, runner_group_id: 1, labels: ['p'] })).data.runner.id);
+  }
+  await gh.control('DELETE', '/calls');
+  const all = await o.paginate(o.rest.actions.listSelfHostedRunnersForRepo, { owner: 'acme', repo: 'pages', per_page: 2 });
+  assert.deepEqual(all.map((r) => r.id), ids);
+  const calls = (await gh.control('GET', '/calls')).json;
+  assert.equal(calls.byRoute['GET /repos/{owner}/{repo}/actions/runners'], 4);
+  assert.equal(calls.byPrincipal['pat:ghp_admin_pat_0001'], 4);
+
+  const p2 = await o.rest.actions.listSelfHostedRunnersForRepo({ owner: 'acme', repo: 'pages', per_page: 2, page: 2 });
+  assert.equal(p2.data.total_count, 7);
+  const rels = Object.fromEntries([...p2.headers.link.matchAll(/<([^>]+)>; rel="(\w+)"/g)].map((m) => [m[2], new URL(m[1]).searchParams.get('page')]));
+  assert.deepEqual(rels, { prev: '1', next: '3', last: '4', first: '1' });
+  const last = await o.rest.actions.listSelfHostedRunnersForRepo({ owner: 'acme', repo: 'pages', per_page: 2, page: 4 });
+  assert.equal(last.data.runners.length, 1);
+  assert.doesNotMatch(last.headers.link, /rel="next"/);
+
+  const named = await o.rest.actions.listSelfHostedRunnersForRepo({ owner: 'acme', repo: 'pages', name: 'p-3' });
+  assert.deepEqual(named.data.runners.map((r) => r.id), [ids[3]]);
+  assert.equal(named.headers.link, undefined);
+
+  const got = await o.rest.actions.getSelfHostedRunnerForRepo({ owner: 'acme', repo: 'pages', runner_id: ids[0] });
+  assert.equal(got.data.name, 'p-0');
+  await rejects(o.rest.actions.getSelfHostedRunnerForOrg({ org: 'acme', runner_id: ids[0] }), 404); // other scope
+  assert.equal((await o.rest.actions.deleteSelfHostedRunnerFromRepo({ owner: 'acme', repo: 'pages', runner_id: ids[0] })).status, 204);
+  await rejects(o.rest.actions.getSelfHostedRunnerForRepo({ owner: 'acme', repo: 'pages', runner_id: ids[0] }), 404);
+  await rejects(o.rest.actions.deleteSelfHostedRunnerFromRepo({ owner: 'acme', repo: 'pages', runner_id: ids[0] }), 404);
+
+  await ctl('POST', `/runners/${ids[1]}/busy`, { busy: true });
+  const e = await rejects(o.rest.actions.deleteSelfHostedRunnerFromRepo({ owner: 'acme', repo: 'pages', runner_id: ids[1] }), 422);
+  assert.equal(e.response.data.message, 'Bad request - Runner "p-1" is still running a job"');
+});
+
+test('labels: list, add, set, remove one, remove all', async () => {
+  const o = kit('ghp_admin_pat_0001');
+  const id = (await o.rest.actions.generateRunnerJitconfigForOrg({ org: 'acme', name: 'lab', runner_group_id: 1, labels: ['a'] })).data.runner.id;
+  const names = (r) => r.data.labels.map((l) => l.name);
+  assert.deepEqual(names(await o.rest.actions.listLabelsForSelfHostedRunnerForOrg({ org: 'acme', runner_id: id })), ['self-hosted', 'Linux', 'X64', 'a']);
+  assert.deepEqual(names(await o.rest.actions.addCustomLabelsToSelfHostedRunnerForOrg({ org: 'acme', runner_id: id, labels: ['b', 'A'] })), ['self-hosted', 'Linux', 'X64', 'a', 'b']);
+  const set = await o.rest.actions.setCustomLabelsForSelfHostedRunnerForOrg({ org: 'acme', runner_id: id, labels: ['c', 'd'] });
+  assert.equal(set.data.total_count, 5);
+  assert.deepEqual(names(set), ['self-hosted', 'Linux', 'X64', 'c', 'd']);
+  assert.deepEqual(names(await o.rest.actions.removeCustomLabelFromSelfHostedRunnerForOrg({ org: 'acme', runner_id: id, name: 'c' })), ['self-hosted', 'Linux', 'X64', 'd']);
+  await rejects(o.rest.actions.removeCustomLabelFromSelfHostedRunnerForOrg({ org: 'acme', runner_id: id, name: 'zzz' }), 404);
+  await rejects(o.rest.actions.removeCustomLabelFromSelfHostedRunnerForOrg({ org: 'acme', runner_id: id, name: 'Linux' }), 422);
+  await rejects(o.rest.actions.addCustomLabelsToSelfHostedRunnerForOrg({ org: 'acme', runner_id: id, labels: [] }), 422);
+  assert.deepEqual(names(await o.rest.actions.removeAllCustomLabelsFromSelfHostedRunnerForOrg({ org: 'acme', runner_id: id })), ['self-hosted', 'Linux', 'X64']);
+});
+
+test('runner downloads: a real tarball whose sha256 matches', async () => {
+  const o = kit('ghp_admin_pat_0001');
+  const [d] = (await o.rest.actions.listRunnerApplicationsForRepo({ owner: 'acme', repo: 'app' })).data;
+  assert.equal(d.os, 'linux');
+  assert.equal(d.architecture, 'x64');
+  const res = await fetch(d.download_url);
+  assert.equal(res.status, 200);
+  const body = Buffer.from(await res.arrayBuffer());
+  assert.equal(crypto.createHash('sha256').update(body).digest('hex'), d.sha256_checksum);
+  const listing = await new Promise((resolve, reject) => {
+    const p = execFile('tar', ['-tvzf', '-'], (err, out) => (err ? reject(err) : resolve(out)));
+    p.stdin.end(body);
+  });
+  assert.match(listing, /^-rwxr-xr-x .* \.\/bin\/Runner\.Listener$/m);
+  assert.match(listing, /^-rwxr-xr-x .* \.\/config\.sh$/m);
+});
+
+test('credentials: 401 on bad or missing ones, 404 for owners a PAT cannot see', async () => {
+  const e = await rejects(kit('ghp_not_a_real_token').rest.actions.createRegistrationTokenForOrg({ org: 'acme' }), 401, /^Bad credentials$/);
+  assert.ok(e.response.headers['x-ratelimit-limit']);
+  await rejects(kit(undefined).rest.actions.createRegistrationTokenForOrg({ org: 'acme' }), 401);
+  await ctl('POST', '/owners', { owner: 'hidden' });
+  await rejects(kit('ghp_admin_pat_0001').rest.actions.createRegistrationTokenForOrg({ org: 'hidden' }), 404);
+});
+
+test('GitHub App: RS256 JWT verified for real, installation lookup, expiring installation tokens', async () => {
+  const app = await ctl('POST', '/apps', {});
+  const key = crypto.createPrivateKey(app.privateKeyPem);
+  const inst = await ctl(`POST`, `/apps/${app.appId}/installations`, { owner: 'acme' });
+  const good = jwt({ iat: now() - 60, exp: now() + 540, iss: String(app.appId) }, key);
+
+  const found = await kit(good).rest.apps.getRepoInstallation({ owner: 'acme', repo: 'app' });
+  assert.equal(found.data.id, inst.id);
+  assert.equal(found.data.app_id, app.appId);
+  const byClientId = jwt({ iat: now() - 60, exp: now() + 600, iss: app.clientId }, key);
+  assert.equal((await kit(byClientId).rest.apps.getOrgInstallation({ org: 'acme' })).data.id, inst.id);
+  await rejects(kit(good).rest.apps.getOrgInstallation({ org: 'other' }), 404);
+
+  const tok = await kit(good).rest.apps.createInstallationAccessToken({ installation_id: inst.id });
+  assert.equal(tok.status, 201);
+  assert.ok(Date.parse(tok.data.expires_at) > Date.now() + 3500e3);
+  const t = kit(tok.data.token);
+  assert.equal((await t.rest.actions.createRegistrationTokenForOrg({ org: 'acme' })).status, 201);
+  await rejects(t.rest.actions.createRegistrationTokenForOrg({ org: 'other' }), 403, /Resource not accessible by integration/);
+  await rejects(kit(good).rest.actions.createRegistrationTokenForOrg({ org: 'acme' }), 403); // a JWT is not an installation
+
+  await rejects(kit(jwt({ iat: now() - 120, exp: now() - 10, iss: app.appId }, key)).rest.apps.getOrgInstallation({ org: 'acme' }), 401, /'Expiration time' claim \('exp'\) must be a numeric value/);
+  await rejects(kit(jwt({ iat: now() - 60, exp: now() + 3600, iss: app.appId }, key)).rest.apps.getOrgInstallation({ org: 'acme' }), 401, /too far in the future/);
+  await rejects(kit(jwt({ iat: now() + 300, exp: now() + 500, iss: app.appId }, key)).rest.apps.getOrgInstallation({ org: 'acme' }), 401, /'Issued at' claim/);
+  await rejects(kit(jwt({ iat: now() - 60, iss: app.appId }, key)).rest.apps.getOrgInstallation({ org: 'acme' }), 401);
+  const stranger = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+  await rejects(kit(jwt({ iat: now() - 60, exp: now() + 300, iss: app.appId }, stranger)).rest.apps.getOrgInstallation({ org: 'acme' }), 401, /could not be decoded/);
+
+  await ctl('POST', '/settings', { installationTokenTtlMs: 1000 });
+  const short = (await kit(good).rest.apps.createInstallationAccessToken({ installation_id: inst.id })).data;
+  assert.equal((await kit(short.token).rest.actions.createRemoveTokenForOrg({ org: 'acme' })).status, 201);
+  await new Promise((r) => setTimeout(r, 1100));
+  await rejects(kit(short.token).rest.actions.createRemoveTokenForOrg({ org: 'acme' }), 401, /Bad credentials/);
+  await ctl('POST', '/settings', { installationTokenTtlMs: 3600000 });
+});
+
+test('injected faults: secondary rate limit (403 + retry-after), 429 retry-after, 5xx', async (t) => {
+  t.after(() => faults.set('github', {}));
+  const o = kit('ghp_admin_pat_0001');
+  faults.set('github', { throttleRate: 1, retryAfterSeconds: 7 });
+  let e = await rejects(o.rest.actions.createRegistrationTokenForOrg({ org: 'acme' }), 403, /^You have exceeded a secondary rate limit/);
+  assert.equal(e.response.headers['retry-after'], '7');
+  for (const h of ['limit', 'remaining', 'used', 'reset', 'resource']) assert.ok(e.response.headers[`x-ratelimit-${h}`], h);
+  assert.notEqual(e.response.headers['x-ratelimit-remaining'], '0'); // not the primary limit
+  faults.set('github', { retryAfterRate: 1, retryAfterSeconds: 3 });
+  e = await rejects(o.rest.actions.listSelfHostedRunnersForOrg({ org: 'acme' }), 429);
+  assert.equal(e.response.headers['retry-after'], '3');
+  faults.set('github', { errorRate: 1 });
+  e = await o.rest.actions.listSelfHostedRunnersForOrg({ org: 'acme' }).catch((x) => x);
+  assert.ok([500, 502].includes(e.status), String(e.status));
+  const s = faults.stats.github;
+  assert.equal(s['POST /orgs/{org}/actions/runners/registration-token'].throttles, 1);
+  assert.equal(s['GET /orgs/{org}/actions/runners'].retryAfters, 1);
+  assert.equal(s['GET /orgs/{org}/actions/runners'].errors, 1);
+});
+
+test('primary rate limit: real budget per token, 403 with remaining 0 when spent', async (t) => {
+  t.after(async () => { await ctl('POST', '/settings', { primaryLimit: 5000 }); await ctl('DELETE', '/ratelimits'); });
+  await ctl('POST', '/pats', { token: 'ghp_budget_pat_0002' });
+  await ctl('POST', '/pats', { token: 'ghp_bystander_0003' });
+  await ctl('POST', '/settings', { primaryLimit: 3 });
+  const o = kit('ghp_budget_pat_0002');
+  const remaining = [];
+  for (let i = 0; i < 3; i++) remaining.push((await o.rest.actions.listSelfHostedRunnersForOrg({ org: 'acme' })).headers['x-ratelimit-remaining']);
+  assert.deepEqual(remaining, ['2', '1', '0']);
+  const e = await rejects(o.rest.actions.listSelfHostedRunnersForOrg({ org: 'acme' }), 403, /^API rate limit exceeded/);
+  const h = e.response.headers;
+  assert.equal(h['x-ratelimit-remaining'], '0');
+  assert.equal(h['x-ratelimit-used'], '3');
+  const reset = Number(h['x-ratelimit-reset']);
+  assert.ok(reset > now() + 3500 && reset <= now() + 3600, String(reset));
+  // Another token's budget is untouched.
+  assert.equal((await kit('ghp_bystander_0003').rest.actions.listSelfHostedRunnersForOrg({ org: 'acme' })).status, 200);
+});
