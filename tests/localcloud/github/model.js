@@ -8,8 +8,8 @@ const { randomToken } = require('./http');
 const DEFAULT_SETTINGS = {
   pollMs: 3000,                    // how long the broker holds an empty long poll (real: ~50 s)
   lockExpiryMs: 3000,              // dispatched-but-unacquired / unrenewed job lock (real: 10-15 min)
-  sessionIdleMs: 10000,            // a session with no poll or call for this long is gone (offline)
-  sessionConflictMs: 10000,        // how long a Listener retries a session conflict before exit 5
+  sessionIdleMs: 8000,             // a session with no open poll or call for this long is gone (offline)
+  sessionConflictMs: 15000,        // how long a Listener retries a session conflict before exit 5 (real ~4 min)
   ackLatencyMs: 0,                 // added latency of acknowledge: widens the ack->acquire window
   registrationTokenTtlMs: 3600000, // registration and remove tokens (real: 1 h)
   installationTokenTtlMs: 3600000, // App installation tokens (real: 1 h)

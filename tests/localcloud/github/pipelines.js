@@ -26,7 +26,8 @@ function notFoundRunner() {
 
 function routes({ model, broker }) {
   const st = () => model.settings;
-  const renewMs = () => Math.max(100, Math.min(60000, Math.floor(st().lockExpiryMs / 3)));
+  // Renewals keep both the job lock and the session alive, so they come often enough for both.
+  const renewMs = () => Math.max(100, Math.min(60000, Math.floor(Math.min(st().lockExpiryMs, st().sessionIdleMs) / 3)));
 
   function admin(ctx, event) {
     const m = /^Bearer\s+(\S+)$/i.exec(ctx.headers.authorization || '');

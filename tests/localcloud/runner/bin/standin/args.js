@@ -1,0 +1,47 @@
+'use strict';
+// Command line and ACTIONS_RUNNER_INPUT_<NAME> parsing, as the real CommandSettings does:
+// `--name value` args, boolean `--flags`, and environment inputs (case-insensitive name, `_`
+// standing for `-`), every ACTIONS_RUNNER_INPUT_* variable being removed from the environment
+// before any child process starts. Command-line values win over environment inputs.
+
+const COMMANDS = ['configure', 'remove', 'run', 'warmup'];
+const FLAGS = ['check', 'commit', 'disableupdate', 'ephemeral', 'help', 'once', 'replace', 'runasservice', 'unattended', 'version', 'no-default-labels', 'local'];
+const ARGS = ['auth', 'labels', 'monitorsocketaddress', 'name', 'pat', 'runnergroup', 'startuptype', 'token', 'url', 'username', 'work', 'jitconfig'];
+const PREFIX = 'ACTIONS_RUNNER_INPUT_';
+
+function parse(argv, env = process.env) {
+  const commands = [];
+  const flags = new Set();
+  const args = new Map();
+  const unknown = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (!a.startsWith('--')) {
+      (COMMANDS.includes(a.toLowerCase()) ? commands : unknown).push(a.toLowerCase());
+      continue;
+    }
+    let name = a.slice(2).toLowerCase();
+    let value = null;
+    const eq = name.indexOf('=');
+    if (eq >= 0) { value = a.slice(2 + eq + 1); name = name.slice(0, eq); }
+    if (FLAGS.includes(name)) flags.add(name);
+    else if (ARGS.includes(name)) args.set(name, value ?? argv[++i] ?? '');
+    else unknown.push(a);
+  }
+  const envArgs = new Map();
+  for (const key of Object.keys(env)) {
+    if (!key.toUpperCase().startsWith(PREFIX)) continue;
+    const value = String(env[key] || '').trim();
+    if (value) envArgs.set(key.slice(PREFIX.length).toLowerCase().replace(/_/g, '-'), value);
+    delete env[key];
+  }
+  const envValue = (n) => envArgs.get(n) ?? envArgs.get(n.replace(/-/g, ''));
+  return {
+    command: commands[0] || null,
+    unknown,
+    get: (n) => (args.has(n) && args.get(n) !== '' ? args.get(n) : envValue(n) ?? null),
+    flag: (n) => flags.has(n) || String(envValue(n) || '').toLowerCase() === 'true',
+  };
+}
+
+module.exports = { parse };

@@ -1,0 +1,254 @@
+'use strict';
+// `Runner.Listener run`: the message loop of the real Listener, with its exit codes and races.
+// One shutdown signal (SIGINT/SIGTERM) aborts every HTTP call of the dispatch path (poll,
+// acknowledge, acquire), so a signal between acknowledge and acquire leaves the broker with a
+// delivered, never-acquired job. In drain mode the Listener checks `<root>/.drain` between long
+// polls (also after an empty one), finishes any job already handed to it, deletes its session
+// and exits 0; in stock mode `.drain` means nothing.
+const os = require('node:os');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const files = require('./files');
+const { call, accessToken, VERSION } = require('./client');
+
+const RESULT_OF_EXIT = { 100: 'Succeeded', 101: 'SucceededWithIssues', 102: 'Failed', 103: 'Canceled' };
+const DELETED_AT_START = 'Failed to create a session. The runner registration has been deleted from the server, please re-configure.';
+const SHUTDOWN_MSG = 'The runner has received a shutdown signal. This can happen when the runner service is stopped, or a manually started runner is canceled.';
+
+function sleep(ms, signal) {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() { clearTimeout(t); signal?.removeEventListener('abort', done); resolve(); }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+class Listener {
+  constructor(cmd, log) {
+    this.cmd = cmd;
+    this.log = log;
+    this.shutdown = new AbortController();
+    this.worker = null;
+    this.session = null;
+  }
+  get aborted() { return this.shutdown.signal.aborted; }
+
+  onSignal(sig) {
+    if (this.aborted) return;
+    this.log.out('Exiting...');
+    this.log.diag('Runner', `Received ${sig}: shutting down (in-flight calls are cancelled).`);
+    this.shutdown.abort();
+    if (this.worker) this.worker.cancel();
+  }
+
+  // Runner calls with the access token; one token refresh on 401.
+  async api(method, p, opts = {}) {
+    for (let attempt = 0; ; attempt++) {
+      const r = await call(method, `${this.settings.serverUrl}${p}`, { ...opts, auth: `Bearer ${this.token}` });
+      if (r.status !== 401 || attempt > 0) return r;
+      this.token = await accessToken(this.creds, this.key, opts.signal);
+    }
+  }
+
+  async start() {
+    const jit = this.cmd.get('jitconfig');
+    if (jit) {
+      try { files.writeJitConfig(jit); } catch (e) { this.log.err(`Invalid jitconfig: ${e.message}`); return 1; }
+    }
+    if (!files.isConfigured()) { this.log.err('Runner is not configured.'); return 1; }
+    files.loadDotEnv();
+    try { this.mode = files.mode(); } catch (e) { this.log.err(e.message); return 1; }
+    this.settings = files.loadSettings();
+    this.creds = files.loadCredentials();
+    this.key = files.loadPrivateKey();
+    this.ephemeral = !!this.settings.ephemeral || this.cmd.flag('once');
+    for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => this.onSignal(sig));
+    this.log.diag('Runner', `Runner.Listener ${VERSION} (runpool stand-in) starting in ${this.mode} mode, pid ${process.pid}.`);
+    try {
+      this.token = await accessToken(this.creds, this.key, this.shutdown.signal);
+    } catch (e) {
+      if (this.aborted) return 0;
+      if (e.deleted) { this.log.out(DELETED_AT_START); return 1; }
+      this.log.err(`Failed to connect: ${e.message}`);
+      return 2;
+    }
+    this.log.out('\n\u221a Connected to GitHub\n');
+    const code = await this.createSession();
+    if (code !== null) return code;
+    this.log.perf('SessionCreated');
+    this.log.out(`Current runner version: '${VERSION}'`);
+    this.log.stamped('Listening for Jobs');
+    const exit = await this.loop();
+    if (this.session) {
+      await this.api('DELETE', `/sessions/${this.session.sessionId}`, { timeoutMs: 5000 }).catch(() => {});
+      this.log.diag('MessageListener', 'Session deleted.');
+    }
+    return exit;
+  }
+
+  // -> null when a session exists, else the exit code.
+  async createSession() {
+    const started = Date.now();
+    let conflicts = 0;
+    let failingSince = null;
+    for (;;) {
+      if (this.aborted) return 0;
+      let r;
+      try {
+        r = await this.api('POST', '/sessions', { json: { ownerName: os.hostname() }, signal: this.shutdown.signal });
+      } catch (e) {
+        if (this.aborted) return 0;
+        if (e.deleted) { this.log.out(DELETED_AT_START); return 1; }
+        r = { status: 0, body: { message: e.message } };
+      }
+      if (r.status === 200) {
+        this.session = r.body;
+        this.log.diag('MessageListener', `Session ${r.body.sessionId} created.`);
+        return null;
+      }
+      if (r.status === 409) {
+        if (conflicts++ === 0) {
+          this.log.out('A session for this runner already exists.');
+          this.log.stamped(`Runner connect error: The actions runner ${this.settings.agentName} already has an active session for owner ${os.hostname()}.. Retrying until reconnected.`);
+        }
+        if (Date.now() - started >= r.body.giveUpAfterMs) {
+          this.log.out('Failed to create a session: another Listener holds the session for this runner.');
+          this.log.diag('MessageListener', 'Session conflict: giving up.', 'ERROR');
+          return 5;
+        }
+        await sleep(r.body.retryAfterMs || 1000, this.shutdown.signal);
+        continue;
+      }
+      if (r.status === 404 && r.body.typeKey === 'RunnerNotFoundException') { this.log.out(DELETED_AT_START); return 1; }
+      if (r.status === 0 || r.status >= 500) {
+        failingSince ??= Date.now();
+        this.log.stamped(`Runner connect error: ${r.body.message || r.status}. Retrying until reconnected.`);
+        if (Date.now() - failingSince > 30000) return 2;
+        await sleep(1000, this.shutdown.signal);
+        continue;
+      }
+      this.log.err(`Failed to create a session: ${r.status} ${r.body.message || ''}`);
+      return 1;
+    }
+  }
+
+  drainRequested() {
+    if (this.mode !== 'drain' || !files.exists(files.FILES.drain)) return false;
+    this.log.diag('Runner', `Drain sentinel ${files.FILES.drain} found between polls: exiting without cancelling anything.`);
+    this.log.stamped('Drain requested: the runner will not take more jobs and is exiting.');
+    return true;
+  }
+
+  async loop() {
+    let backoff = 1000;
+    while (!this.aborted) {
+      if (this.drainRequested()) return 0;
+      let r;
+      try {
+        r = await this.api('GET', `/messages?sessionId=${encodeURIComponent(this.session.sessionId)}`, { signal: this.shutdown.signal, timeoutMs: this.session.clientTimeoutMs });
+      } catch (e) {
+        if (this.aborted) break;
+        if (e.deleted) return this.registrationDeleted();
+        r = { status: 0, body: { message: e.message } };
+      }
+      if (r.status === 204) { backoff = 1000; continue; }
+      if (r.status === 200) {
+        backoff = 1000;
+        await this.handleJob(r.body);
+        if (this.ephemeralDone) {
+          this.session = null; // the service removed the ephemeral registration with its session
+          files.deleteConfig();
+          this.log.diag('Runner', 'Ephemeral runner finished its job; local configuration removed.');
+          return 0;
+        }
+        continue;
+      }
+      if (r.status === 404 && r.body.typeKey === 'RunnerNotFoundException') return this.registrationDeleted();
+      if (r.status === 404) {
+        this.log.diag('MessageListener', 'Session expired; creating a new one.', 'WARN');
+        this.session = null;
+        const code = await this.createSession();
+        if (code !== null) return code;
+        continue;
+      }
+      this.log.stamped(`Runner connect error: ${r.body.message || r.status}. Retrying until reconnected.`);
+      this.log.diag('MessageListener', `Get message failed: ${r.status} ${r.body.message || ''}`, 'ERROR');
+      await sleep(backoff, this.shutdown.signal);
+      backoff = Math.min(backoff * 2, 5000);
+    }
+    return 0;
+  }
+
+  registrationDeleted() {
+    this.session = null;
+    files.deleteConfig();
+    this.log.stamped('The runner registration has been deleted from the server. Local runner configuration removed.');
+    this.log.diag('Runner', 'Registration deleted on the server: local configuration removed, exiting.');
+    return 0;
+  }
+
+  async handleJob(msg) {
+    const rid = msg.body.runnerRequestId;
+    const signal = this.shutdown.signal;
+    this.log.perf('MessageReceived_RunnerJobRequest');
+    this.log.diag('BrokerMessageListener', `Acknowledging runner request '${rid}'.`);
+    try {
+      await this.api('POST', `/jobrequests/${rid}/acknowledge`, { json: { sessionId: this.session.sessionId }, signal, timeoutMs: 5000 });
+    } catch (e) {
+      if (this.aborted) return; // cancelled between acknowledge and acquire: the job stays locked to us
+      this.log.diag('BrokerMessageListener', `Acknowledge failed (best effort): ${e.message}`, 'WARN');
+    }
+    if (this.aborted) return;
+    let acq;
+    try {
+      acq = await this.api('POST', `/jobrequests/${rid}/acquire`, { json: { sessionId: this.session.sessionId }, signal });
+    } catch (e) {
+      if (!this.aborted) this.log.diag('Runner', `Acquire of job request ${rid} failed: ${e.message}`, 'ERROR');
+      return;
+    }
+    if (acq.status !== 200) {
+      this.log.diag('Runner', `Unable to acquire job request ${rid}: ${acq.status} ${acq.body.message || ''}`, 'ERROR');
+      return;
+    }
+    const job = acq.body;
+    this.log.diag('JobDispatcher', `Job request ${rid} for plan ${job.planId} job ${job.jobId} received.`);
+    this.log.stamped(`Running job: ${job.jobName}`);
+    this.log.perf(`SentJobToWorker_${rid}`);
+    const renew = setInterval(() => {
+      this.api('POST', `/jobrequests/${rid}/renew`, { json: {}, timeoutMs: job.renewMs }).catch(() => {});
+    }, job.renewMs);
+    let result;
+    try { result = await this.runWorker(job); } finally { clearInterval(renew); }
+    this.log.stamped(`Job ${job.jobName} completed with result: ${result}`);
+    for (let i = 0; i < 3; i++) {
+      const r = await this.api('POST', `/jobrequests/${rid}/complete`, { json: { result }, timeoutMs: 5000 }).catch((e) => ({ status: 0, body: { message: e.message } }));
+      if (r.status === 200 || (r.status >= 400 && r.status < 500)) break;
+      await sleep(500);
+    }
+    if (this.ephemeral) this.ephemeralDone = true;
+  }
+
+  runWorker(job) {
+    return new Promise((resolve) => {
+      const child = spawn(process.execPath, [path.join(files.ROOT, 'bin', 'Runner.Worker'), 'spawnclient'], {
+        cwd: files.ROOT, stdio: ['pipe', 'ignore', 'inherit'], env: process.env,
+      });
+      this.worker = {
+        cancel: () => {
+          this.log.stamped(SHUTDOWN_MSG);
+          child.kill('SIGINT');
+        },
+      };
+      child.stdin.on('error', () => {});
+      child.stdin.end(JSON.stringify({ ...job, runnerName: this.settings.agentName, workFolder: this.settings.workFolder }));
+      if (this.aborted) this.worker.cancel();
+      child.on('exit', (code, sig) => {
+        this.worker = null;
+        resolve(RESULT_OF_EXIT[code] || (sig ? 'Canceled' : 'Failed'));
+      });
+    });
+  }
+}
+
+module.exports = { Listener, SHUTDOWN_MSG };
