@@ -3,7 +3,7 @@
 // App authentication, rate limits and injected faults; the runner's own protocol and job broker
 // under <url>/_services/pipelines; the runner download; and the control API. See README.md.
 //
-//   createGithub({ faults, stateDir, log }) -> { url, control(method, subpath, body), close() }
+//   createGithub({ faults, stateDir, log(level, msg) }) -> { url, control(method, subpath, body), close() }
 const crypto = require('node:crypto');
 const { readBody, listenLocal, closeServer, createServer } = require('../lib/httputil');
 const { router, send, parseJson } = require('./http');
@@ -23,7 +23,7 @@ async function createGithub({ faults = null, stateDir = null, log = () => {} } =
   void stateDir; // all state is in memory; the parameter is accepted for the launcher's contract
   const model = new Model();
   const auth = new Auth(model);
-  const broker = new Broker(model, log);
+  const broker = new Broker(model, (msg) => log('debug', msg));
   const calls = createCalls();
   const downloads = createDownloads();
   const deps = { model, auth, broker, downloads };
@@ -112,12 +112,12 @@ async function createGithub({ faults = null, stateDir = null, log = () => {} } =
 
   const server = createServer((req, res) => {
     handle(req, res).catch((e) => {
-      log(`github: ${req.method} ${req.url} failed: ${e.stack || e}`);
+      log('error', `github: ${req.method} ${req.url} failed: ${e.stack || e}`);
       send(res, 500, { message: 'Server Error' });
     });
   });
   origin = await listenLocal(server);
-  log(`github: listening on ${origin} (REST ${origin}/api/v3)`);
+  log('info', `github: listening on ${origin} (REST ${origin}/api/v3)`);
 
   return {
     url: origin,

@@ -286,6 +286,36 @@ test('stock mode ignores .drain', async () => {
   assert.equal((await runner('stock1')).session, null);
 });
 
+test('SIGTERM during a job cancels it (result Canceled) and exits 0; a Listener killed mid-job loses its job', async () => {
+  const root = await newRoot('cancel1');
+  assert.equal((await configure(root, 'cancel1', { labels: 'cancel1' })).code, 0);
+  const l = listen(root);
+  await listening(l);
+  const j = await ctl('POST', '/jobs', { labels: ['cancel1'], name: 'long', run: 'echo $$ > step.pid; sleep 30' });
+  await l.waitFor(/Running job: long$/m);
+  const step = path.join(root, '_work', 'app', 'app', 'step.pid');
+  await until(() => fs.existsSync(step) && fs.readFileSync(step, 'utf8').trim(), 3000, 'step.pid');
+  const stepPid = Number(fs.readFileSync(step, 'utf8'));
+  assert.equal(alive(stepPid), true);
+  l.p.kill('SIGTERM');
+  assert.equal(await l.exit(5000), 0);
+  assert.match(l.out, /Exiting\.\.\.[\s\S]*The runner has received a shutdown signal\.[\s\S]*Job long completed with result: Canceled/);
+  const fate = await jobOf(j.id);
+  assert.equal(fate.state, 'completed');
+  assert.equal(fate.result, 'Canceled');
+  assert.equal((await runner('cancel1')).session, null);
+  assert.equal(alive(stepPid), false, 'the cancelled step is stopped');
+
+  const k = listen(root);
+  await listening(k);
+  const lost = await ctl('POST', '/jobs', { labels: ['cancel1'], name: 'doomed', durationMs: 1000 });
+  await k.waitFor(/Running job: doomed$/m);
+  k.p.kill('SIGKILL'); // its Worker finishes alone; nobody renews or completes the job
+  const f = await until(async () => { const x = await jobOf(lost.id); return x.state === 'lost' && x; }, SETTINGS.lockExpiryMs + 3000, 'lost job');
+  assert.equal(f.result, null);
+  assert.equal((await runner('cancel1')).busy, false);
+});
+
 test('SIGTERM between acknowledge and acquire: the job is only redispatched after its lock expires', async (t) => {
   const LOCK = 2000;
   t.after(() => ctl('POST', '/settings', { ackLatencyMs: 0, lockExpiryMs: SETTINGS.lockExpiryMs }));
