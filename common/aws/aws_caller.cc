@@ -7,9 +7,10 @@ namespace runpool::aws {
 AwsCaller::AwsCaller(HttpClient& http, CredentialsProvider& credentials, Clock& clock, ServiceSettings settings)
     : http_(http), credentials_(credentials), clock_(clock), settings_(std::move(settings)) {}
 
-HttpResponse AwsCaller::call(const std::string& operation, HttpRequest request, const ErrorParser& parse_error) {
+HttpResponse AwsCaller::call(const std::string& operation, HttpRequest request, const ErrorParser& parse_error,
+                             std::optional<Duration> timeout) {
   if (request.url.empty()) request.url = settings_.endpoint + "/";
-  request.timeout = settings_.timeout;
+  request.timeout = timeout.value_or(settings_.timeout);
   HttpResponse result;
   with_retries(settings_.retry, clock_, [&](int, bool last) -> std::optional<RetryVerdict> {
     AwsCredentials creds = credentials_.get();

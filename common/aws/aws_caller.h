@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "common/aws/aws_error.h"
@@ -38,7 +39,9 @@ class AwsCaller {
 
   // Signs and sends `request` (its url is set to the endpoint when empty), retrying what the
   // policy calls retryable. Returns the 2xx response; throws AwsError for anything else.
-  HttpResponse call(const std::string& operation, HttpRequest request, const ErrorParser& parse_error);
+  // `timeout` replaces settings().timeout for this call only (a long poll must outlast its wait).
+  HttpResponse call(const std::string& operation, HttpRequest request, const ErrorParser& parse_error,
+                    std::optional<Duration> timeout = std::nullopt);
 
   const ServiceSettings& settings() const { return settings_; }
   // Counters for tests and benchmarks: HTTP requests sent, including retries.
