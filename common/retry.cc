@@ -15,6 +15,13 @@ constexpr std::string_view kThrottlingCodes[] = {
     "TooManyRequestsException", "SlowDown", "RequestLimitExceededException",
     "TransactionInProgressException", "LimitExceededException"};
 
+// EC2 answers capacity shortages with HTTP 500, but retrying the same request is pointless: the
+// caller falls back to another type, subnet or usage class instead.
+constexpr std::string_view kCapacityCodes[] = {
+    "InsufficientInstanceCapacity", "InsufficientHostCapacity", "InsufficientReservedInstanceCapacity",
+    "InsufficientCapacity", "MaxSpotInstanceCountExceeded", "SpotMaxPriceTooLow",
+    "InsufficientFreeAddressesInSubnet", "Unsupported"};
+
 constexpr std::string_view kServerCodes[] = {"InternalServerError", "InternalFailure",
                                              "InternalError", "ServiceUnavailable",
                                              "Unavailable", "ServiceUnavailableException"};
@@ -36,6 +43,9 @@ bool is_aws_throttling_code(std::string_view code) {
 
 RetryVerdict classify_aws(long status, std::string_view code) {
   if (code == "ConditionalCheckFailedException") return {false, std::nullopt, "condition failed"};
+  if (std::find(std::begin(kCapacityCodes), std::end(kCapacityCodes), code) != std::end(kCapacityCodes)) {
+    return {false, std::nullopt, "capacity (" + std::string(code) + ")"};
+  }
   if (is_aws_throttling_code(code)) return {true, std::nullopt, "throttled (" + std::string(code) + ")"};
   if (std::find(std::begin(kServerCodes), std::end(kServerCodes), code) != std::end(kServerCodes)) {
     return {true, std::nullopt, std::string(code)};

@@ -29,7 +29,8 @@ struct RetryVerdict {
 };
 
 // AWS: 5xx, throttling codes (ThrottlingException, RequestLimitExceeded, …), InternalServerError,
-// ServiceUnavailable. Never ConditionalCheckFailedException or other 4xx answers.
+// ServiceUnavailable. Never ConditionalCheckFailedException or other 4xx answers, nor EC2's
+// capacity errors (InsufficientInstanceCapacity comes as a 500, but the caller must fall back).
 RetryVerdict classify_aws(long status, std::string_view error_code);
 bool is_aws_throttling_code(std::string_view code);
 

@@ -27,6 +27,12 @@ TEST(ClassifyAws, ServerErrorsRetryClientErrorsDoNot) {
   EXPECT_FALSE(classify_aws(400, "InvalidInstanceID.NotFound").retry);
 }
 
+TEST(ClassifyAws, CapacityErrorsAreNotRetriedDespiteTheir500) {
+  EXPECT_FALSE(classify_aws(500, "InsufficientInstanceCapacity").retry);
+  EXPECT_FALSE(classify_aws(400, "MaxSpotInstanceCountExceeded").retry);
+  EXPECT_TRUE(classify_aws(500, "InternalError").retry);
+}
+
 HttpResponse response(long status, std::map<std::string, std::string> headers, std::string body = "") {
   HttpResponse r;
   r.status = status;
