@@ -352,6 +352,28 @@ test('SIGTERM between acknowledge and acquire: the job is only redispatched afte
   assert.equal(await l2.exit(3000), 0);
 });
 
+test('stock race: DELETE succeeds while a job sits between dispatch and acquire; the job waits for its lock', async (t) => {
+  t.after(() => ctl('POST', '/settings', { ackLatencyMs: 0 }));
+  await ctl('POST', '/settings', { ackLatencyMs: 800 });
+  const root = await newRoot('race2');
+  assert.equal((await configure(root, 'race2', { labels: 'race2' })).code, 0);
+  const id = JSON.parse(fs.readFileSync(path.join(root, '.runner'), 'utf8').slice(1)).agentId;
+  const l = listen(root);
+  await listening(l);
+  const j = await ctl('POST', '/jobs', { labels: ['race2'], name: 'orphaned', durationMs: 100 });
+  await until(() => diag(root).includes(`Acknowledging runner request '${j.id}'.`), 3000, 'acknowledge line');
+  assert.equal((await rest(id)).busy, false);
+  assert.equal((await octo.rest.actions.deleteSelfHostedRunnerFromRepo({ owner: 'acme', repo: 'app', runner_id: id })).status, 204);
+  assert.equal(await l.exit(4000), 0); // acquire fails, the next poll says the registration is gone
+  assert.match(diag(root), new RegExp(`Unable to acquire job request ${j.id}: 404`));
+  assert.doesNotMatch(l.out, /Running job/);
+  let fate = await jobOf(j.id);
+  assert.equal(fate.state, 'dispatched');
+  assert.equal(fate.dispatches[0].acquiredAt, null);
+  fate = await until(async () => { const f = await jobOf(j.id); return f.state === 'queued' && f; }, SETTINGS.lockExpiryMs + 2000, 'requeue at lock expiry');
+  assert.ok(fate.dispatches[0].expiredAt - fate.dispatches[0].at >= SETTINGS.lockExpiryMs);
+});
+
 test('a second Listener for the same runner gets a session conflict and exits 5', async () => {
   const root = await newRoot('conflict1');
   assert.equal((await configure(root, 'conflict1', { labels: 'conflict1' })).code, 0);
