@@ -45,7 +45,9 @@ Secret ImdsClient::token() {
   });
   ++token_fetches_;
   token_ = result;
-  token_expiry_ = clock_.steady_now() + options_.token_ttl - options_.token_ttl / 10;
+  // In milliseconds: a tenth of a short TTL (say 5 s) is no margin at all in whole seconds.
+  const Duration ttl = options_.token_ttl;
+  token_expiry_ = clock_.steady_now() + ttl - ttl / 10;
   return token_;
 }
 
@@ -70,7 +72,7 @@ std::optional<std::string> ImdsClient::get(const std::string& path) {
       return std::nullopt;
     }
     if (resp.status == 404) return std::nullopt;
-    if (resp.status == 401 && !refreshed_after_401) {
+    if (resp.status == 401 && !refreshed_after_401 && !last) {
       // The token expired or IMDS restarted: drop it and try once more with a new one.
       refreshed_after_401 = true;
       std::lock_guard<std::mutex> lock(mu_);
@@ -98,37 +100,62 @@ std::optional<std::string> ImdsClient::tag(const std::string& key) {
   return get("meta-data/tags/instance/" + url_encode(key));
 }
 
+// IMDS documents that are not the JSON expected are ImdsError too, so a caller handles one type.
+// require_*/optional_* errors name fields, never values.
+namespace {
+template <typename F>
+auto imds_json(F&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const JsonError& e) {
+    throw ImdsError(e.what());
+  }
+}
+}  // namespace
+
 std::optional<SpotInstanceAction> ImdsClient::spot_instance_action() {
   auto body = get("meta-data/spot/instance-action");
   if (!body) return std::nullopt;
-  Json::Value doc = parse_json(*body, "IMDS spot/instance-action");
-  return SpotInstanceAction{require_string(doc, "action", "IMDS spot/instance-action"),
-                            optional_string(doc, "time", "IMDS spot/instance-action").value_or("")};
+  const std::string what = "IMDS spot/instance-action";
+  return imds_json([&] {
+    Json::Value doc = parse_json(*body, what);
+    return SpotInstanceAction{require_string(doc, "action", what), optional_string(doc, "time", what).value_or("")};
+  });
 }
 
 std::optional<std::string> ImdsClient::rebalance_notice_time() {
   auto body = get("meta-data/events/recommendations/rebalance");
   if (!body) return std::nullopt;
-  Json::Value doc = parse_json(*body, "IMDS rebalance recommendation");
-  return optional_string(doc, "noticeTime", "IMDS rebalance recommendation").value_or("");
+  const std::string what = "IMDS rebalance recommendation";
+  return imds_json([&] {
+    Json::Value doc = parse_json(*body, what);
+    return optional_string(doc, "noticeTime", what).value_or("");
+  });
 }
 
 RoleCredentials ImdsClient::role_credentials() {
   std::string roles = require("meta-data/iam/security-credentials/");
   std::string role = roles.substr(0, roles.find('\n'));
   const std::string what = "IMDS role credentials";
-  Json::Value doc = parse_json(require("meta-data/iam/security-credentials/" + role), what);
-  if (auto code = optional_string(doc, "Code", what); code && *code != "Success") {
-    throw ImdsError("IMDS role credentials not available: " + *code);
-  }
-  RoleCredentials c;
-  c.access_key_id = require_string(doc, "AccessKeyId", what);
-  c.secret_access_key = Secret(require_string(doc, "SecretAccessKey", what));
-  c.session_token = Secret(require_string(doc, "Token", what));
-  if (!parse_iso8601(require_string(doc, "Expiration", what), &c.expiration)) {
-    throw ImdsError(what + ": bad Expiration");
-  }
-  return c;
+  std::string body = require("meta-data/iam/security-credentials/" + role);
+  return imds_json([&] {
+    // Not parse_json: its error quotes the text, and this text holds the secret key.
+    std::optional<Json::Value> parsed = try_parse_json(body);
+    if (!parsed) throw ImdsError(what + ": malformed JSON (" + std::to_string(body.size()) + " bytes)");
+    const Json::Value& doc = *parsed;
+    if (!doc.isObject()) throw ImdsError(what + ": expected a JSON object");
+    if (auto code = optional_string(doc, "Code", what); code && *code != "Success") {
+      throw ImdsError("IMDS role credentials not available: " + *code);
+    }
+    RoleCredentials c;
+    c.access_key_id = require_string(doc, "AccessKeyId", what);
+    c.secret_access_key = Secret(require_string(doc, "SecretAccessKey", what));
+    c.session_token = Secret(require_string(doc, "Token", what));
+    if (!parse_iso8601(require_string(doc, "Expiration", what), &c.expiration)) {
+      throw ImdsError(what + ": bad Expiration");
+    }
+    return c;
+  });
 }
 
 }  // namespace runpool::aws
