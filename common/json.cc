@@ -56,7 +56,7 @@ std::string require_string(const Json::Value& obj, const char* key, const std::s
 
 int64_t require_int(const Json::Value& obj, const char* key, const std::string& what) {
   const Json::Value& v = require_member(obj, key, what);
-  if (!v.isIntegral()) throw JsonError(what + ": field '" + key + "' is not an integer");
+  if (!v.isIntegral() || !v.isInt64()) throw JsonError(what + ": field '" + key + "' is not a 64-bit integer");
   return v.asInt64();
 }
 
@@ -68,7 +68,9 @@ std::optional<std::string> optional_string(const Json::Value& obj, const char* k
 
 std::optional<int64_t> optional_int(const Json::Value& obj, const char* key, const std::string& what) {
   if (!obj.isObject() || !obj.isMember(key) || obj[key].isNull()) return std::nullopt;
-  if (!obj[key].isIntegral()) throw JsonError(what + ": field '" + key + "' is not an integer");
+  if (!obj[key].isIntegral() || !obj[key].isInt64()) {
+    throw JsonError(what + ": field '" + key + "' is not a 64-bit integer");
+  }
   return obj[key].asInt64();
 }
 

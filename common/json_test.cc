@@ -34,6 +34,9 @@ TEST(Json, TypedAccessReportsMissingAndWrongTypes) {
   EXPECT_FALSE(optional_string(v, "null", "doc"));
   EXPECT_THROW(optional_int(v, "s", "doc"), JsonError);
   EXPECT_EQ(*optional_int(v, "n", "doc"), 5);
+  Json::Value huge = parse_json(R"({"big": 18446744073709551615})", "doc");
+  EXPECT_THROW(require_int(huge, "big", "doc"), JsonError);
+  EXPECT_THROW(optional_int(huge, "big", "doc"), JsonError);
 }
 
 }  // namespace
