@@ -27,6 +27,7 @@ Secret ImdsClient::token() {
   req.timeout = options_.request_timeout;
   req.connect_timeout = options_.request_timeout;
   Secret result;
+  Duration ttl = options_.token_ttl;
   with_retries(options_.retry, clock_, [&](int, bool last) -> std::optional<RetryVerdict> {
     HttpResponse resp;
     try {
@@ -37,6 +38,11 @@ Secret ImdsClient::token() {
     }
     if (resp.status == 200 && !resp.body.empty()) {
       result = Secret(resp.body);
+      // IMDS echoes the TTL it granted; a shorter grant than asked for is the one that counts.
+      std::string granted = resp.header("x-aws-ec2-metadata-token-ttl-seconds");
+      char* end = nullptr;
+      long long secs = granted.empty() ? 0 : std::strtoll(granted.c_str(), &end, 10);
+      if (secs > 0 && end && *end == '\0' && std::chrono::seconds(secs) < ttl) ttl = std::chrono::seconds(secs);
       return std::nullopt;
     }
     bool retry = resp.status >= 500 || resp.status == 429;
@@ -46,7 +52,6 @@ Secret ImdsClient::token() {
   ++token_fetches_;
   token_ = result;
   // In milliseconds: a tenth of a short TTL (say 5 s) is no margin at all in whole seconds.
-  const Duration ttl = options_.token_ttl;
   token_expiry_ = clock_.steady_now() + ttl - ttl / 10;
   return token_;
 }

@@ -34,6 +34,7 @@ class FakeImds final : public HttpClient {
       token = "token-" + std::to_string(++issued);
       r.status = 200;
       r.body = token;
+      if (!granted_ttl.empty()) r.headers["x-aws-ec2-metadata-token-ttl-seconds"] = granted_ttl;
       return r;
     }
     if (req.method != "GET") {
@@ -66,6 +67,7 @@ class FakeImds final : public HttpClient {
   std::map<std::string, std::string> docs;
   std::deque<long> fail_next;
   int reject_tokens = 0;  // answer 401 to this many GETs whatever their token
+  std::string granted_ttl;  // echoed in the token answer when set
   std::string token;
   int issued = 0;
   std::vector<std::string> ttl_headers;
@@ -134,6 +136,21 @@ TEST_F(ImdsTest, ShortTtlStillKeepsAMargin) {
   clock_.advance(std::chrono::milliseconds(4600));  // past 4.5 s: refresh rather than risk expiry
   imds.instance_id();
   EXPECT_EQ(imds.token_fetches(), 2);
+}
+
+TEST_F(ImdsTest, AShorterGrantedTtlWins) {
+  fake_.granted_ttl = "10";  // asked for 60
+  imds_.instance_id();
+  clock_.advance(std::chrono::milliseconds(9100));  // past 90% of the granted 10 s
+  imds_.instance_id();
+  EXPECT_EQ(imds_.token_fetches(), 2);
+  fake_.granted_ttl = "oops";  // garbage is ignored: the asked-for TTL stands
+  clock_.advance(std::chrono::seconds(20));
+  imds_.instance_id();
+  EXPECT_EQ(imds_.token_fetches(), 3);
+  clock_.advance(std::chrono::seconds(20));
+  imds_.instance_id();
+  EXPECT_EQ(imds_.token_fetches(), 3);
 }
 
 TEST_F(ImdsTest, A401DropsTheTokenAndRetriesOnceWithANewOne) {
