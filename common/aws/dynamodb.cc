@@ -191,8 +191,11 @@ TableDescription parse_table(const Json::Value& t, const std::string& what) {
     }
   }
   d.item_count = optional_int(t, "ItemCount", what).value_or(0);
+  // Tables that never switched mode may carry no summary: they are PROVISIONED.
+  d.billing_mode = "PROVISIONED";
   if (t.isMember("BillingModeSummary")) {
-    d.billing_mode = optional_string(require_member(t, "BillingModeSummary", what), "BillingMode", what).value_or("");
+    d.billing_mode =
+        optional_string(require_member(t, "BillingModeSummary", what), "BillingMode", what).value_or("PROVISIONED");
   }
   return d;
 }

@@ -180,7 +180,7 @@ struct TableDescription {
   std::vector<AttributeDefinition> attributes{};
   std::vector<IndexDescription> indexes{};
   int64_t item_count = 0;      // DynamoDB refreshes it about every six hours
-  std::string billing_mode{};  // PAY_PER_REQUEST or PROVISIONED ("" when not reported)
+  std::string billing_mode{};  // PAY_PER_REQUEST or PROVISIONED (also when not reported)
 
   const IndexDescription* index(const std::string& name) const;
   // The table and every index ACTIVE (and no index backfilling).

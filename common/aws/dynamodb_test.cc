@@ -361,6 +361,7 @@ TEST_F(DynamoDbTest, UpdateTableAddsAnIndex) {
   TableDescription d = ddb_.update_table(u);
   EXPECT_EQ(d.status, "UPDATING");
   EXPECT_EQ(d.index("by-at")->status, "CREATING");
+  EXPECT_EQ(d.billing_mode, "PROVISIONED");  // no BillingModeSummary
   EXPECT_EQ(http_.header(0, "X-Amz-Target"), "DynamoDB_20120810.UpdateTable");
   EXPECT_EQ(
       write_json(http_.body(0)),
