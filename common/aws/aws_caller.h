@@ -18,10 +18,10 @@
 namespace runpool::aws {
 
 struct ServiceSettings {
-  std::string service;   // signing name: "dynamodb", "sqs", "ec2"
-  std::string endpoint;  // "https://dynamodb.us-east-1.amazonaws.com" or a local stand-in
-  std::string region;
-  RetryPolicy retry;
+  std::string service{};   // signing name: "dynamodb", "sqs", "ec2"
+  std::string endpoint{};  // "https://dynamodb.us-east-1.amazonaws.com" or a local stand-in
+  std::string region{};
+  RetryPolicy retry{};
   Duration timeout{std::chrono::seconds(30)};
 };
 

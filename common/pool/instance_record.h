@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/secret.h"
+
 namespace runpool::pool {
 
 enum class State { kCreated, kClaimed, kRunning, kDraining, kIdle, kTerminating, kTerminated };
@@ -41,14 +43,20 @@ struct InstanceRecord {
   std::string resource_class;
   UsageClass usage_class = UsageClass::kOnDemand;
   std::string instance_type;
-  bool has_credentials = false;  // registration credentials waiting for the agent
+  Secret reg_token;     // registration token for this generation; the agent removes it once used
+  std::string reg_url;  // where to register: https://github.com/owner[/repo] (or GHES)
+  Secret remove_token;  // for deregistering during a drain; the agent removes it once used
+  bool advertise_pending = false;  // idle, but the pool message may not be sent yet
 
   // Agent fields: written by the instance's own agent only.
   int64_t heartbeat_ms = 0;
   AgentSignal signal = AgentSignal::kNone;
   int64_t signal_generation = 0;  // the generation the signal speaks for
+  std::string signal_detail;
   int64_t runner_id = 0;
+  std::string runner_name;
   bool busy = false;
+  std::string agent_version;
 };
 
 }  // namespace runpool::pool

@@ -1,0 +1,227 @@
+#include "common/pool/dynamo_state_table.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/pool/record_codec.h"
+
+namespace runpool::pool {
+namespace {
+
+using aws::AttributeValue;
+
+// Builds a condition or update expression with its name and value placeholders.
+class ExpressionBuilder {
+ public:
+  std::string name(const char* attribute) {
+    std::string placeholder = std::string("#") + attribute;
+    names_[placeholder] = attribute;
+    return placeholder;
+  }
+  std::string value(AttributeValue v) {
+    std::string placeholder = ":v" + std::to_string(values_.size());
+    values_[placeholder] = std::move(v);
+    return placeholder;
+  }
+  void set(const char* attribute, AttributeValue v) { sets_.push_back(name(attribute) + " = " + value(std::move(v))); }
+  void remove(const char* attribute) { removes_.push_back(name(attribute)); }
+  void require(std::string clause) { conditions_.push_back(std::move(clause)); }
+  void require_equal(const char* attribute, AttributeValue v) { require(name(attribute) + " = " + value(std::move(v))); }
+
+  void require(const Expect& e) {
+    require("attribute_exists(" + name(attr::kInstanceId) + ")");
+    if (!e.states.empty()) {
+      std::string in;
+      for (State s : e.states) {
+        in += (in.empty() ? "" : ", ") + value(AttributeValue::string(std::string(state_name(s))));
+      }
+      require(name(attr::kState) + " IN (" + in + ")");
+    }
+    if (e.generation) require_equal(attr::kGeneration, AttributeValue::number(*e.generation));
+    if (e.label) require_equal(attr::kLabel, AttributeValue::string(*e.label));
+    if (e.signal) require_equal(attr::kSignal, AttributeValue::string(std::string(agent_signal_name(*e.signal))));
+    if (e.signal_generation) require_equal(attr::kSignalGeneration, AttributeValue::number(*e.signal_generation));
+  }
+
+  std::string update_expression() const {
+    std::string out;
+    if (!sets_.empty()) out += "SET " + join(sets_);
+    if (!removes_.empty()) out += std::string(out.empty() ? "" : " ") + "REMOVE " + join(removes_);
+    return out;
+  }
+  std::string condition_expression() const { return join(conditions_, " AND "); }
+  const aws::ExpressionNames& names() const { return names_; }
+  const aws::ExpressionValues& values() const { return values_; }
+
+ private:
+  static std::string join(const std::vector<std::string>& parts, const char* sep = ", ") {
+    std::string out;
+    for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+    return out;
+  }
+  aws::ExpressionNames names_;
+  aws::ExpressionValues values_;
+  std::vector<std::string> sets_, removes_, conditions_;
+};
+
+aws::Item key_of(const std::string& instance_id) {
+  return {{attr::kInstanceId, AttributeValue::string(instance_id)}};
+}
+
+std::optional<InstanceRecord> decode_or_warn(const aws::Item& item) {
+  try {
+    return decode_record(item);
+  } catch (const RecordError& e) {
+    spdlog::warn("skipping a record that is not runpool's or is corrupted: {}", e.what());
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+DynamoStateTable::DynamoStateTable(aws::DynamoDbClient& db, std::string table) : db_(db), table_(std::move(table)) {}
+
+aws::CreateTableRequest DynamoStateTable::create_table_request(const std::string& table) {
+  aws::CreateTableRequest req;
+  req.table = table;
+  req.key.partition_key = attr::kInstanceId;
+  req.attributes = {{attr::kInstanceId, aws::ScalarType::kString}, {attr::kLabel, aws::ScalarType::kString}};
+  aws::GlobalSecondaryIndex by_label;
+  by_label.name = kLabelIndex;
+  by_label.key.partition_key = attr::kLabel;
+  req.indexes.push_back(by_label);
+  return req;
+}
+
+std::optional<InstanceRecord> DynamoStateTable::get(const std::string& instance_id) {
+  auto item = db_.get_item({.table = table_, .key = key_of(instance_id), .consistent_read = true});
+  if (!item) return std::nullopt;
+  return decode_or_warn(*item);
+}
+
+bool DynamoStateTable::create(const InstanceRecord& record) {
+  ExpressionBuilder b;
+  b.require("attribute_not_exists(" + b.name(attr::kInstanceId) + ")");
+  aws::PutItemRequest req;
+  req.table = table_;
+  req.item = encode_record(record);
+  req.condition = b.condition_expression();
+  req.names = b.names();
+  return db_.put_item(req).applied;
+}
+
+bool DynamoStateTable::transition(const std::string& instance_id, const Expect& expect, const LifecycleChange& c) {
+  ExpressionBuilder b;
+  b.require(expect);
+  if (c.state) b.set(attr::kState, AttributeValue::string(std::string(state_name(*c.state))));
+  if (c.generation) b.set(attr::kGeneration, AttributeValue::number(*c.generation));
+  if (c.label) {
+    if (c.label->empty()) b.remove(attr::kLabel);
+    else b.set(attr::kLabel, AttributeValue::string(*c.label));
+  }
+  if (c.deadline_ms) b.set(attr::kDeadline, AttributeValue::number(*c.deadline_ms));
+  if (c.hard_deadline_ms) {
+    if (*c.hard_deadline_ms == 0) b.remove(attr::kHardDeadline);
+    else b.set(attr::kHardDeadline, AttributeValue::number(*c.hard_deadline_ms));
+  }
+  if (c.state_since_ms) b.set(attr::kStateSince, AttributeValue::number(*c.state_since_ms));
+  if (c.reg_token) {
+    if (c.reg_token->empty()) b.remove(attr::kRegToken);
+    else b.set(attr::kRegToken, AttributeValue::string(c.reg_token->reveal()));
+  }
+  if (c.reg_url) b.set(attr::kRegUrl, AttributeValue::string(*c.reg_url));
+  if (c.remove_token) {
+    if (c.remove_token->empty()) b.remove(attr::kRemoveToken);
+    else b.set(attr::kRemoveToken, AttributeValue::string(c.remove_token->reveal()));
+  }
+  if (c.advertise_pending) {
+    if (*c.advertise_pending) b.set(attr::kAdvertisePending, AttributeValue::boolean(true));
+    else b.remove(attr::kAdvertisePending);
+  }
+  aws::UpdateItemRequest req;
+  req.table = table_;
+  req.key = key_of(instance_id);
+  req.update = b.update_expression();
+  req.condition = b.condition_expression();
+  req.names = b.names();
+  req.values = b.values();
+  if (req.update.empty()) throw std::invalid_argument("transition of " + instance_id + " changes nothing");
+  return db_.update_item(req).applied;
+}
+
+std::vector<InstanceRecord> DynamoStateTable::by_label(const std::string& label) {
+  aws::QueryRequest req;
+  req.table = table_;
+  req.index = kLabelIndex;
+  req.key_condition = "#l = :l";
+  req.names = {{"#l", attr::kLabel}};
+  req.values = {{":l", AttributeValue::string(label)}};
+  std::vector<InstanceRecord> out;
+  db_.query_pages(req, [&](aws::Page& page) {
+    for (const auto& item : page.items) {
+      if (auto r = decode_or_warn(item)) out.push_back(std::move(*r));
+    }
+    return true;
+  });
+  return out;
+}
+
+ScanStats DynamoStateTable::scan(const std::function<void(const InstanceRecord&)>& visit) {
+  ScanStats stats;
+  aws::ScanRequest req;
+  req.table = table_;
+  req.consistent_read = true;
+  db_.scan_pages(req, [&](aws::Page& page) {
+    ++stats.pages;
+    for (const auto& item : page.items) {
+      ++stats.items;
+      if (auto r = decode_or_warn(item)) visit(*r);
+      else ++stats.skipped;
+    }
+    return true;
+  });
+  return stats;
+}
+
+bool DynamoStateTable::remove(const std::string& instance_id, const Expect& expect) {
+  ExpressionBuilder b;
+  b.require(expect);
+  aws::DeleteItemRequest req;
+  req.table = table_;
+  req.key = key_of(instance_id);
+  req.condition = b.condition_expression();
+  req.names = b.names();
+  req.values = b.values();
+  return db_.delete_item(req).applied;
+}
+
+bool DynamoStateTable::report(const std::string& instance_id, const AgentReport& r) {
+  if ((r.signal || r.take_reg_token || r.take_remove_token) && !r.generation) {
+    throw std::invalid_argument("an agent signal or token removal must name its generation");
+  }
+  ExpressionBuilder b;
+  b.require("attribute_exists(" + b.name(attr::kInstanceId) + ")");
+  if (r.generation) b.require_equal(attr::kGeneration, AttributeValue::number(*r.generation));
+  if (r.heartbeat_ms) b.set(attr::kHeartbeat, AttributeValue::number(*r.heartbeat_ms));
+  if (r.busy) b.set(attr::kBusy, AttributeValue::boolean(*r.busy));
+  if (r.signal) {
+    b.set(attr::kSignal, AttributeValue::string(std::string(agent_signal_name(*r.signal))));
+    b.set(attr::kSignalGeneration, AttributeValue::number(*r.generation));
+  }
+  if (r.signal_detail) b.set(attr::kSignalDetail, AttributeValue::string(r.signal_detail->empty() ? "-" : *r.signal_detail));
+  if (r.runner_id) b.set(attr::kRunnerId, AttributeValue::number(*r.runner_id));
+  if (r.runner_name && !r.runner_name->empty()) b.set(attr::kRunnerName, AttributeValue::string(*r.runner_name));
+  if (r.agent_version && !r.agent_version->empty()) b.set(attr::kAgentVersion, AttributeValue::string(*r.agent_version));
+  if (r.take_reg_token) b.remove(attr::kRegToken);
+  if (r.take_remove_token) b.remove(attr::kRemoveToken);
+  aws::UpdateItemRequest req;
+  req.table = table_;
+  req.key = key_of(instance_id);
+  req.update = b.update_expression();
+  req.condition = b.condition_expression();
+  req.names = b.names();
+  req.values = b.values();
+  if (req.update.empty()) throw std::invalid_argument("agent report for " + instance_id + " changes nothing");
+  return db_.update_item(req).applied;
+}
+
+}  // namespace runpool::pool

@@ -1,0 +1,32 @@
+// StateTable on DynamoDB: every write one UpdateItem (or PutItem/DeleteItem) whose condition
+// expression comes from Expect, every read a consistent GetItem or a paginated Query/Scan.
+#pragma once
+
+#include "common/aws/dynamodb.h"
+#include "common/pool/state_table.h"
+
+namespace runpool::pool {
+
+class DynamoStateTable final : public StateTable {
+ public:
+  DynamoStateTable(aws::DynamoDbClient& db, std::string table);
+
+  std::optional<InstanceRecord> get(const std::string& instance_id) override;
+  bool create(const InstanceRecord& record) override;
+  bool transition(const std::string& instance_id, const Expect& expect, const LifecycleChange& change) override;
+  std::vector<InstanceRecord> by_label(const std::string& label) override;
+  ScanStats scan(const std::function<void(const InstanceRecord&)>& visit) override;
+  bool remove(const std::string& instance_id, const Expect& expect) override;
+  bool report(const std::string& instance_id, const AgentReport& report) override;
+
+  const std::string& table() const { return table_; }
+
+  // The table's key schema and label index, for `init`.
+  static aws::CreateTableRequest create_table_request(const std::string& table);
+
+ private:
+  aws::DynamoDbClient& db_;
+  std::string table_;
+};
+
+}  // namespace runpool::pool

@@ -1,0 +1,103 @@
+#include "common/pool/record_codec.h"
+
+namespace runpool::pool {
+namespace {
+
+using aws::AttributeValue;
+
+void put_string(aws::Item& item, const char* name, const std::string& value) {
+  if (!value.empty()) item[name] = AttributeValue::string(value);
+}
+void put_int(aws::Item& item, const char* name, int64_t value) {
+  if (value != 0) item[name] = AttributeValue::number(value);
+}
+
+std::string where(const aws::Item& item) {
+  auto it = item.find(attr::kInstanceId);
+  if (it != item.end() && it->second.type() == AttributeValue::Type::kString) return "item " + it->second.as_string();
+  return "item without an instance_id";
+}
+
+}  // namespace
+
+aws::Item encode_record(const InstanceRecord& r) {
+  aws::Item item;
+  item[attr::kInstanceId] = AttributeValue::string(r.instance_id);
+  put_string(item, attr::kPool, r.pool);
+  item[attr::kState] = AttributeValue::string(std::string(state_name(r.state)));
+  item[attr::kGeneration] = AttributeValue::number(r.generation);
+  put_string(item, attr::kLabel, r.label);
+  put_int(item, attr::kDeadline, r.deadline_ms);
+  put_int(item, attr::kHardDeadline, r.hard_deadline_ms);
+  put_int(item, attr::kStateSince, r.state_since_ms);
+  put_int(item, attr::kCreatedAt, r.created_ms);
+  put_string(item, attr::kResourceClass, r.resource_class);
+  item[attr::kUsageClass] = AttributeValue::string(std::string(usage_class_name(r.usage_class)));
+  put_string(item, attr::kInstanceType, r.instance_type);
+  put_string(item, attr::kRegToken, r.reg_token.reveal());
+  put_string(item, attr::kRegUrl, r.reg_url);
+  put_string(item, attr::kRemoveToken, r.remove_token.reveal());
+  if (r.advertise_pending) item[attr::kAdvertisePending] = AttributeValue::boolean(true);
+  put_int(item, attr::kHeartbeat, r.heartbeat_ms);
+  if (r.signal != AgentSignal::kNone) {
+    item[attr::kSignal] = AttributeValue::string(std::string(agent_signal_name(r.signal)));
+    item[attr::kSignalGeneration] = AttributeValue::number(r.signal_generation);
+  }
+  put_string(item, attr::kSignalDetail, r.signal_detail);
+  put_int(item, attr::kRunnerId, r.runner_id);
+  put_string(item, attr::kRunnerName, r.runner_name);
+  if (r.busy) item[attr::kBusy] = AttributeValue::boolean(true);
+  put_string(item, attr::kAgentVersion, r.agent_version);
+  return item;
+}
+
+InstanceRecord decode_record(const aws::Item& item) {
+  const std::string at = where(item);
+  try {
+    InstanceRecord r;
+    r.instance_id = aws::get_string(item, attr::kInstanceId);
+    if (r.instance_id.rfind("i-", 0) != 0 || r.instance_id.size() > 64) {
+      throw RecordError("instance_id is not an EC2 instance id");
+    }
+    auto state = parse_state(aws::get_string(item, attr::kState));
+    if (!state) throw RecordError("unknown state");
+    r.state = *state;
+    r.generation = aws::get_int(item, attr::kGeneration);
+    r.pool = aws::find_string(item, attr::kPool).value_or("");
+    r.label = aws::find_string(item, attr::kLabel).value_or("");
+    r.deadline_ms = aws::find_int(item, attr::kDeadline).value_or(0);
+    r.hard_deadline_ms = aws::find_int(item, attr::kHardDeadline).value_or(0);
+    r.state_since_ms = aws::find_int(item, attr::kStateSince).value_or(0);
+    r.created_ms = aws::find_int(item, attr::kCreatedAt).value_or(0);
+    r.resource_class = aws::find_string(item, attr::kResourceClass).value_or("");
+    if (auto u = aws::find_string(item, attr::kUsageClass)) {
+      auto parsed = parse_usage_class(*u);
+      if (!parsed) throw RecordError("unknown usage_class");
+      r.usage_class = *parsed;
+    }
+    r.instance_type = aws::find_string(item, attr::kInstanceType).value_or("");
+    r.reg_token = Secret(aws::find_string(item, attr::kRegToken).value_or(""));
+    r.reg_url = aws::find_string(item, attr::kRegUrl).value_or("");
+    r.remove_token = Secret(aws::find_string(item, attr::kRemoveToken).value_or(""));
+    r.advertise_pending = aws::find_bool(item, attr::kAdvertisePending).value_or(false);
+    r.heartbeat_ms = aws::find_int(item, attr::kHeartbeat).value_or(0);
+    if (auto s = aws::find_string(item, attr::kSignal)) {
+      auto parsed = parse_agent_signal(*s);
+      if (!parsed) throw RecordError("unknown signal");
+      r.signal = *parsed;
+      r.signal_generation = aws::find_int(item, attr::kSignalGeneration).value_or(0);
+    }
+    r.signal_detail = aws::find_string(item, attr::kSignalDetail).value_or("");
+    r.runner_id = aws::find_int(item, attr::kRunnerId).value_or(0);
+    r.runner_name = aws::find_string(item, attr::kRunnerName).value_or("");
+    r.busy = aws::find_bool(item, attr::kBusy).value_or(false);
+    r.agent_version = aws::find_string(item, attr::kAgentVersion).value_or("");
+    return r;
+  } catch (const RecordError& e) {
+    throw RecordError(at + ": " + e.what());
+  } catch (const std::exception& e) {
+    throw RecordError(at + ": " + e.what());
+  }
+}
+
+}  // namespace runpool::pool

@@ -1,0 +1,53 @@
+// The instance record as a DynamoDB item, and back. Attribute names are the table's schema
+// (docs/design.md); decoding is strict, because the table may hold foreign or corrupted items and
+// a bad item must be skipped with a warning, never half-read.
+#pragma once
+
+#include <stdexcept>
+
+#include "common/aws/attribute_value.h"
+#include "common/pool/instance_record.h"
+
+namespace runpool::pool {
+
+namespace attr {
+inline constexpr const char* kInstanceId = "instance_id";
+inline constexpr const char* kPool = "pool";
+inline constexpr const char* kState = "state";
+inline constexpr const char* kGeneration = "generation";
+inline constexpr const char* kLabel = "label";
+inline constexpr const char* kDeadline = "deadline";
+inline constexpr const char* kHardDeadline = "hard_deadline";
+inline constexpr const char* kStateSince = "state_since";
+inline constexpr const char* kCreatedAt = "created_at";
+inline constexpr const char* kResourceClass = "resource_class";
+inline constexpr const char* kUsageClass = "usage_class";
+inline constexpr const char* kInstanceType = "instance_type";
+inline constexpr const char* kRegToken = "reg_token";
+inline constexpr const char* kRegUrl = "reg_url";
+inline constexpr const char* kRemoveToken = "remove_token";
+inline constexpr const char* kAdvertisePending = "advertise_pending";
+inline constexpr const char* kHeartbeat = "heartbeat";
+inline constexpr const char* kSignal = "signal";
+inline constexpr const char* kSignalGeneration = "signal_generation";
+inline constexpr const char* kSignalDetail = "signal_detail";
+inline constexpr const char* kRunnerId = "runner_id";
+inline constexpr const char* kRunnerName = "runner_name";
+inline constexpr const char* kBusy = "busy";
+inline constexpr const char* kAgentVersion = "agent_version";
+}  // namespace attr
+
+// The global secondary index on `label`.
+inline constexpr const char* kLabelIndex = "by_label";
+
+class RecordError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Every attribute that has a value; empty strings, zero times and empty secrets are left out.
+aws::Item encode_record(const InstanceRecord& record);
+// Throws RecordError naming the item and the attribute when something is missing or malformed.
+InstanceRecord decode_record(const aws::Item& item);
+
+}  // namespace runpool::pool

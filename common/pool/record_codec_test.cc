@@ -1,0 +1,95 @@
+#include "common/pool/record_codec.h"
+
+#include <gtest/gtest.h>
+
+namespace runpool::pool {
+namespace {
+
+using aws::AttributeValue;
+
+InstanceRecord full_record() {
+  InstanceRecord r;
+  r.instance_id = "i-0abc";
+  r.pool = "default";
+  r.state = State::kDraining;
+  r.generation = 7;
+  r.label = "runpool-123-1";
+  r.deadline_ms = 1'800'000'000'000;
+  r.hard_deadline_ms = 1'800'000'600'000;
+  r.state_since_ms = 1'799'999'000'000;
+  r.created_ms = 1'799'000'000'000;
+  r.resource_class = "large";
+  r.usage_class = UsageClass::kSpot;
+  r.instance_type = "c7i.xlarge";
+  r.reg_token = Secret("REGTOKEN");
+  r.reg_url = "https://github.com/o/r";
+  r.remove_token = Secret("RMTOKEN");
+  r.advertise_pending = true;
+  r.heartbeat_ms = 1'799'999'999'000;
+  r.signal = AgentSignal::kRegistered;
+  r.signal_generation = 7;
+  r.signal_detail = "ok";
+  r.runner_id = 42;
+  r.runner_name = "default-i-0abc-g7";
+  r.busy = true;
+  r.agent_version = "0.1.0";
+  return r;
+}
+
+void expect_same(const InstanceRecord& a, const InstanceRecord& b) {
+  EXPECT_EQ(encode_record(a), encode_record(b));
+}
+
+TEST(RecordCodec, RoundTripsEveryField) {
+  InstanceRecord r = full_record();
+  expect_same(decode_record(encode_record(r)), r);
+}
+
+TEST(RecordCodec, MinimalRecordRoundTripsAndOmitsEmptyFields) {
+  InstanceRecord r;
+  r.instance_id = "i-1";
+  aws::Item item = encode_record(r);
+  EXPECT_EQ(item.count(attr::kLabel), 0u);
+  EXPECT_EQ(item.count(attr::kRegToken), 0u);
+  EXPECT_EQ(item.count(attr::kSignal), 0u);
+  InstanceRecord back = decode_record(item);
+  EXPECT_EQ(back.state, State::kCreated);
+  EXPECT_EQ(back.signal, AgentSignal::kNone);
+  EXPECT_TRUE(back.reg_token.empty());
+}
+
+TEST(RecordCodec, ForeignAndCorruptItemsAreRejectedWithTheirId) {
+  aws::Item good = encode_record(full_record());
+  auto broken = [&](auto mutate) {
+    aws::Item item = good;
+    mutate(item);
+    return item;
+  };
+  std::vector<aws::Item> bad = {
+      broken([](aws::Item& i) { i.erase(attr::kInstanceId); }),
+      broken([](aws::Item& i) { i[attr::kInstanceId] = AttributeValue::string("not-an-instance"); }),
+      broken([](aws::Item& i) { i.erase(attr::kState); }),
+      broken([](aws::Item& i) { i[attr::kState] = AttributeValue::string("sleeping"); }),
+      broken([](aws::Item& i) { i[attr::kState] = AttributeValue::number(3); }),
+      broken([](aws::Item& i) { i.erase(attr::kGeneration); }),
+      broken([](aws::Item& i) { i[attr::kGeneration] = AttributeValue::string("7"); }),
+      broken([](aws::Item& i) { i[attr::kDeadline] = AttributeValue::boolean(true); }),
+      broken([](aws::Item& i) { i[attr::kUsageClass] = AttributeValue::string("reserved"); }),
+      broken([](aws::Item& i) { i[attr::kSignal] = AttributeValue::string("dancing"); }),
+      broken([](aws::Item& i) { i[attr::kBusy] = AttributeValue::string("yes"); }),
+      broken([](aws::Item& i) { i[attr::kGeneration] = AttributeValue::number_text("1.5"); }),
+  };
+  for (size_t n = 0; n < bad.size(); ++n) {
+    try {
+      decode_record(bad[n]);
+      ADD_FAILURE() << "case " << n << " accepted";
+    } catch (const RecordError& e) {
+      std::string what = e.what();
+      EXPECT_TRUE(what.find("item") != std::string::npos) << what;
+      EXPECT_EQ(what.find("REGTOKEN"), std::string::npos) << "a secret leaked into an error: " << what;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace runpool::pool

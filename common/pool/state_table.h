@@ -1,0 +1,84 @@
+// The shared state table behind a small interface: the controller's conditional lifecycle writes
+// and the agent's writes to its own item. One real implementation (DynamoStateTable); the write
+// descriptions (Expect, LifecycleChange, AgentReport) are plain data that pure functions build.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/pool/instance_record.h"
+
+namespace runpool::pool {
+
+// What a conditional write requires of the item. Empty fields are not checked; the item must
+// always exist.
+struct Expect {
+  std::vector<State> states{};              // one of these
+  std::optional<int64_t> generation{};      // exactly this generation
+  std::optional<std::string> label{};       // exactly this label
+  std::optional<AgentSignal> signal{};      // the agent reported this signal …
+  std::optional<int64_t> signal_generation{};  // … for this generation
+};
+
+// A controller change to lifecycle fields. Unset fields stay as they are.
+struct LifecycleChange {
+  std::optional<State> state{};
+  std::optional<int64_t> generation{};
+  std::optional<std::string> label{};  // "" removes the label (the item leaves the label index)
+  std::optional<int64_t> deadline_ms{};
+  std::optional<int64_t> hard_deadline_ms{};  // 0 removes it
+  std::optional<int64_t> state_since_ms{};
+  std::optional<Secret> reg_token{};     // empty removes it
+  std::optional<std::string> reg_url{};
+  std::optional<Secret> remove_token{};  // empty removes it
+  std::optional<bool> advertise_pending{};
+  // No agent field is ever touched here: a new assignment is told apart from the previous one by
+  // the generation its signal names, not by clearing the agent's fields.
+};
+
+// The agent's write to its own item. The signal and token removals are conditional on
+// `generation` being the item's current generation: an agent acting on an old assignment fails.
+struct AgentReport {
+  std::optional<int64_t> heartbeat_ms{};
+  std::optional<bool> busy{};
+  std::optional<AgentSignal> signal{};
+  std::optional<std::string> signal_detail{};
+  std::optional<int64_t> runner_id{};
+  std::optional<std::string> runner_name{};
+  std::optional<std::string> agent_version{};
+  bool take_reg_token = false;
+  bool take_remove_token = false;
+  std::optional<int64_t> generation{};  // required when signal or a take is set
+};
+
+struct ScanStats {
+  long items = 0;
+  long skipped = 0;  // foreign or corrupted items (logged, never acted on)
+  long pages = 0;
+};
+
+class StateTable {
+ public:
+  virtual ~StateTable() = default;
+
+  // Strongly consistent read; nullopt when there is no item (and, with a warning, for a
+  // corrupted one).
+  virtual std::optional<InstanceRecord> get(const std::string& instance_id) = 0;
+  // Writes a new record; false when an item with that id already exists.
+  virtual bool create(const InstanceRecord& record) = 0;
+  // One conditional write; false when the item did not meet `expect` (nothing was written).
+  virtual bool transition(const std::string& instance_id, const Expect& expect, const LifecycleChange& change) = 0;
+  // Every record with this label (paginated query on the label index).
+  virtual std::vector<InstanceRecord> by_label(const std::string& label) = 0;
+  // Every record of the table, page by page.
+  virtual ScanStats scan(const std::function<void(const InstanceRecord&)>& visit) = 0;
+  // Deletes a record that still meets `expect`; false otherwise.
+  virtual bool remove(const std::string& instance_id, const Expect& expect) = 0;
+
+  // The agent's write; false when the item is gone or the generation moved on.
+  virtual bool report(const std::string& instance_id, const AgentReport& report) = 0;
+};
+
+}  // namespace runpool::pool

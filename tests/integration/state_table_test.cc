@@ -1,0 +1,121 @@
+// The state table's conditional writes against dynalite, through the SigV4-checking proxy.
+#include "common/pool/dynamo_state_table.h"
+
+#include <gtest/gtest.h>
+
+#include "common/pool/record_codec.h"
+#include "tests/support/local_cloud.h"
+
+namespace runpool::pool {
+namespace {
+
+class StateTableTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto& cloud = testing::LocalCloud::shared();
+    creds_ = std::make_unique<aws::StaticCredentialsProvider>(cloud.controller_credentials());
+    caller_ = std::make_unique<aws::AwsCaller>(http_, *creds_, system_clock(),
+                                               aws::ServiceSettings{"dynamodb", cloud.dynamodb(), cloud.region()});
+    db_ = std::make_unique<aws::DynamoDbClient>(*caller_);
+    db_->create_table(DynamoStateTable::create_table_request("state-table-test"));
+    db_->wait_until_active("state-table-test", std::chrono::seconds(10));
+  }
+  static void TearDownTestSuite() {
+    db_.reset();
+    caller_.reset();
+    creds_.reset();
+  }
+
+  InstanceRecord record(const std::string& id, State s, int64_t gen, const std::string& label = "") {
+    InstanceRecord r;
+    r.instance_id = id;
+    r.state = s;
+    r.generation = gen;
+    r.label = label;
+    r.pool = "test";
+    r.resource_class = "small";
+    r.deadline_ms = 1'900'000'000'000;
+    return r;
+  }
+
+  static inline CurlHttpClient http_;
+  static inline std::unique_ptr<aws::StaticCredentialsProvider> creds_;
+  static inline std::unique_ptr<aws::AwsCaller> caller_;
+  static inline std::unique_ptr<aws::DynamoDbClient> db_;
+  DynamoStateTable table_{*db_, "state-table-test"};
+};
+
+TEST_F(StateTableTest, CreateIsOnceOnly) {
+  EXPECT_TRUE(table_.create(record("i-create1", State::kCreated, 1, "L1")));
+  EXPECT_FALSE(table_.create(record("i-create1", State::kIdle, 5)));
+  EXPECT_EQ(table_.get("i-create1")->state, State::kCreated);
+  EXPECT_FALSE(table_.get("i-missing"));
+}
+
+TEST_F(StateTableTest, ClaimWinsOnceAndStaleGenerationsLose) {
+  ASSERT_TRUE(table_.create(record("i-claim1", State::kIdle, 3)));
+  Expect idle_at_3{.states = {State::kIdle}, .generation = 3};
+  LifecycleChange claim{.state = State::kClaimed, .generation = 4, .label = "run-a", .reg_token = Secret("tok")};
+  EXPECT_TRUE(table_.transition("i-claim1", idle_at_3, claim));
+  // A second claimer that read the same idle record loses.
+  LifecycleChange other = claim;
+  other.label = "run-b";
+  EXPECT_FALSE(table_.transition("i-claim1", idle_at_3, other));
+  auto r = table_.get("i-claim1");
+  EXPECT_EQ(r->label, "run-a");
+  EXPECT_EQ(r->generation, 4);
+  EXPECT_EQ(r->reg_token.reveal(), "tok");
+  EXPECT_FALSE(table_.transition("i-absent", idle_at_3, claim)) << "a missing item never meets a condition";
+}
+
+TEST_F(StateTableTest, LabelIndexAndRemovingTheLabel) {
+  ASSERT_TRUE(table_.create(record("i-lab1", State::kRunning, 1, "run-lab")));
+  ASSERT_TRUE(table_.create(record("i-lab2", State::kRunning, 1, "run-lab")));
+  ASSERT_TRUE(table_.create(record("i-lab3", State::kRunning, 1, "run-other")));
+  EXPECT_EQ(table_.by_label("run-lab").size(), 2u);
+  ASSERT_TRUE(table_.transition("i-lab2", {.states = {State::kRunning}, .label = "run-lab"},
+                                {.state = State::kIdle, .label = ""}));
+  auto left = table_.by_label("run-lab");
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].instance_id, "i-lab1");
+  EXPECT_TRUE(table_.get("i-lab2")->label.empty());
+}
+
+TEST_F(StateTableTest, AgentReportsAreBoundToTheGeneration) {
+  ASSERT_TRUE(table_.create(record("i-agent1", State::kClaimed, 2, "run-x")));
+  ASSERT_TRUE(table_.transition("i-agent1", {.states = {State::kClaimed}}, {.reg_token = Secret("reg")}));
+  EXPECT_TRUE(table_.report("i-agent1", {.heartbeat_ms = 123, .busy = false}));
+  // An agent still acting on generation 1 fails.
+  EXPECT_FALSE(table_.report("i-agent1", {.signal = AgentSignal::kRegistered, .generation = 1}));
+  EXPECT_TRUE(table_.report("i-agent1", {.signal = AgentSignal::kRegistered, .runner_id = 99,
+                                         .runner_name = "n", .take_reg_token = true, .generation = 2}));
+  auto r = table_.get("i-agent1");
+  EXPECT_EQ(r->signal, AgentSignal::kRegistered);
+  EXPECT_EQ(r->signal_generation, 2);
+  EXPECT_EQ(r->runner_id, 99);
+  EXPECT_TRUE(r->reg_token.empty());
+  EXPECT_EQ(r->heartbeat_ms, 123);
+  // The controller's transition can require the signal.
+  EXPECT_TRUE(table_.transition("i-agent1",
+                                {.states = {State::kClaimed}, .generation = 2, .signal = AgentSignal::kRegistered,
+                                 .signal_generation = 2},
+                                {.state = State::kRunning}));
+  EXPECT_FALSE(table_.report("i-gone", {.heartbeat_ms = 1})) << "no item, no write";
+}
+
+TEST_F(StateTableTest, ScanSkipsForeignItemsAndRemoveIsConditional) {
+  ASSERT_TRUE(table_.create(record("i-scan1", State::kTerminated, 1)));
+  aws::Item foreign{{attr::kInstanceId, aws::AttributeValue::string("not-ours")},
+                    {"whatever", aws::AttributeValue::number(1)}};
+  db_->put_item({.table = "state-table-test", .item = foreign});
+  int seen = 0;
+  ScanStats stats = table_.scan([&](const InstanceRecord&) { ++seen; });
+  EXPECT_GE(stats.skipped, 1);
+  EXPECT_EQ(stats.items, seen + stats.skipped);
+  EXPECT_FALSE(table_.remove("i-scan1", {.states = {State::kIdle}}));
+  EXPECT_TRUE(table_.remove("i-scan1", {.states = {State::kTerminated}}));
+  EXPECT_FALSE(table_.get("i-scan1"));
+}
+
+}  // namespace
+}  // namespace runpool::pool
