@@ -1,0 +1,131 @@
+#include "common/pool/transitions.h"
+
+namespace runpool::pool {
+
+InstanceRecord launched_record(const std::string& instance_id, const std::string& pool, const std::string& label,
+                               const std::string& resource_class, UsageClass usage, const std::string& type,
+                               const Secret& reg_token, const std::string& reg_url, int64_t now_ms,
+                               const Timeouts& t) {
+  InstanceRecord r;
+  r.instance_id = instance_id;
+  r.pool = pool;
+  r.state = State::kCreated;
+  r.generation = 1;
+  r.label = label;
+  r.resource_class = resource_class;
+  r.usage_class = usage;
+  r.instance_type = type;
+  r.reg_token = reg_token;
+  r.reg_url = reg_url;
+  r.created_ms = now_ms;
+  r.state_since_ms = now_ms;
+  r.deadline_ms = now_ms + t.boot_ms;
+  return r;
+}
+
+Step claim(const InstanceRecord& idle, const std::string& label, const Secret& reg_token, const std::string& reg_url,
+           int64_t now_ms, const Timeouts& t) {
+  Step s;
+  s.expect.states = {State::kIdle};
+  s.expect.generation = idle.generation;
+  s.change.state = State::kClaimed;
+  s.change.generation = idle.generation + 1;
+  s.change.label = label;
+  s.change.reg_token = reg_token;
+  s.change.reg_url = reg_url;
+  s.change.deadline_ms = now_ms + t.registration_ms;
+  s.change.state_since_ms = now_ms;
+  s.change.advertise_pending = false;
+  return s;
+}
+
+Step mark_running(const InstanceRecord& r, int64_t now_ms, const Timeouts& t) {
+  Step s;
+  s.expect.states = {State::kCreated, State::kClaimed};
+  s.expect.generation = r.generation;
+  s.expect.label = r.label;
+  s.expect.signal = AgentSignal::kRegistered;
+  s.expect.signal_generation = r.generation;
+  s.change.state = State::kRunning;
+  s.change.deadline_ms = now_ms + t.max_runtime_ms;
+  s.change.hard_deadline_ms = now_ms + t.max_runtime_ms + t.hard_grace_ms;
+  s.change.state_since_ms = now_ms;
+  return s;
+}
+
+Step start_drain(const InstanceRecord& r, const Secret& remove_token, int64_t now_ms, const Timeouts& t) {
+  Step s;
+  s.expect.states = {State::kCreated, State::kClaimed, State::kRunning};
+  s.expect.generation = r.generation;
+  if (!r.label.empty()) s.expect.label = r.label;
+  s.change.state = State::kDraining;
+  s.change.remove_token = remove_token;
+  s.change.deadline_ms = now_ms + t.drain_ms;
+  // A drain that started from running keeps the hard deadline it had, if sooner.
+  int64_t hard = now_ms + t.drain_ms;
+  if (r.hard_deadline_ms != 0 && r.hard_deadline_ms < hard) hard = r.hard_deadline_ms;
+  s.change.hard_deadline_ms = hard;
+  s.change.state_since_ms = now_ms;
+  return s;
+}
+
+Step return_to_pool(const InstanceRecord& r, int64_t now_ms, const Timeouts& t) {
+  Step s;
+  s.expect.states = {State::kDraining};
+  s.expect.generation = r.generation;
+  s.expect.signal = AgentSignal::kDrained;
+  s.expect.signal_generation = r.generation;
+  s.change.state = State::kIdle;
+  s.change.label = "";
+  s.change.reg_token = Secret();
+  s.change.remove_token = Secret();
+  s.change.deadline_ms = now_ms + t.idle_ttl_ms;
+  s.change.hard_deadline_ms = 0;
+  s.change.state_since_ms = now_ms;
+  s.change.advertise_pending = true;
+  return s;
+}
+
+Step advertised(const InstanceRecord& r) {
+  Step s;
+  s.expect.states = {State::kIdle};
+  s.expect.generation = r.generation;
+  s.change.advertise_pending = false;
+  return s;
+}
+
+Step begin_terminate(const InstanceRecord& r, int64_t now_ms, const Timeouts& t) {
+  Step s;
+  s.expect.states = {r.state};
+  s.expect.generation = r.generation;
+  s.change.state = State::kTerminating;
+  s.change.deadline_ms = now_ms + t.terminate_ms;
+  s.change.state_since_ms = now_ms;
+  s.change.reg_token = Secret();
+  s.change.remove_token = Secret();
+  s.change.advertise_pending = false;
+  return s;
+}
+
+Step close_record(const InstanceRecord& r, int64_t now_ms, const Timeouts& t) {
+  Step s;
+  s.expect.states = {r.state};
+  s.expect.generation = r.generation;
+  s.change.state = State::kTerminated;
+  s.change.label = "";
+  s.change.deadline_ms = now_ms + t.retention_ms;
+  s.change.hard_deadline_ms = 0;
+  s.change.state_since_ms = now_ms;
+  s.change.reg_token = Secret();
+  s.change.remove_token = Secret();
+  s.change.advertise_pending = false;
+  return s;
+}
+
+bool deadline_passed(const InstanceRecord& r, int64_t now_ms) { return r.deadline_ms != 0 && now_ms >= r.deadline_ms; }
+
+bool agent_reported(const InstanceRecord& r, AgentSignal s) {
+  return r.signal == s && r.signal_generation == r.generation;
+}
+
+}  // namespace runpool::pool

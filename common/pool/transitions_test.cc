@@ -1,0 +1,185 @@
+#include "common/pool/transitions.h"
+
+#include <gtest/gtest.h>
+
+#include "common/pool/memory_state_table.h"
+
+namespace runpool::pool {
+namespace {
+
+constexpr int64_t kNow = 1'800'000'000'000;
+const Timeouts kT;
+const std::vector<State> kAllStates = {State::kCreated, State::kClaimed,     State::kRunning,   State::kDraining,
+                                       State::kIdle,    State::kTerminating, State::kTerminated};
+
+bool run(MemoryStateTable& t, const std::string& id, const Step& s) { return t.transition(id, s.expect, s.change); }
+
+InstanceRecord read(MemoryStateTable& t, const std::string& id) { return *t.get(id); }
+
+class Lifecycle : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(table.create(launched_record("i-1", "pool", "run-1", "small", UsageClass::kSpot, "c7i.large",
+                                             Secret("reg-1"), "https://github.com/o/r", kNow, kT)));
+  }
+  void agent(AgentSignal s) {
+    ASSERT_TRUE(table.report("i-1", {.signal = s, .generation = read(table, "i-1").generation}));
+  }
+  MemoryStateTable table;
+};
+
+TEST_F(Lifecycle, LaunchRegisterReleaseReuse) {
+  InstanceRecord r = read(table, "i-1");
+  EXPECT_EQ(r.state, State::kCreated);
+  EXPECT_EQ(r.generation, 1);
+  EXPECT_EQ(r.deadline_ms, kNow + kT.boot_ms);
+
+  EXPECT_FALSE(run(table, "i-1", mark_running(r, kNow, kT))) << "not before the agent registered";
+  agent(AgentSignal::kRegistered);
+  ASSERT_TRUE(run(table, "i-1", mark_running(read(table, "i-1"), kNow + 1, kT)));
+  r = read(table, "i-1");
+  EXPECT_EQ(r.state, State::kRunning);
+  EXPECT_EQ(r.hard_deadline_ms, kNow + 1 + kT.max_runtime_ms + kT.hard_grace_ms);
+
+  ASSERT_TRUE(run(table, "i-1", start_drain(r, Secret("rm"), kNow + 2, kT)));
+  r = read(table, "i-1");
+  EXPECT_EQ(r.state, State::kDraining);
+  EXPECT_EQ(r.remove_token.reveal(), "rm");
+  EXPECT_FALSE(run(table, "i-1", return_to_pool(r, kNow + 3, kT))) << "not before the agent drained";
+  agent(AgentSignal::kDrained);
+  ASSERT_TRUE(run(table, "i-1", return_to_pool(read(table, "i-1"), kNow + 3, kT)));
+  r = read(table, "i-1");
+  EXPECT_EQ(r.state, State::kIdle);
+  EXPECT_TRUE(r.label.empty());
+  EXPECT_TRUE(r.reg_token.empty());
+  EXPECT_TRUE(r.remove_token.empty());
+  EXPECT_TRUE(r.advertise_pending);
+  EXPECT_EQ(r.deadline_ms, kNow + 3 + kT.idle_ttl_ms);
+  ASSERT_TRUE(run(table, "i-1", advertised(r)));
+  EXPECT_FALSE(read(table, "i-1").advertise_pending);
+
+  // The next workflow claims it: generation 2, a fresh label, and the old signals no longer count.
+  ASSERT_TRUE(run(table, "i-1", claim(read(table, "i-1"), "run-2", Secret("reg-2"), "u", kNow + 4, kT)));
+  r = read(table, "i-1");
+  EXPECT_EQ(r.state, State::kClaimed);
+  EXPECT_EQ(r.generation, 2);
+  EXPECT_EQ(r.label, "run-2");
+  EXPECT_FALSE(agent_reported(r, AgentSignal::kDrained)) << "a signal of generation 1 says nothing about 2";
+  EXPECT_FALSE(run(table, "i-1", mark_running(r, kNow + 5, kT)));
+  agent(AgentSignal::kRegistered);
+  EXPECT_TRUE(run(table, "i-1", mark_running(read(table, "i-1"), kNow + 5, kT)));
+}
+
+TEST_F(Lifecycle, TwoClaimsOfOneIdleRecordNeverBothWin) {
+  agent(AgentSignal::kRegistered);
+  ASSERT_TRUE(run(table, "i-1", mark_running(read(table, "i-1"), kNow, kT)));
+  ASSERT_TRUE(run(table, "i-1", start_drain(read(table, "i-1"), Secret("rm"), kNow, kT)));
+  agent(AgentSignal::kDrained);
+  ASSERT_TRUE(run(table, "i-1", return_to_pool(read(table, "i-1"), kNow, kT)));
+  InstanceRecord idle = read(table, "i-1");  // both controllers read the same idle record
+  EXPECT_TRUE(run(table, "i-1", claim(idle, "run-a", Secret("a"), "u", kNow, kT)));
+  EXPECT_FALSE(run(table, "i-1", claim(idle, "run-b", Secret("b"), "u", kNow, kT)));
+  EXPECT_EQ(read(table, "i-1").label, "run-a");
+  // Retiring the idle record it read also loses now: the claim came first.
+  EXPECT_FALSE(run(table, "i-1", begin_terminate(idle, kNow, kT)));
+}
+
+TEST_F(Lifecycle, RetiringAnIdleRecordBeatsALaterClaim) {
+  agent(AgentSignal::kRegistered);
+  ASSERT_TRUE(run(table, "i-1", mark_running(read(table, "i-1"), kNow, kT)));
+  ASSERT_TRUE(run(table, "i-1", start_drain(read(table, "i-1"), Secret("rm"), kNow, kT)));
+  agent(AgentSignal::kDrained);
+  ASSERT_TRUE(run(table, "i-1", return_to_pool(read(table, "i-1"), kNow, kT)));
+  InstanceRecord idle = read(table, "i-1");
+  EXPECT_TRUE(run(table, "i-1", begin_terminate(idle, kNow, kT)));
+  EXPECT_FALSE(run(table, "i-1", claim(idle, "run-a", Secret("a"), "u", kNow, kT)));
+  EXPECT_EQ(read(table, "i-1").state, State::kTerminating);
+}
+
+TEST_F(Lifecycle, AnAgentOnAnOldGenerationCannotSignal) {
+  EXPECT_FALSE(table.report("i-1", {.signal = AgentSignal::kRegistered, .generation = 0}));
+  EXPECT_FALSE(table.report("i-1", {.take_reg_token = true, .generation = 2}));
+  EXPECT_EQ(read(table, "i-1").reg_token.reveal(), "reg-1");
+  EXPECT_TRUE(table.report("i-1", {.heartbeat_ms = kNow}));  // heartbeats need no generation
+}
+
+// Each step, tried from every state: it applies only from the states it names.
+TEST(Transitions, EachStepAppliesOnlyFromItsStates) {
+  struct Case {
+    const char* name;
+    std::function<Step(const InstanceRecord&)> step;
+    std::vector<State> from;
+  };
+  std::vector<Case> cases = {
+      {"claim", [](const InstanceRecord& r) { return claim(r, "L", Secret("t"), "u", kNow, kT); }, {State::kIdle}},
+      {"mark_running", [](const InstanceRecord& r) { return mark_running(r, kNow, kT); },
+       {State::kCreated, State::kClaimed}},
+      {"start_drain", [](const InstanceRecord& r) { return start_drain(r, Secret("t"), kNow, kT); },
+       {State::kCreated, State::kClaimed, State::kRunning}},
+      {"return_to_pool", [](const InstanceRecord& r) { return return_to_pool(r, kNow, kT); }, {State::kDraining}},
+      {"advertised", [](const InstanceRecord& r) { return advertised(r); }, {State::kIdle}},
+  };
+  for (const auto& c : cases) {
+    for (State s : kAllStates) {
+      MemoryStateTable table;
+      InstanceRecord r;
+      r.instance_id = "i-x";
+      r.state = s;
+      r.generation = 3;
+      r.label = "L";
+      // Satisfy the agent-side requirements so only the state decides.
+      r.signal = c.name == std::string("return_to_pool") ? AgentSignal::kDrained : AgentSignal::kRegistered;
+      r.signal_generation = 3;
+      ASSERT_TRUE(table.create(r));
+      bool allowed = std::find(c.from.begin(), c.from.end(), s) != c.from.end();
+      EXPECT_EQ(run(table, "i-x", c.step(r)), allowed) << c.name << " from " << state_name(s);
+    }
+  }
+}
+
+TEST(Transitions, TerminateAndCloseWorkFromTheStateTheyRead) {
+  for (State s : kAllStates) {
+    MemoryStateTable table;
+    InstanceRecord r;
+    r.instance_id = "i-x";
+    r.state = s;
+    r.generation = 2;
+    ASSERT_TRUE(table.create(r));
+    InstanceRecord moved = r;
+    moved.state = s == State::kIdle ? State::kClaimed : State::kIdle;
+    EXPECT_FALSE(run(table, "i-x", begin_terminate(moved, kNow, kT))) << "stale read of " << state_name(s);
+    EXPECT_TRUE(run(table, "i-x", begin_terminate(r, kNow, kT))) << state_name(s);
+    InstanceRecord terminating = *table.get("i-x");
+    EXPECT_EQ(terminating.state, State::kTerminating);
+    EXPECT_TRUE(run(table, "i-x", close_record(terminating, kNow, kT)));
+    EXPECT_EQ(table.get("i-x")->state, State::kTerminated);
+    EXPECT_EQ(table.get("i-x")->deadline_ms, kNow + kT.retention_ms);
+  }
+}
+
+TEST(Transitions, DrainKeepsAnEarlierHardDeadline) {
+  InstanceRecord r;
+  r.state = State::kRunning;
+  r.hard_deadline_ms = kNow + 1000;
+  EXPECT_EQ(*start_drain(r, Secret("t"), kNow, kT).change.hard_deadline_ms, kNow + 1000);
+  r.hard_deadline_ms = 0;
+  EXPECT_EQ(*start_drain(r, Secret("t"), kNow, kT).change.hard_deadline_ms, kNow + kT.drain_ms);
+}
+
+TEST(Transitions, DeadlineAndSignalHelpers) {
+  InstanceRecord r;
+  r.deadline_ms = kNow;
+  EXPECT_TRUE(deadline_passed(r, kNow));
+  EXPECT_FALSE(deadline_passed(r, kNow - 1));
+  r.deadline_ms = 0;
+  EXPECT_FALSE(deadline_passed(r, kNow));
+  r.generation = 4;
+  r.signal = AgentSignal::kDrained;
+  r.signal_generation = 3;
+  EXPECT_FALSE(agent_reported(r, AgentSignal::kDrained));
+  r.signal_generation = 4;
+  EXPECT_TRUE(agent_reported(r, AgentSignal::kDrained));
+}
+
+}  // namespace
+}  // namespace runpool::pool
