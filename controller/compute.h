@@ -1,0 +1,32 @@
+// EC2 as the controller uses it: launch (CreateFleet instant), terminate, and find the pool's
+// instances by their launch tags. Behind an interface for tests; Ec2Compute is the real one.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/aws/ec2_types.h"
+
+namespace runpool::controller {
+
+// Tags every instance carries from launch on, so an instance whose record was never written is
+// still found (refresh) and attributable.
+inline constexpr const char* kTagPool = "runpool:pool";
+inline constexpr const char* kTagTable = "runpool:table";
+inline constexpr const char* kTagLabel = "runpool:label";
+inline constexpr const char* kTagResourceClass = "runpool:resource-class";
+
+class Compute {
+ public:
+  virtual ~Compute() = default;
+  // Partial fulfilment is a result; a whole-call failure (capacity included) is an AwsError.
+  virtual aws::CreateFleetResult create_fleet(const aws::CreateFleetRequest& request) = 0;
+  // Terminates; ids EC2 no longer knows are not an error.
+  virtual void terminate(const std::vector<std::string>& instance_ids) = 0;
+  // The given instances as EC2 sees them (missing ones are left out).
+  virtual std::vector<aws::Instance> describe(const std::vector<std::string>& instance_ids) = 0;
+  // Every instance tagged for this pool and table, in any state but terminated (all pages).
+  virtual std::vector<aws::Instance> pool_instances() = 0;
+};
+
+}  // namespace runpool::controller

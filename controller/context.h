@@ -1,0 +1,38 @@
+// What every runpoolctl command works with: the settings, the AWS clock (every time written to or
+// compared with the table), the state table, the pool queues, EC2 and GitHub — each behind an
+// interface so the commands can run against in-memory fakes in unit tests — plus where to print
+// and whether a cancellation (SIGINT/SIGTERM) was asked for.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <ostream>
+
+#include "common/clock.h"
+#include "common/pool/state_table.h"
+#include "controller/compute.h"
+#include "controller/pool_queue.h"
+#include "controller/runners.h"
+#include "controller/settings.h"
+
+namespace runpool::controller {
+
+struct Context {
+  const Settings& settings;
+  Clock& clock;  // the AWS clock (common/aws_clock.h) in the binary; a FakeClock in tests
+  pool::StateTable& table;
+  PoolQueue& queue;
+  Compute& compute;
+  Runners& github;  // the real one is built on first use: status never needs GitHub credentials
+  std::ostream& out;  // the command's result (text or JSON); logs go to stderr
+  const std::atomic<bool>& cancelled;  // set by SIGINT/SIGTERM; long waits check it
+
+  int64_t now_ms() const { return to_epoch_ms(clock.now()); }
+};
+
+// Exit codes (docs/runpoolctl.md).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+
+}  // namespace runpool::controller

@@ -1,0 +1,46 @@
+// The pool: one SQS queue per resource class ("<pool>-<class>") whose messages advertise idle
+// instances, {"instance_id":"i-…","generation":N}. Behind an interface so the claim logic can be
+// tested in memory; SqsPoolQueue (sqs_pool_queue.h) is the real one.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/pool/claim.h"
+
+namespace runpool::controller {
+
+struct QueuedMessage {
+  std::string message_id;
+  std::string receipt;  // for remove / make_visible
+  std::string body;
+  std::optional<pool::PoolMessage> message;  // nullopt: not a pool message (delete it)
+};
+
+struct QueueDepth {
+  int64_t visible = 0;    // ApproximateNumberOfMessages
+  int64_t in_flight = 0;  // ApproximateNumberOfMessagesNotVisible
+};
+
+class PoolQueue {
+ public:
+  virtual ~PoolQueue() = default;
+  // Up to `max` (1..10) messages, waiting up to `wait` (0..20 s) for the first; each stays hidden
+  // from other receivers for `visibility`.
+  virtual std::vector<QueuedMessage> receive(const std::string& resource_class, int max, Duration wait,
+                                             Duration visibility) = 0;
+  virtual void remove(const std::string& resource_class, const std::string& receipt) = 0;
+  // Makes a received message visible again at once (ChangeMessageVisibility 0).
+  virtual void make_visible(const std::string& resource_class, const std::string& receipt) = 0;
+  virtual void advertise(const std::string& resource_class, const pool::PoolMessage& message) = 0;
+  virtual QueueDepth depth(const std::string& resource_class) = 0;
+};
+
+std::string encode_pool_message(const pool::PoolMessage& message);
+// nullopt for anything but {"instance_id": "i-…", "generation": N ≥ 1}.
+std::optional<pool::PoolMessage> decode_pool_message(const std::string& body);
+
+}  // namespace runpool::controller

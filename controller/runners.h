@@ -1,0 +1,26 @@
+// GitHub as the controller uses it: registration and remove tokens for the pool's owner scope, the
+// URL runners register with, and the runner list (for refresh's ghost sweep). Behind an interface
+// for tests; GithubRunners is the real one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/github/runner.h"
+#include "common/secret.h"
+
+namespace runpool::controller {
+
+class Runners {
+ public:
+  virtual ~Runners() = default;
+  virtual Secret registration_token() = 0;
+  virtual Secret remove_token() = 0;
+  // https://github.com/owner[/repo] (or the GHES / local server's equivalent).
+  virtual std::string registration_url() = 0;
+  virtual std::vector<github::Runner> list() = 0;
+  virtual github::DeleteOutcome remove(int64_t runner_id) = 0;
+};
+
+}  // namespace runpool::controller

@@ -1,0 +1,392 @@
+#include "controller/settings.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <stdexcept>
+
+#include "common/github/endpoint.h"
+
+namespace runpool::controller {
+namespace {
+
+constexpr int64_t kMs = 1;
+constexpr int64_t kSec = 1000;
+constexpr int64_t kMin = 60 * kSec;
+constexpr int64_t kHour = 60 * kMin;
+constexpr int64_t kDay = 24 * kHour;
+
+bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; }
+
+// Resource class names end up in queue names (≤ 80: alphanumerics, '-', '_') and in labels.
+bool valid_class_name(const std::string& s) {
+  return !s.empty() && s.size() <= 32 && std::all_of(s.begin(), s.end(), is_name_char);
+}
+
+// EC2 instance type names: "c7i.large", "m7i-flex.xlarge", "u-6tb1.metal".
+bool valid_instance_type(const std::string& s) {
+  if (s.size() < 3 || s.size() > 40) return false;
+  auto dot = s.find('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == s.size() || s.find('.', dot + 1) != std::string::npos) {
+    return false;
+  }
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '.' ||
+           c == '-';
+  });
+}
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s + sep) {
+    if (c == sep) {
+      out.push_back(trim(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  return out;
+}
+
+[[noreturn]] void bad(const Config& c, const std::string& key, const std::string& why) {
+  throw ConfigError("invalid value for " + key + " (from " + c.origin(key) + "): " + why);
+}
+
+bool valid_aws_id(const std::string& s, const std::string& prefix) {
+  if (s.rfind(prefix, 0) != 0 || s.size() == prefix.size() || s.size() > prefix.size() + 17) return false;
+  return std::all_of(s.begin() + static_cast<long>(prefix.size()), s.end(),
+                     [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+}
+
+}  // namespace
+
+std::vector<ResourceClass> parse_resource_classes(const std::string& text) {
+  std::vector<ResourceClass> out;
+  std::set<std::string> names;
+  if (trim(text).empty()) throw std::invalid_argument("no resource class given");
+  for (const std::string& part : split(text, ';')) {
+    if (part.empty()) continue;  // a trailing ';'
+    auto eq = part.find('=');
+    if (eq == std::string::npos) {
+      throw std::invalid_argument("'" + part + "': expected name=type[,type…]");
+    }
+    ResourceClass rc;
+    rc.name = trim(part.substr(0, eq));
+    if (!valid_class_name(rc.name)) {
+      throw std::invalid_argument("class name '" + rc.name + "': 1–32 letters, digits, '-' or '_'");
+    }
+    if (!names.insert(rc.name).second) throw std::invalid_argument("class '" + rc.name + "' is given twice");
+    for (std::string t : split(part.substr(eq + 1), ',')) {
+      if (t.empty()) continue;
+      if (!valid_instance_type(t)) throw std::invalid_argument("class '" + rc.name + "': bad instance type '" + t + "'");
+      if (std::find(rc.instance_types.begin(), rc.instance_types.end(), t) == rc.instance_types.end()) {
+        rc.instance_types.push_back(t);
+      }
+    }
+    if (rc.instance_types.empty()) throw std::invalid_argument("class '" + rc.name + "' has no instance type");
+    if (rc.instance_types.size() > 20) throw std::invalid_argument("class '" + rc.name + "' has more than 20 types");
+    out.push_back(std::move(rc));
+  }
+  if (out.empty()) throw std::invalid_argument("no resource class given");
+  return out;
+}
+
+std::string format_resource_classes(const std::vector<ResourceClass>& classes) {
+  std::string out;
+  for (const auto& rc : classes) {
+    if (!out.empty()) out += ';';
+    out += rc.name + '=';
+    for (size_t i = 0; i < rc.instance_types.size(); ++i) out += (i ? "," : "") + rc.instance_types[i];
+  }
+  return out;
+}
+
+const ResourceClass* Settings::find_class(const std::string& name) const {
+  for (const auto& rc : resource_classes) {
+    if (rc.name == name) return &rc;
+  }
+  return nullptr;
+}
+
+std::string Settings::queue_name(const std::string& resource_class) const { return pool + "-" + resource_class; }
+
+std::vector<KeySpec> settings_schema() {
+  using K = KeyType;
+  return {
+      // Where the pool lives.
+      {"table", K::kString, "runpool", "the DynamoDB state table (several pools may share one)"},
+      {"pool", K::kString, "default", "the pool's name: tags, queue names and runner names carry it"},
+      {"region", K::kString, "", "AWS region (else AWS_REGION / AWS_DEFAULT_REGION)"},
+      {"endpoint_dynamodb", K::kString, "", "DynamoDB endpoint URL (else AWS_ENDPOINT_URL_DYNAMODB, else AWS's)"},
+      {"endpoint_sqs", K::kString, "", "SQS endpoint URL (else AWS_ENDPOINT_URL_SQS, else AWS's)"},
+      {"endpoint_ec2", K::kString, "", "EC2 endpoint URL (else AWS_ENDPOINT_URL_EC2, else AWS's)"},
+      {"aws_timeout", K::kDuration, "30s", "timeout of one AWS request", 100 * kMs, 10 * kMin},
+      {"aws_max_attempts", K::kInt, "6", "attempts per AWS call, the first included", 1, 20},
+      // GitHub.
+      {"github_api_url", K::kString, "https://api.github.com", "GitHub REST API base (GHES: https://HOST/api/v3)"},
+      {"github_server_url", K::kString, "",
+       "GitHub web URL runners register with (default: derived from github_api_url)"},
+      {"github_owner", K::kString, "", "whose runners: \"owner/repo\" or an organization"},
+      {"github_token", K::kSecret, "",
+       "a PAT with Administration: write (repo) or Self-hosted runners: write (org); set it through "
+       "RUNPOOL_GITHUB_TOKEN or the config file, never on the command line"},
+      {"github_app_id", K::kString, "", "GitHub App: its client ID or App ID (instead of a PAT)"},
+      {"github_app_private_key_file", K::kString, "", "GitHub App: path of its PEM private key"},
+      {"github_app_private_key", K::kSecret, "", "GitHub App: the PEM private key itself (e.g. from the environment)"},
+      {"github_app_installation_id", K::kInt, "", "GitHub App: installation id (default: looked up)", 1},
+      {"github_timeout", K::kDuration, "30s", "timeout of one GitHub request", 100 * kMs, 10 * kMin},
+      // The pool's instances.
+      {"resource_classes", K::kString, "",
+       "resource classes and their instance types in order of preference: name=type[,type…][;name=…]"},
+      {"default_resource_class", K::kString, "", "provision's class when none is given (default: the first)"},
+      {"usage_class", K::kString, "spot", "spot or on-demand, when provision is not told"},
+      {"on_demand_fallback", K::kBool, "true", "launch on-demand when spot capacity is short (and claim either)"},
+      {"allowed_instance_types", K::kList, "", "globs limiting the types provision claims and launches ('c* m7i.*')"},
+      {"subnets", K::kList, "", "subnet ids to launch into (CreateFleet tries them all)"},
+      {"image_id", K::kString, "", "AMI of the runner instances"},
+      {"instance_profile", K::kString, "", "instance profile (name or ARN) giving the agent its narrow role"},
+      {"security_groups", K::kList, "", "security group ids"},
+      {"launch_template", K::kString, "", "launch template name (default: runpool-<pool>)"},
+      {"spot_allocation_strategy", K::kString, "price-capacity-optimized", "CreateFleet's spot allocation strategy"},
+      {"user_data_template", K::kString, "/usr/share/runpool/user-data.sh.in",
+       "the user-data template (@AGENT_CONFIG@ and @AGENT_BINARY@ are filled in)"},
+      {"agent_binary", K::kString, "/usr/bin/runpool-agent", "where the agent binary is on the instance"},
+      {"agent_runner_root", K::kString, "/opt/runpool/runner", "agent: the runner's root directory"},
+      {"agent_runner_template", K::kString, "/opt/actions-runner",
+       "agent: the unpacked runner copied into the root for every assignment"},
+      {"agent_runner_user", K::kString, "runner", "agent: the unprivileged user running the runner"},
+      {"agent_drain_capable", K::kBool, "false", "agent: the runner honours <root>/.drain"},
+      {"agent_heartbeat_interval", K::kDuration, "10s", "agent: heartbeat period", 100 * kMs, 10 * kMin},
+      {"agent_assignment_poll_interval", K::kDuration, "1s", "agent: how often an idle agent reads its record",
+       50 * kMs, 10 * kMin},
+      {"agent_extra", K::kString, "", "agent: further config lines for the agent, key=value;key=value"},
+      // Lifecycle deadlines (pool::Timeouts).
+      {"boot_timeout", K::kDuration, "10m", "created: launch → registered, else terminated", kSec, kDay},
+      {"registration_timeout", K::kDuration, "5m", "claimed: claim → registered, else terminated", kSec, kDay},
+      {"max_runtime", K::kDuration, "6h", "running: then a drain starts", kSec, 30 * kDay},
+      {"drain_timeout", K::kDuration, "15m", "draining: drain → drained, else terminated", kSec, kDay},
+      {"hard_grace", K::kDuration, "30m", "running: terminated regardless this long after max_runtime", kSec, kDay},
+      {"idle_ttl", K::kDuration, "1h", "idle: an unclaimed instance retires after this", kSec, 30 * kDay},
+      {"terminate_timeout", K::kDuration, "10m", "terminating: retry termination until then", kSec, kDay},
+      {"retention", K::kDuration, "1d", "terminated records are deleted after this", kSec, 365 * kDay},
+      // How runpoolctl waits.
+      {"provision_timeout", K::kDuration, "10m", "provision: claim + launch + registration must finish in this",
+       kSec, kDay},
+      {"release_timeout", K::kDuration, "15m", "release: how long to wait for the agents' drained", kSec, kDay},
+      {"cancel_drain_wait", K::kDuration, "1m",
+       "a failed provision: how long to wait for claimed instances to drain back to the pool", 0, kHour},
+      {"poll_interval", K::kDuration, "1s", "how often waits re-read the table", 10 * kMs, kMin},
+      {"claim_wait", K::kDuration, "2s", "long poll of one pool receive (0–20s)", 0, 20 * kSec},
+      {"claim_visibility", K::kDuration, "30s", "a received pool message stays hidden this long", kSec, 12 * kHour},
+      {"claim_min_remaining", K::kDuration, "1m", "an idle instance must have this much idle life left to be claimed",
+       0, kDay},
+      {"max_heartbeat_age", K::kDuration, "2m", "an idle instance's agent must have beaten this recently", kSec,
+       kDay},
+      {"fleet_rounds", K::kInt, "3", "CreateFleet calls per usage class to top up a partial launch", 1, 10},
+      {"max_count", K::kInt, "50", "the most instances one provision may ask for", 1, 1000},
+      {"orphan_grace", K::kDuration, "5m", "refresh: a tagged instance without a live record is terminated after this",
+       kSec, kDay},
+      {"ghost_runner_grace", K::kDuration, "5m",
+       "refresh: a pool runner without a live instance is removed after this", kSec, kDay},
+      // Logging.
+      {"log_format", K::kString, "text", "text or json (on stderr)"},
+      {"log_level", K::kString, "info", "trace, debug, info, warn, error"},
+  };
+}
+
+Settings load_settings(const Config& c, const std::function<const char*(const char*)>& getenv) {
+  Settings s;
+  auto name_check = [&](const std::string& key, size_t max_len) {
+    std::string v = c.get_string(key);
+    if (v.empty() || v.size() > max_len || !std::all_of(v.begin(), v.end(), is_name_char)) {
+      bad(c, key, "'" + v + "' must be 1–" + std::to_string(max_len) + " letters, digits, '-' or '_'");
+    }
+    return v;
+  };
+  s.table = c.get_string("table");
+  if (s.table.size() < 3 || s.table.size() > 255 ||
+      !std::all_of(s.table.begin(), s.table.end(), [](char ch) { return is_name_char(ch) || ch == '.'; })) {
+    bad(c, "table", "'" + s.table + "' must be 3–255 letters, digits, '-', '_' or '.'");
+  }
+  s.pool = name_check("pool", 40);
+  s.region = c.get_string("region");
+  if (s.region.empty()) {
+    for (const char* var : {"AWS_REGION", "AWS_DEFAULT_REGION"}) {
+      if (const char* v = getenv(var); v && *v) {
+        s.region = v;
+        break;
+      }
+    }
+  }
+  for (const char* key : {"endpoint_dynamodb", "endpoint_sqs", "endpoint_ec2"}) {
+    std::string v = c.get_string(key);
+    if (!v.empty() && v.rfind("http://", 0) != 0 && v.rfind("https://", 0) != 0) {
+      bad(c, key, "'" + v + "' is not an http(s) URL");
+    }
+  }
+  s.endpoint_dynamodb = c.get_string("endpoint_dynamodb");
+  s.endpoint_sqs = c.get_string("endpoint_sqs");
+  s.endpoint_ec2 = c.get_string("endpoint_ec2");
+  s.aws_timeout = c.get_duration("aws_timeout");
+  s.aws_max_attempts = static_cast<int>(c.get_int("aws_max_attempts"));
+
+  try {
+    s.github_api_url = github::normalize_api_base(c.get_string("github_api_url"));
+  } catch (const std::invalid_argument& e) {
+    bad(c, "github_api_url", e.what());
+  }
+  s.github_server_url = c.get_string("github_server_url");
+  if (!s.github_server_url.empty()) {
+    try {
+      s.github_server_url = github::normalize_api_base(s.github_server_url);
+    } catch (const std::invalid_argument& e) {
+      bad(c, "github_server_url", e.what());
+    }
+  } else {
+    s.github_server_url = github_server_for_api(s.github_api_url);
+  }
+  s.github_owner = c.get_string("github_owner");
+  if (!s.github_owner.empty()) {
+    try {
+      github::OwnerScope::parse(s.github_owner);
+    } catch (const std::invalid_argument& e) {
+      bad(c, "github_owner", e.what());
+    }
+  }
+  s.github_token = c.get_secret("github_token");
+  s.github_app_id = c.get_string("github_app_id");
+  s.github_app_private_key_file = c.get_string("github_app_private_key_file");
+  s.github_app_private_key = c.get_secret("github_app_private_key");
+  if (c.has("github_app_installation_id")) s.github_app_installation_id = c.get_int("github_app_installation_id");
+  s.github_timeout = c.get_duration("github_timeout");
+  if (!s.github_token.empty() && !s.github_app_id.empty()) {
+    bad(c, "github_app_id", "give either github_token or a GitHub App, not both");
+  }
+  if (!s.github_app_private_key_file.empty() && !s.github_app_private_key.empty()) {
+    bad(c, "github_app_private_key_file", "give either github_app_private_key_file or github_app_private_key");
+  }
+
+  if (c.has("resource_classes")) {
+    try {
+      s.resource_classes = parse_resource_classes(c.get_string("resource_classes"));
+    } catch (const std::invalid_argument& e) {
+      bad(c, "resource_classes", e.what());
+    }
+  }
+  s.default_resource_class = c.get_string("default_resource_class");
+  if (!s.default_resource_class.empty()) {
+    if (!s.find_class(s.default_resource_class)) {
+      bad(c, "default_resource_class", "'" + s.default_resource_class + "' is not one of resource_classes");
+    }
+  } else if (!s.resource_classes.empty()) {
+    s.default_resource_class = s.resource_classes.front().name;
+  }
+  for (const auto& rc : s.resource_classes) {
+    if (s.queue_name(rc.name).size() > 80) bad(c, "resource_classes", "queue name " + s.queue_name(rc.name) + " is longer than 80");
+  }
+  auto usage = pool::parse_usage_class(c.get_string("usage_class"));
+  if (!usage) bad(c, "usage_class", "'" + c.get_string("usage_class") + "' must be spot or on-demand");
+  s.usage_class = *usage;
+  s.on_demand_fallback = c.get_bool("on_demand_fallback");
+  s.allowed_instance_types = c.get_list("allowed_instance_types");
+  s.subnets = c.get_list("subnets");
+  for (const auto& sn : s.subnets) {
+    if (!valid_aws_id(sn, "subnet-")) bad(c, "subnets", "'" + sn + "' is not a subnet id");
+  }
+  s.image_id = c.get_string("image_id");
+  if (!s.image_id.empty() && !valid_aws_id(s.image_id, "ami-")) bad(c, "image_id", "'" + s.image_id + "' is not an AMI id");
+  s.instance_profile = c.get_string("instance_profile");
+  s.security_groups = c.get_list("security_groups");
+  for (const auto& sg : s.security_groups) {
+    if (!valid_aws_id(sg, "sg-")) bad(c, "security_groups", "'" + sg + "' is not a security group id");
+  }
+  s.launch_template = c.get_string("launch_template");
+  if (s.launch_template.empty()) s.launch_template = "runpool-" + s.pool;
+  if (s.launch_template.size() < 3 || s.launch_template.size() > 128 ||
+      !std::all_of(s.launch_template.begin(), s.launch_template.end(),
+                   [](char ch) { return is_name_char(ch) || ch == '.' || ch == '/' || ch == '(' || ch == ')'; })) {
+    bad(c, "launch_template", "'" + s.launch_template + "' is not a launch template name");
+  }
+  s.spot_allocation_strategy = c.get_string("spot_allocation_strategy");
+  s.user_data_template = c.get_string("user_data_template");
+  s.agent_binary = c.get_string("agent_binary");
+  s.agent.runner_root = c.get_string("agent_runner_root");
+  s.agent.runner_template = c.get_string("agent_runner_template");
+  s.agent.runner_user = c.get_string("agent_runner_user");
+  s.agent.drain_capable = c.get_bool("agent_drain_capable");
+  s.agent.heartbeat_interval = c.get_duration("agent_heartbeat_interval");
+  s.agent.assignment_poll_interval = c.get_duration("agent_assignment_poll_interval");
+  s.agent.extra = c.get_string("agent_extra");
+  for (const std::string& line : split(s.agent.extra, ';')) {
+    if (!line.empty() && line.find('=') == std::string::npos) bad(c, "agent_extra", "'" + line + "' is not key=value");
+  }
+
+  auto ms = [&](const char* key) { return c.get_duration(key).count(); };
+  s.timeouts.boot_ms = ms("boot_timeout");
+  s.timeouts.registration_ms = ms("registration_timeout");
+  s.timeouts.max_runtime_ms = ms("max_runtime");
+  s.timeouts.drain_ms = ms("drain_timeout");
+  s.timeouts.hard_grace_ms = ms("hard_grace");
+  s.timeouts.idle_ttl_ms = ms("idle_ttl");
+  s.timeouts.terminate_ms = ms("terminate_timeout");
+  s.timeouts.retention_ms = ms("retention");
+
+  s.provision_timeout = c.get_duration("provision_timeout");
+  s.release_timeout = c.get_duration("release_timeout");
+  s.cancel_drain_wait = c.get_duration("cancel_drain_wait");
+  s.poll_interval = c.get_duration("poll_interval");
+  s.claim_wait = c.get_duration("claim_wait");
+  s.claim_visibility = c.get_duration("claim_visibility");
+  s.claim_min_remaining = c.get_duration("claim_min_remaining");
+  s.max_heartbeat_age = c.get_duration("max_heartbeat_age");
+  s.fleet_rounds = static_cast<int>(c.get_int("fleet_rounds"));
+  s.max_count = static_cast<int>(c.get_int("max_count"));
+  s.orphan_grace = c.get_duration("orphan_grace");
+  s.ghost_runner_grace = c.get_duration("ghost_runner_grace");
+  if (s.agent.heartbeat_interval >= s.max_heartbeat_age) {
+    bad(c, "max_heartbeat_age", "must be longer than agent_heartbeat_interval");
+  }
+  return s;
+}
+
+std::string github_server_for_api(const std::string& api_base) {
+  if (api_base == "https://api.github.com") return "https://github.com";
+  const std::string v3 = "/api/v3";
+  if (api_base.size() > v3.size() && api_base.compare(api_base.size() - v3.size(), v3.size(), v3) == 0) {
+    return api_base.substr(0, api_base.size() - v3.size());
+  }
+  // Data residency: https://api.SUB.ghe.com → https://SUB.ghe.com.
+  const std::string prefix = "https://api.";
+  if (api_base.rfind(prefix, 0) == 0) return "https://" + api_base.substr(prefix.size());
+  return api_base;
+}
+
+void require_aws(const Settings& s) {
+  if (s.region.empty()) throw ConfigError("region is not set (set region, RUNPOOL_REGION or AWS_REGION)");
+}
+
+void require_github(const Settings& s) {
+  if (s.github_owner.empty()) throw ConfigError("github_owner is not set (\"owner/repo\" or an organization)");
+  if (s.github_token.empty() && s.github_app_id.empty()) {
+    throw ConfigError("github_token is not set (or configure a GitHub App: github_app_id and its private key)");
+  }
+  if (!s.github_app_id.empty() && s.github_app_private_key_file.empty() && s.github_app_private_key.empty()) {
+    throw ConfigError("github_app_private_key_file is not set (needed with github_app_id)");
+  }
+}
+
+void require_launch(const Settings& s) {
+  if (s.resource_classes.empty()) throw ConfigError("resource_classes is not set (name=type[,type…][;…])");
+  if (s.image_id.empty()) throw ConfigError("image_id is not set");
+  if (s.user_data_template.empty()) throw ConfigError("user_data_template is not set");
+}
+
+}  // namespace runpool::controller

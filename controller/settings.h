@@ -1,0 +1,116 @@
+// runpoolctl's configuration: one schema (settings_schema) read from a file, RUNPOOL_* variables
+// and flags (common/config.h), then turned into typed Settings with every value checked up front.
+// A bad value is a ConfigError naming the key, and runpoolctl exits 2 before touching anything.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/config.h"
+#include "common/pool/instance_record.h"
+#include "common/pool/transitions.h"
+#include "common/secret.h"
+
+namespace runpool::controller {
+
+// A resource class: a name jobs ask for, and the instance types (in order of preference) that
+// serve it. Its pool queue is "<pool>-<name>".
+struct ResourceClass {
+  std::string name;
+  std::vector<std::string> instance_types;
+  bool operator==(const ResourceClass&) const = default;
+};
+
+// "small=c7i.large,m7i.large;large=m7i.2xlarge" → classes. Throws std::invalid_argument saying
+// what is wrong (empty, duplicate class, bad class name or instance type).
+std::vector<ResourceClass> parse_resource_classes(const std::string& text);
+std::string format_resource_classes(const std::vector<ResourceClass>& classes);
+
+// What the agent on each instance is told (rendered into user-data as its config file).
+struct AgentSettings {
+  std::string runner_root;
+  std::string runner_template;
+  std::string runner_user;
+  bool drain_capable = false;
+  Duration heartbeat_interval{std::chrono::seconds(10)};
+  Duration assignment_poll_interval{std::chrono::seconds(1)};
+  std::string extra;  // further agent config lines, "key=value;key=value"
+};
+
+struct Settings {
+  // Where the pool lives.
+  std::string table;
+  std::string pool;
+  std::string region;  // resolved: flag/file/env RUNPOOL_REGION, else AWS_REGION / AWS_DEFAULT_REGION
+  std::string endpoint_dynamodb, endpoint_sqs, endpoint_ec2;  // "" = AWS_ENDPOINT_URL_* or public
+  Duration aws_timeout{std::chrono::seconds(30)};
+  int aws_max_attempts = 6;
+
+  // GitHub: a PAT (github_token) or an App (github_app_id + key); whose runners (github_owner).
+  std::string github_api_url;
+  std::string github_server_url;  // web URL runners register with; derived from the API URL if unset
+  std::string github_owner;       // "owner/repo" or "org"
+  Secret github_token;
+  std::string github_app_id;
+  std::string github_app_private_key_file;
+  Secret github_app_private_key;
+  std::optional<int64_t> github_app_installation_id;
+  Duration github_timeout{std::chrono::seconds(30)};
+
+  // The pool's instances.
+  std::vector<ResourceClass> resource_classes;
+  std::string default_resource_class;
+  pool::UsageClass usage_class = pool::UsageClass::kSpot;
+  bool on_demand_fallback = true;              // spot shortfall → on-demand
+  std::vector<std::string> allowed_instance_types;  // globs; empty: any of the class's types
+  std::vector<std::string> subnets;
+  std::string image_id;
+  std::string instance_profile;  // name, or an arn:… ARN
+  std::vector<std::string> security_groups;
+  std::string launch_template;   // default "runpool-<pool>"
+  std::string spot_allocation_strategy;
+  std::string user_data_template;  // path of user-data.sh.in
+  std::string agent_binary;        // the agent binary's path on the instance (@AGENT_BINARY@)
+  AgentSettings agent;
+
+  // Lifecycle deadlines written to the table.
+  pool::Timeouts timeouts;
+
+  // How the controller itself waits.
+  Duration provision_timeout{std::chrono::minutes(10)};
+  Duration release_timeout{std::chrono::minutes(15)};
+  Duration cancel_drain_wait{std::chrono::minutes(1)};
+  Duration poll_interval{std::chrono::seconds(1)};
+  Duration claim_wait{std::chrono::seconds(2)};        // long poll per receive (≤ 20 s)
+  Duration claim_visibility{std::chrono::seconds(30)};  // a received message stays hidden this long
+  Duration claim_min_remaining{std::chrono::minutes(1)};
+  Duration max_heartbeat_age{std::chrono::minutes(2)};
+  int fleet_rounds = 3;
+  int max_count = 50;
+  Duration orphan_grace{std::chrono::minutes(5)};       // refresh: tagged instance without a live record
+  Duration ghost_runner_grace{std::chrono::minutes(5)};  // refresh: pool runner with no live instance
+
+  const ResourceClass* find_class(const std::string& name) const;
+  std::string queue_name(const std::string& resource_class) const;  // "<pool>-<class>"
+};
+
+// The schema: every key, its type, default and help (also rendered into docs/runpoolctl.md).
+std::vector<KeySpec> settings_schema();
+
+// Typed, cross-checked settings. Throws ConfigError naming the key on anything invalid.
+// `getenv` is consulted for the region fallback (AWS_REGION, AWS_DEFAULT_REGION) only.
+Settings load_settings(const Config& config, const std::function<const char*(const char*)>& getenv);
+
+// The web URL runners register with, for a REST API base: api.github.com → github.com,
+// https://HOST/api/v3 → https://HOST, https://api.SUB.ghe.com → https://SUB.ghe.com.
+std::string github_server_for_api(const std::string& api_base);
+
+// What a command needs beyond the basics; each throws ConfigError naming the missing key.
+void require_aws(const Settings& s);       // region
+void require_github(const Settings& s);    // github_owner and a PAT or an App
+void require_launch(const Settings& s);    // resource_classes, image_id, user_data_template …
+
+}  // namespace runpool::controller

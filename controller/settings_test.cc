@@ -1,0 +1,150 @@
+#include "controller/settings.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace runpool::controller {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+Settings load(const std::string& text, const Env& env = {}) {
+  Config c(settings_schema());
+  c.merge_text(text, "test.conf");
+  auto getenv = [&](const char* n) -> const char* {
+    auto it = env.find(n);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  c.merge_env(getenv);
+  return load_settings(c, getenv);
+}
+
+std::string error_of(const std::string& text, const Env& env = {}) {
+  try {
+    load(text, env);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ResourceClasses, Parse) {
+  auto rc = parse_resource_classes("small=c7i.large, m7i.large; large = m7i.2xlarge;");
+  ASSERT_EQ(rc.size(), 2u);
+  EXPECT_EQ(rc[0], (ResourceClass{"small", {"c7i.large", "m7i.large"}}));
+  EXPECT_EQ(rc[1], (ResourceClass{"large", {"m7i.2xlarge"}}));
+  EXPECT_EQ(format_resource_classes(rc), "small=c7i.large,m7i.large;large=m7i.2xlarge");
+  EXPECT_EQ(parse_resource_classes("a=t3.micro,t3.micro")[0].instance_types.size(), 1u);
+  EXPECT_EQ(parse_resource_classes("x=m7i-flex.large")[0].instance_types[0], "m7i-flex.large");
+}
+
+TEST(ResourceClasses, Rejects) {
+  for (const char* bad : {"", ";", "small", "small=", "=c7i.large", "a b=c7i.large", "small=c7i", "small=C7I.large",
+                          "small=c7i.large;small=m7i.large", "small=c7i.large;x", "s/x=c7i.large",
+                          "small=c7i.large.x", "small=.large", "small=c7i.", "small=c7i.large$(id)"}) {
+    EXPECT_THROW(parse_resource_classes(bad), std::invalid_argument) << bad;
+  }
+  EXPECT_THROW(parse_resource_classes(std::string(33, 'a') + "=c7i.large"), std::invalid_argument);
+}
+
+TEST(Settings, Defaults) {
+  Settings s = load("", {{"AWS_REGION", "eu-west-1"}});
+  EXPECT_EQ(s.table, "runpool");
+  EXPECT_EQ(s.pool, "default");
+  EXPECT_EQ(s.region, "eu-west-1");
+  EXPECT_EQ(s.launch_template, "runpool-default");
+  EXPECT_EQ(s.github_api_url, "https://api.github.com");
+  EXPECT_EQ(s.github_server_url, "https://github.com");
+  EXPECT_EQ(s.usage_class, pool::UsageClass::kSpot);
+  EXPECT_TRUE(s.on_demand_fallback);
+  EXPECT_EQ(s.timeouts.boot_ms, 600'000);
+  EXPECT_EQ(s.timeouts.retention_ms, 86'400'000);
+  EXPECT_EQ(s.poll_interval.count(), 1000);
+  EXPECT_TRUE(s.resource_classes.empty());
+  EXPECT_THROW(require_launch(s), ConfigError);
+  EXPECT_THROW(require_github(s), ConfigError);
+  EXPECT_NO_THROW(require_aws(s));
+  EXPECT_THROW(require_aws(load("")), ConfigError);
+}
+
+TEST(Settings, FileEnvAndTypedValues) {
+  Settings s = load(
+      "region = us-east-1\npool = ci\nresource_classes = small=c7i.large;large=m7i.2xlarge\n"
+      "default_resource_class = large\nsubnets = subnet-0a1b, subnet-2c3d\nimage_id = ami-12345678\n"
+      "security_groups = sg-1234abcd\nusage_class = on-demand\nboot_timeout = 90s\nidle_ttl = 2h\n"
+      "github_api_url = http://127.0.0.1:9/api/v3/\ngithub_owner = acme/app\n",
+      {{"RUNPOOL_GITHUB_TOKEN", "ghp_x"}, {"RUNPOOL_POOL", "ci2"}});
+  EXPECT_EQ(s.pool, "ci2");
+  EXPECT_EQ(s.queue_name("small"), "ci2-small");
+  EXPECT_EQ(s.default_resource_class, "large");
+  ASSERT_NE(s.find_class("small"), nullptr);
+  EXPECT_EQ(s.find_class("nope"), nullptr);
+  EXPECT_EQ(s.subnets, (std::vector<std::string>{"subnet-0a1b", "subnet-2c3d"}));
+  EXPECT_EQ(s.usage_class, pool::UsageClass::kOnDemand);
+  EXPECT_EQ(s.timeouts.boot_ms, 90'000);
+  EXPECT_EQ(s.timeouts.idle_ttl_ms, 7'200'000);
+  EXPECT_EQ(s.github_api_url, "http://127.0.0.1:9/api/v3");
+  EXPECT_EQ(s.github_server_url, "http://127.0.0.1:9");
+  EXPECT_EQ(s.github_token.reveal(), "ghp_x");
+  EXPECT_NO_THROW(require_launch(s));
+  EXPECT_NO_THROW(require_github(s));
+  EXPECT_EQ(load("resource_classes = a=t3.micro;b=t3.small\n").default_resource_class, "a");
+}
+
+TEST(Settings, GithubServerDerivation) {
+  EXPECT_EQ(github_server_for_api("https://api.github.com"), "https://github.com");
+  EXPECT_EQ(github_server_for_api("https://ghes.example.com/api/v3"), "https://ghes.example.com");
+  EXPECT_EQ(github_server_for_api("https://api.acme.ghe.com"), "https://acme.ghe.com");
+  EXPECT_EQ(load("github_server_url = https://web.example/\n").github_server_url, "https://web.example");
+}
+
+TEST(Settings, ErrorsNameTheKey) {
+  struct Case {
+    const char* text;
+    const char* key;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"table = ab\n", "table"},
+           {"table = a b c\n", "table"},
+           {"pool = a/b\n", "pool"},
+           {"pool = ppppppppppppppppppppppppppppppppppppppppp\n", "pool"},
+           {"endpoint_sqs = 127.0.0.1:9\n", "endpoint_sqs"},
+           {"github_api_url = ftp://x\n", "github_api_url"},
+           {"github_owner = a/b/c\n", "github_owner"},
+           {"resource_classes = small\n", "resource_classes"},
+           {"resource_classes = a=t3.micro\ndefault_resource_class = b\n", "default_resource_class"},
+           {"usage_class = cheap\n", "usage_class"},
+           {"subnets = vpc-123\n", "subnets"},
+           {"image_id = ubuntu\n", "image_id"},
+           {"security_groups = default\n", "security_groups"},
+           {"launch_template = a b\n", "launch_template"},
+           {"boot_timeout = soon\n", "boot_timeout"},
+           {"claim_wait = 30s\n", "claim_wait"},
+           {"fleet_rounds = 0\n", "fleet_rounds"},
+           {"aws_max_attempts = x\n", "aws_max_attempts"},
+           {"agent_extra = nokey\n", "agent_extra"},
+           {"max_heartbeat_age = 5s\nagent_heartbeat_interval = 10s\n", "max_heartbeat_age"},
+           {"github_token = t\ngithub_app_id = 1\n", "github_app_id"},
+           {"no_such_key = 1\n", "no_such_key"},
+       }) {
+    std::string e = error_of(c.text);
+    EXPECT_NE(e.find(c.key), std::string::npos) << c.text << " → " << e;
+  }
+  std::string e = error_of("", {{"RUNPOOL_FLEET_ROUNDS", "99"}});
+  EXPECT_NE(e.find("RUNPOOL_FLEET_ROUNDS"), std::string::npos) << e;
+}
+
+TEST(Settings, RequireGithubForms) {
+  EXPECT_NO_THROW(require_github(load("github_owner = acme\ngithub_app_id = 12\ngithub_app_private_key_file = /k.pem\n")));
+  EXPECT_THROW(require_github(load("github_owner = acme\ngithub_app_id = 12\n")), ConfigError);
+  EXPECT_THROW(require_github(load("github_token = t\n")), ConfigError);
+}
+
+TEST(Settings, SecretsAreNotEchoed) {
+  std::string e = error_of("github_token = hunter2\ngithub_app_id = 1\n");
+  EXPECT_EQ(e.find("hunter2"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace runpool::controller
