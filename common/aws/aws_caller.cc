@@ -18,8 +18,10 @@ HttpResponse AwsCaller::call(const std::string& operation, HttpRequest request, 
                                  creds.secret_access_key, creds.session_token};
     ++requests_sent_;
     HttpResponse resp;
+    WallTime sent = clock_.now();
     try {
       resp = http_.send(request);
+      if (observer_) observer_(resp, sent, clock_.now());
     } catch (const HttpTransportError& e) {
       if (last) {
         throw AwsError(settings_.service, operation, 0, e.timed_out() ? "RequestTimeout" : "ConnectionError",

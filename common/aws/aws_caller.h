@@ -33,6 +33,10 @@ struct ErrorInfo {
 // Reads AWS's error code and message out of an error response, in the protocol's own format.
 using ErrorParser = std::function<ErrorInfo(const HttpResponse&)>;
 
+// Sees every HTTP answer (any status, retries included) with when its request left and when it
+// came back on the caller's clock — how the AWS clock (common/aws_clock.h) learns AWS's time.
+using ResponseObserver = std::function<void(const HttpResponse&, WallTime sent, WallTime received)>;
+
 class AwsCaller {
  public:
   AwsCaller(HttpClient& http, CredentialsProvider& credentials, Clock& clock, ServiceSettings settings);
@@ -44,6 +48,8 @@ class AwsCaller {
                     std::optional<Duration> timeout = std::nullopt);
 
   const ServiceSettings& settings() const { return settings_; }
+  // Optional; set before the first call.
+  void set_response_observer(ResponseObserver observer) { observer_ = std::move(observer); }
   // Counters for tests and benchmarks: HTTP requests sent, including retries.
   long requests_sent() const { return requests_sent_.load(); }
 
@@ -52,6 +58,7 @@ class AwsCaller {
   CredentialsProvider& credentials_;
   Clock& clock_;
   ServiceSettings settings_;
+  ResponseObserver observer_;
   std::atomic<long> requests_sent_{0};
 };
 
