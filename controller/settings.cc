@@ -159,15 +159,14 @@ std::vector<KeySpec> settings_schema() {
       {"user_data_template", K::kString, "/usr/share/runpool/user-data.sh.in",
        "the user-data template (@AGENT_CONFIG@ and @AGENT_BINARY@ are filled in)"},
       {"agent_binary", K::kString, "/usr/bin/runpool-agent", "where the agent binary is on the instance"},
-      {"agent_runner_root", K::kString, "/opt/runpool/runner", "agent: the runner's root directory"},
-      {"agent_runner_template", K::kString, "/opt/actions-runner",
-       "agent: the unpacked runner copied into the root for every assignment"},
-      {"agent_runner_user", K::kString, "runner", "agent: the unprivileged user running the runner"},
-      {"agent_drain_capable", K::kBool, "false", "agent: the runner honours <root>/.drain"},
-      {"agent_heartbeat_interval", K::kDuration, "10s", "agent: heartbeat period", 100 * kMs, 10 * kMin},
-      {"agent_assignment_poll_interval", K::kDuration, "1s", "agent: how often an idle agent reads its record",
-       50 * kMs, 10 * kMin},
-      {"agent_extra", K::kString, "", "agent: further config lines for the agent, key=value;key=value"},
+      {"agent_runner_root", K::kString, "", "agent: runner_root (may hold {instance_id}); unset: the agent's default"},
+      {"agent_runner_template", K::kString, "", "agent: runner_template, the unpacked runner copied into the root"},
+      {"agent_runner_user", K::kString, "", "agent: runner_user, the unprivileged user running the runner"},
+      {"agent_drain_capable", K::kBool, "", "agent: drain_capable, the runner honours <root>/.drain"},
+      {"agent_heartbeat_interval", K::kDuration, "", "agent: heartbeat_interval", 50 * kMs, kHour},
+      {"agent_assignment_poll_interval", K::kDuration, "", "agent: assignment_poll_interval", 20 * kMs, 5 * kMin},
+      {"agent_imds_endpoint", K::kString, "", "agent: imds_endpoint (tests only; else the instance's own)"},
+      {"agent_extra", K::kString, "", "agent: further config lines, key=value;key=value"},
       // Lifecycle deadlines (pool::Timeouts).
       {"boot_timeout", K::kDuration, "10m", "created: launch → registered, else terminated", kSec, kDay},
       {"registration_timeout", K::kDuration, "5m", "claimed: claim → registered, else terminated", kSec, kDay},
@@ -318,15 +317,25 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   s.spot_allocation_strategy = c.get_string("spot_allocation_strategy");
   s.user_data_template = c.get_string("user_data_template");
   s.agent_binary = c.get_string("agent_binary");
-  s.agent.runner_root = c.get_string("agent_runner_root");
-  s.agent.runner_template = c.get_string("agent_runner_template");
-  s.agent.runner_user = c.get_string("agent_runner_user");
-  s.agent.drain_capable = c.get_bool("agent_drain_capable");
-  s.agent.heartbeat_interval = c.get_duration("agent_heartbeat_interval");
-  s.agent.assignment_poll_interval = c.get_duration("agent_assignment_poll_interval");
-  s.agent.extra = c.get_string("agent_extra");
-  for (const std::string& line : split(s.agent.extra, ';')) {
-    if (!line.empty() && line.find('=') == std::string::npos) bad(c, "agent_extra", "'" + line + "' is not key=value");
+  s.agent_config = {{"table", s.table}, {"pool", s.pool}};
+  if (!s.region.empty()) s.agent_config.emplace_back("region", s.region);
+  if (!s.endpoint_dynamodb.empty()) s.agent_config.emplace_back("endpoint_dynamodb", s.endpoint_dynamodb);
+  if (!s.endpoint_ec2.empty()) s.agent_config.emplace_back("endpoint_ec2", s.endpoint_ec2);
+  for (const char* key : {"agent_runner_root", "agent_runner_template", "agent_runner_user", "agent_drain_capable",
+                          "agent_heartbeat_interval", "agent_assignment_poll_interval", "agent_imds_endpoint"}) {
+    if (c.has(key)) s.agent_config.emplace_back(std::string(key).substr(6), c.get_string(key));
+  }
+  for (const std::string& line : split(c.get_string("agent_extra"), ';')) {
+    if (line.empty()) continue;
+    auto eq = line.find('=');
+    std::string key = eq == std::string::npos ? "" : trim(line.substr(0, eq));
+    if (key.empty() || !std::all_of(key.begin(), key.end(), [](char ch) { return std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) || ch == '_'; })) {
+      bad(c, "agent_extra", "'" + line + "' is not key=value");
+    }
+    s.agent_config.emplace_back(key, trim(line.substr(eq + 1)));
+  }
+  if (c.has("agent_heartbeat_interval") && c.get_duration("agent_heartbeat_interval") >= c.get_duration("max_heartbeat_age")) {
+    bad(c, "max_heartbeat_age", "must be longer than agent_heartbeat_interval");
   }
 
   auto ms = [&](const char* key) { return c.get_duration(key).count(); };
@@ -351,9 +360,6 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   s.max_count = static_cast<int>(c.get_int("max_count"));
   s.orphan_grace = c.get_duration("orphan_grace");
   s.ghost_runner_grace = c.get_duration("ghost_runner_grace");
-  if (s.agent.heartbeat_interval >= s.max_heartbeat_age) {
-    bad(c, "max_heartbeat_age", "must be longer than agent_heartbeat_interval");
-  }
   return s;
 }
 

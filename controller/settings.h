@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -28,17 +29,6 @@ struct ResourceClass {
 // what is wrong (empty, duplicate class, bad class name or instance type).
 std::vector<ResourceClass> parse_resource_classes(const std::string& text);
 std::string format_resource_classes(const std::vector<ResourceClass>& classes);
-
-// What the agent on each instance is told (rendered into user-data as its config file).
-struct AgentSettings {
-  std::string runner_root;
-  std::string runner_template;
-  std::string runner_user;
-  bool drain_capable = false;
-  Duration heartbeat_interval{std::chrono::seconds(10)};
-  Duration assignment_poll_interval{std::chrono::seconds(1)};
-  std::string extra;  // further agent config lines, "key=value;key=value"
-};
 
 struct Settings {
   // Where the pool lives.
@@ -74,7 +64,10 @@ struct Settings {
   std::string spot_allocation_strategy;
   std::string user_data_template;  // path of user-data.sh.in
   std::string agent_binary;        // the agent binary's path on the instance (@AGENT_BINARY@)
-  AgentSettings agent;
+  // The agent's own config keys (agent/agent_settings.h) rendered into user-data, in order:
+  // table, pool, region and endpoints from above, then every agent_* key that is set (without
+  // the prefix), then agent_extra's key=value pairs.
+  std::vector<std::pair<std::string, std::string>> agent_config;
 
   // Lifecycle deadlines written to the table.
   pool::Timeouts timeouts;

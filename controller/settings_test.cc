@@ -125,6 +125,7 @@ TEST(Settings, ErrorsNameTheKey) {
            {"aws_max_attempts = x\n", "aws_max_attempts"},
            {"agent_extra = nokey\n", "agent_extra"},
            {"max_heartbeat_age = 5s\nagent_heartbeat_interval = 10s\n", "max_heartbeat_age"},
+           {"agent_drain_capable = maybe\n", "agent_drain_capable"},
            {"github_token = t\ngithub_app_id = 1\n", "github_app_id"},
            {"no_such_key = 1\n", "no_such_key"},
        }) {
@@ -139,6 +140,26 @@ TEST(Settings, RequireGithubForms) {
   EXPECT_NO_THROW(require_github(load("github_owner = acme\ngithub_app_id = 12\ngithub_app_private_key_file = /k.pem\n")));
   EXPECT_THROW(require_github(load("github_owner = acme\ngithub_app_id = 12\n")), ConfigError);
   EXPECT_THROW(require_github(load("github_token = t\n")), ConfigError);
+}
+
+TEST(Settings, AgentConfigCarriesWhereThePoolLivesAndTheAgentKeysThatAreSet) {
+  using Pairs = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(load("").agent_config, (Pairs{{"table", "runpool"}, {"pool", "default"}}));
+  Settings s = load(
+      "region = us-east-1\nendpoint_dynamodb = http://127.0.0.1:1\nendpoint_sqs = http://127.0.0.1:2\n"
+      "agent_runner_user = ci\nagent_drain_capable = true\nagent_heartbeat_interval = 500ms\n"
+      "agent_extra = boot_grace=30s; listener_max_restarts = 3\n");
+  EXPECT_EQ(s.agent_config, (Pairs{{"table", "runpool"},
+                                   {"pool", "default"},
+                                   {"region", "us-east-1"},
+                                   {"endpoint_dynamodb", "http://127.0.0.1:1"},
+                                   {"runner_user", "ci"},
+                                   {"drain_capable", "true"},
+                                   {"heartbeat_interval", "500ms"},
+                                   {"boot_grace", "30s"},
+                                   {"listener_max_restarts", "3"}}));
+  EXPECT_NE(error_of("agent_extra = Bad-Key=1\n").find("agent_extra"), std::string::npos);
+  EXPECT_NE(error_of("agent_extra = =1\n").find("agent_extra"), std::string::npos);
 }
 
 TEST(Settings, SecretsAreNotEchoed) {
