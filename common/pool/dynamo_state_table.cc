@@ -67,6 +67,20 @@ aws::Item key_of(const std::string& instance_id) {
   return {{attr::kInstanceId, AttributeValue::string(instance_id)}};
 }
 
+// One conditional UpdateItem; false when the condition failed.
+bool conditional_update(aws::DynamoDbClient& db, const std::string& table, const std::string& instance_id,
+                        const ExpressionBuilder& b) {
+  aws::UpdateItemRequest req;
+  req.table = table;
+  req.key = key_of(instance_id);
+  req.update = b.update_expression();
+  req.condition = b.condition_expression();
+  req.names = b.names();
+  req.values = b.values();
+  if (req.update.empty()) throw std::invalid_argument("a write to " + instance_id + " that changes nothing");
+  return db.update_item(req).applied;
+}
+
 std::optional<InstanceRecord> decode_or_warn(const aws::Item& item) {
   try {
     return decode_record(item);
@@ -137,15 +151,7 @@ bool DynamoStateTable::transition(const std::string& instance_id, const Expect& 
     if (*c.advertise_pending) b.set(attr::kAdvertisePending, AttributeValue::boolean(true));
     else b.remove(attr::kAdvertisePending);
   }
-  aws::UpdateItemRequest req;
-  req.table = table_;
-  req.key = key_of(instance_id);
-  req.update = b.update_expression();
-  req.condition = b.condition_expression();
-  req.names = b.names();
-  req.values = b.values();
-  if (req.update.empty()) throw std::invalid_argument("transition of " + instance_id + " changes nothing");
-  return db_.update_item(req).applied;
+  return conditional_update(db_, table_, instance_id, b);
 }
 
 std::vector<InstanceRecord> DynamoStateTable::by_label(const std::string& label) {
@@ -213,15 +219,7 @@ bool DynamoStateTable::report(const std::string& instance_id, const AgentReport&
   if (r.agent_version && !r.agent_version->empty()) b.set(attr::kAgentVersion, AttributeValue::string(*r.agent_version));
   if (r.take_reg_token) b.remove(attr::kRegToken);
   if (r.take_remove_token) b.remove(attr::kRemoveToken);
-  aws::UpdateItemRequest req;
-  req.table = table_;
-  req.key = key_of(instance_id);
-  req.update = b.update_expression();
-  req.condition = b.condition_expression();
-  req.names = b.names();
-  req.values = b.values();
-  if (req.update.empty()) throw std::invalid_argument("agent report for " + instance_id + " changes nothing");
-  return db_.update_item(req).applied;
+  return conditional_update(db_, table_, instance_id, b);
 }
 
 }  // namespace runpool::pool
