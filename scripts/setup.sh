@@ -27,7 +27,10 @@ if ((${#missing[@]})); then
 fi
 
 # The local cloud's npm packages, exactly as locked.
-if ! cmp -s tests/localcloud/package-lock.json tests/localcloud/node_modules/.package-lock.json 2>/dev/null; then
+# A stamp of the lockfile npm ci last installed from skips the reinstall when nothing changed.
+stamp=tests/localcloud/node_modules/.runpool-installed-lock
+if ! cmp -s tests/localcloud/package-lock.json "$stamp" 2>/dev/null; then
   echo "setup: npm ci (local cloud)" >&2
   (cd tests/localcloud && npm ci --no-audit --no-fund --loglevel=error)
+  cp tests/localcloud/package-lock.json "$stamp"
 fi
