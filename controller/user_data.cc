@@ -1,0 +1,64 @@
+#include "controller/user_data.h"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace runpool::controller {
+namespace {
+
+bool has_control(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+}
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (size_t pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size())) {
+    text.replace(pos, from.size(), to);
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string agent_config_text(const std::vector<std::pair<std::string, std::string>>& config) {
+  std::string out;
+  for (const auto& [key, value] : config) {
+    bool key_ok = !key.empty() && std::all_of(key.begin(), key.end(), [](unsigned char c) {
+      return std::islower(c) || std::isdigit(c) || c == '_';
+    });
+    if (!key_ok) throw std::invalid_argument("agent config key '" + key + "' is not lower_snake_case");
+    if (has_control(value)) throw std::invalid_argument("agent config value of " + key + " has control characters");
+    out += key + " = " + value + "\n";
+  }
+  return out;
+}
+
+std::string render_user_data(const std::string& template_text, const std::string& agent_config,
+                             const std::string& agent_binary) {
+  if (template_text.find("@AGENT_CONFIG@") == std::string::npos) {
+    throw std::invalid_argument("the user-data template has no @AGENT_CONFIG@");
+  }
+  if (has_control(agent_binary)) throw std::invalid_argument("agent_binary has control characters");
+  // The config is a block of lines: drop its final newline so that "@AGENT_CONFIG@\n" in the
+  // template stays one block.
+  std::string config = agent_config;
+  if (!config.empty() && config.back() == '\n') config.pop_back();
+  std::string out = replace_all(replace_all(template_text, "@AGENT_CONFIG@", config), "@AGENT_BINARY@", agent_binary);
+  if (out.size() > 16 * 1024) {
+    throw std::invalid_argument("the rendered user-data is " + std::to_string(out.size()) +
+                                " bytes, more than EC2's 16 KiB");
+  }
+  return out;
+}
+
+std::string read_template(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read the user-data template " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace runpool::controller

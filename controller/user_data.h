@@ -1,0 +1,24 @@
+// The instance's user-data: the template (cloud-init/user-data.sh.in) with the agent's config file
+// text and the agent binary's path filled in. What the agent is told comes only from here and from
+// its own record: no GitHub credential ever reaches user-data.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace runpool::controller {
+
+// "key = value" lines, in order. Throws std::invalid_argument on a key or value that would not
+// read back as the same pair (control characters, '=' or '#' in a key, a value with a newline).
+std::string agent_config_text(const std::vector<std::pair<std::string, std::string>>& config);
+
+// Replaces every @AGENT_CONFIG@ and @AGENT_BINARY@. Throws std::invalid_argument when the template
+// lacks @AGENT_CONFIG@, or the result passes EC2's 16 KiB user-data limit.
+std::string render_user_data(const std::string& template_text, const std::string& agent_config,
+                             const std::string& agent_binary);
+
+// Reads the template file; std::runtime_error naming the path when it cannot.
+std::string read_template(const std::string& path);
+
+}  // namespace runpool::controller

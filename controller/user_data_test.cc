@@ -1,0 +1,60 @@
+#include "controller/user_data.h"
+
+#include <gtest/gtest.h>
+
+#include "common/config.h"
+#include "controller/settings.h"
+
+namespace runpool::controller {
+namespace {
+
+TEST(UserData, ConfigTextReadsBackAsTheSamePairs) {
+  std::vector<std::pair<std::string, std::string>> pairs = {
+      {"table", "runpool"}, {"pool", "ci"}, {"endpoint_dynamodb", "http://127.0.0.1:4000"}, {"runner_root", "/x y/{instance_id}"}};
+  std::string text = agent_config_text(pairs);
+  EXPECT_EQ(text, "table = runpool\npool = ci\nendpoint_dynamodb = http://127.0.0.1:4000\nrunner_root = /x y/{instance_id}\n");
+  // common/config.h reads it back (the agent uses the same reader).
+  Config c({{"table", KeyType::kString, "", ""},
+            {"pool", KeyType::kString, "", ""},
+            {"endpoint_dynamodb", KeyType::kString, "", ""},
+            {"runner_root", KeyType::kString, "", ""}});
+  c.merge_text(text, "user-data");
+  for (const auto& [k, v] : pairs) EXPECT_EQ(c.get_string(k), v) << k;
+}
+
+TEST(UserData, ConfigTextRefusesWhatWouldNotReadBack) {
+  EXPECT_THROW(agent_config_text({{"Table", "x"}}), std::invalid_argument);
+  EXPECT_THROW(agent_config_text({{"a=b", "x"}}), std::invalid_argument);
+  EXPECT_THROW(agent_config_text({{"", "x"}}), std::invalid_argument);
+  EXPECT_THROW(agent_config_text({{"a", "x\ny = z"}}), std::invalid_argument);
+}
+
+TEST(UserData, Render) {
+  std::string t = "#!/bin/bash\ncat > /etc/runpool/agent.conf <<'EOF'\n@AGENT_CONFIG@\nEOF\nexec @AGENT_BINARY@ --config /etc/runpool/agent.conf\n";
+  std::string out = render_user_data(t, "table = t\npool = p\n", "/usr/bin/runpool-agent");
+  EXPECT_EQ(out,
+            "#!/bin/bash\ncat > /etc/runpool/agent.conf <<'EOF'\ntable = t\npool = p\nEOF\nexec /usr/bin/runpool-agent "
+            "--config /etc/runpool/agent.conf\n");
+  EXPECT_THROW(render_user_data("#!/bin/sh\n", "a = b\n", "/x"), std::invalid_argument);
+  EXPECT_THROW(render_user_data("@AGENT_CONFIG@", std::string(17 * 1024, 'a'), "/x"), std::invalid_argument);
+  EXPECT_THROW(render_user_data("@AGENT_CONFIG@", "", "/x\n/y"), std::invalid_argument);
+  EXPECT_THROW(read_template("/nonexistent/user-data.sh.in"), std::runtime_error);
+}
+
+TEST(UserData, TheRepositoryTemplateRendersWhenPresent) {
+  std::string path = std::string(RUNPOOL_SOURCE_DIR) + "/cloud-init/user-data.sh.in";
+  std::string t;
+  try {
+    t = read_template(path);
+  } catch (const std::runtime_error&) {
+    GTEST_SKIP() << "no " << path << " yet";
+  }
+  std::string out = render_user_data(t, "table = t\npool = p\n", "/usr/bin/runpool-agent");
+  EXPECT_EQ(out.find("@AGENT_CONFIG@"), std::string::npos);
+  EXPECT_EQ(out.find("@AGENT_BINARY@"), std::string::npos);
+  EXPECT_NE(out.find("table = t\npool = p"), std::string::npos);
+  EXPECT_EQ(out.rfind("#!", 0), 0u);
+}
+
+}  // namespace
+}  // namespace runpool::controller
