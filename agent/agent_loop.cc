@@ -1,0 +1,542 @@
+#include "agent/agent_loop.h"
+
+#include <spdlog/spdlog.h>
+
+#include "agent/runner_file.h"
+#include "common/config.h"
+#include "common/pool/transitions.h"
+
+namespace runpool::agent {
+
+using pool::AgentReport;
+using pool::AgentSignal;
+using pool::InstanceRecord;
+using pool::State;
+
+namespace {
+
+std::string clip(const std::string& s, size_t n = 400) { return s.size() > n ? s.substr(0, n) + "…" : s; }
+
+}  // namespace
+
+LoopSettings loop_settings(const AgentSettings& a, const std::string& instance_id, const std::string& version) {
+  LoopSettings s;
+  s.instance_id = instance_id;
+  s.pool = a.pool;
+  s.agent_version = version;
+  s.drain_capable = a.drain_capable;
+  s.poll_interval = a.assignment_poll_interval;
+  s.boot_grace = a.boot_grace;
+  s.table_unreachable_limit = a.table_unreachable_limit;
+  s.restart_backoff = a.listener_restart_backoff;
+  s.max_restarts = a.listener_max_restarts;
+  s.drain_timeout = a.drain_timeout;
+  s.stock_idle_wait = a.stock_idle_wait;
+  s.registration_timeout = a.registration_timeout;
+  s.cleanup_timeout = a.cleanup_timeout;
+  s.terminate_wait = a.terminate_wait;
+  return s;
+}
+
+AgentLoop::AgentLoop(LoopSettings settings, pool::StateTable& table, RunnerHost& host, Compute& compute, Clock& clock,
+                     TableHealth& health)
+    : s_(std::move(settings)), table_(table), host_(host), compute_(compute), clock_(clock), health_(health) {
+  started_ = clock_.steady_now();
+  status_ = "starting";
+}
+
+int64_t AgentLoop::now_ms() const { return to_epoch_ms(clock_.now()); }
+AgentLoop::Steady AgentLoop::steady() const { return clock_.steady_now(); }
+Duration AgentLoop::since(Steady t) const { return std::chrono::duration_cast<Duration>(steady() - t); }
+
+void AgentLoop::set_status(const std::string& s) {
+  if (s == status_) return;
+  status_ = s;
+  spdlog::info("status: {}", s);
+  if (on_status_) on_status_(s);
+}
+
+bool AgentLoop::report(const AgentReport& r, const char* what) {
+  try {
+    bool ok = table_.report(s_.instance_id, r);
+    health_.ok();
+    if (!ok) spdlog::warn("report {} not applied: the record is gone or on another generation", what);
+    return ok;
+  } catch (const std::exception& e) {
+    health_.failed();
+    spdlog::warn("report {} failed: {}", what, e.what());
+    throw;
+  }
+}
+
+void AgentLoop::read_record() {
+  try {
+    record_ = table_.get(s_.instance_id);
+    reachable_ = true;
+    health_.ok();
+    if (record_) job_bound_ = job_bound_ms(*record_, s_.drain_timeout);
+    if (!was_reachable_) spdlog::info("the state table answers again");
+    was_reachable_ = true;
+  } catch (const std::exception& e) {
+    reachable_ = false;
+    health_.failed();
+    if (was_reachable_) spdlog::warn("cannot read the record: {}", e.what());
+    was_reachable_ = false;
+  }
+}
+
+void AgentLoop::notice(const Notice& n) {
+  std::lock_guard<std::mutex> lock(notice_mu_);
+  if (!notice_) notice_ = n;
+}
+
+bool AgentLoop::tick() {
+  pump_listener();
+  read_record();
+  if (st_.phase == Phase::kTerminating) return terminating_progress();
+  if (!resumed_) {
+    if (reachable_) {
+      resume();
+    } else {
+      set_status("waiting for the state table");
+      self_terminate();
+      return true;
+    }
+  }
+  handle_notice();
+  if (self_terminate()) return true;
+  Decision d = decide(st_, reachable_ ? record_ : std::nullopt);
+  std::string line = std::string(phase_name(st_.phase)) + " → " + std::string(action_name(d.action)) + ": " + d.reason;
+  if (line != last_decision_) {
+    spdlog::info("{}", line);
+    last_decision_ = line;
+  }
+  act(d);
+  switch (st_.phase) {
+    case Phase::kServing: supervise(); break;
+    case Phase::kDraining: drain_progress(); break;
+    case Phase::kStopped:
+      if (failed_ && !failure_reported_) fail_assignment(stop_detail_);
+      break;
+    default: break;
+  }
+  update_status();
+  return true;
+}
+
+void AgentLoop::resume() {
+  resumed_ = true;
+  try {
+    if (auto id = host_.configured()) {
+      configured_generation_ = generation_of_runner_name(id->name, s_.pool, s_.instance_id);
+      if (configured_generation_) identity_ = id;
+      else configured_foreign_ = true;
+    }
+  } catch (const std::exception& e) {
+    spdlog::warn("the runner root's configuration is unreadable ({}); it will be removed", e.what());
+    configured_foreign_ = true;
+  }
+  st_ = initial_state(record_, configured_generation_);
+  spdlog::info("resuming as {} (generation {}, last served {})", phase_name(st_.phase), st_.generation,
+               st_.last_served);
+  if (record_ && record_->generation == st_.generation) label_ = record_->label;
+  if (st_.phase == Phase::kIdle) {
+    // Nothing of ours is configured: whatever is in the runner root or runs as the runner is left over.
+    try {
+      host_.remove_local();
+      host_.clean();
+    } catch (const std::exception& e) {
+      spdlog::error("cleaning leftovers at start failed: {}", e.what());
+    }
+  } else {
+    strays_ = host_.stray_listeners();
+    if (!strays_.empty()) spdlog::warn("{} Listener process(es) left by an earlier agent: retiring them", strays_.size());
+    if (st_.phase == Phase::kServing) {
+      token_taken_ = !(record_ && record_->generation == st_.generation && !record_->reg_token.empty());
+      if (!strays_.empty()) init_drain_state();
+    } else if (st_.phase == Phase::kDraining) {
+      drain_reason_ = "resumed a drain after a restart";
+      init_drain_state();
+      try {
+        deregistered_ = !host_.configured().has_value();
+      } catch (const std::exception&) {
+        deregistered_ = false;
+      }
+    } else if (st_.phase == Phase::kStopped) {
+      failed_ = record_ && pool::agent_reported(*record_, AgentSignal::kFailed);
+      failure_reported_ = failed_;
+    }
+  }
+  if (record_) {
+    AgentReport r;
+    r.agent_version = s_.agent_version;
+    if (record_->signal_generation != record_->generation || record_->signal == AgentSignal::kNone) {
+      r.signal = AgentSignal::kBooted;
+      r.generation = record_->generation;
+    }
+    try {
+      report(r, "booted");
+    } catch (const std::exception&) {
+    }
+  }
+}
+
+void AgentLoop::act(const Decision& d) {
+  switch (d.action) {
+    case Action::kWait:
+    case Action::kSupervise:
+      break;
+    case Action::kRegister: do_register(*record_); break;
+    case Action::kRefuse: refuse(*record_, d.reason); break;
+    case Action::kFinishUnserved: finish_unserved(*record_); break;
+    case Action::kDrain:
+    case Action::kAbandon:
+      begin_drain(d.reason);
+      break;
+    case Action::kDeregisterAndClean: deregister_and_clean(*record_); break;
+    case Action::kCleanLocal: clean_local(d.reason); break;
+  }
+}
+
+// ---- self-termination
+
+bool AgentLoop::self_terminate() {
+  SelfTerminationFacts f;
+  f.now_ms = now_ms();
+  f.since_start = since(started_);
+  if (!reachable_) f.unreachable_for = health_.unreachable_for().value_or(Duration{0});
+  else f.record = record_;
+  f.busy = busy_.load();
+  f.job_bound_ms = job_bound_;
+  f.boot_grace = s_.boot_grace;
+  f.unreachable_limit = s_.table_unreachable_limit;
+  SelfTermination v = decide_self_termination(f);
+  if (v.verdict == Verdict::kStay) return false;
+  if (v.verdict == Verdict::kDrainFirst) {
+    if (drain_first_logged_ != v.reason) spdlog::warn("{}", v.reason);
+    drain_first_logged_ = v.reason;
+    if (st_.phase == Phase::kServing) begin_drain(v.reason);
+    return false;
+  }
+  terminate(v.reason);
+  return true;
+}
+
+void AgentLoop::terminate(const std::string& reason) {
+  spdlog::error("terminating this instance: {}", reason);
+  terminate_reason_ = reason;
+  st_.phase = Phase::kTerminating;
+  set_status("terminating this instance: " + reason);
+  if (reachable_ && record_ && record_->state != State::kTerminated) {
+    AgentReport r;
+    r.signal = AgentSignal::kFailed;
+    r.generation = record_->generation;
+    r.signal_detail = clip("self-termination: " + reason);
+    r.busy = busy_.load();
+    try {
+      report(r, "failed (self-termination)");
+    } catch (const std::exception&) {
+    }
+  }
+  terminate_at_ = steady();
+  try {
+    compute_.terminate_self();
+    spdlog::info("TerminateInstances accepted; waiting for the instance to stop");
+  } catch (const std::exception& e) {
+    spdlog::error("TerminateInstances failed ({}); shutting the OS down instead", e.what());
+    os_shutdown_at_ = steady();
+    if (!compute_.shutdown_os()) spdlog::error("the OS shutdown could not be started either");
+  }
+}
+
+bool AgentLoop::terminating_progress() {
+  if (!os_shutdown_at_) {
+    if (since(terminate_at_) < s_.terminate_wait) return true;
+    spdlog::error("still running {} after TerminateInstances; shutting the OS down", format_duration(s_.terminate_wait));
+    os_shutdown_at_ = steady();
+    if (!compute_.shutdown_os()) spdlog::error("the OS shutdown could not be started");
+    return true;
+  }
+  return since(*os_shutdown_at_) < s_.terminate_wait;
+}
+
+// ---- notices
+
+void AgentLoop::handle_notice() {
+  std::optional<Notice> n;
+  {
+    std::lock_guard<std::mutex> lock(notice_mu_);
+    n = notice_;
+  }
+  if (!n) return;
+  if (!st_.interrupted) {
+    st_.interrupted = true;
+    spdlog::warn("interruption notice: {}; draining and taking no new assignment", n->detail);
+    if (st_.phase == Phase::kServing) begin_drain("interruption notice: " + n->detail);
+  }
+  if (!notice_reported_ && reachable_ && record_) {
+    AgentReport r;
+    r.signal = AgentSignal::kInterrupted;
+    r.generation = record_->generation;
+    r.signal_detail = clip(n->detail);
+    try {
+      report(r, "interrupted");
+      notice_reported_ = true;
+    } catch (const std::exception&) {
+    }
+  }
+}
+
+// ---- assignments
+
+void AgentLoop::reset_assignment() {
+  identity_.reset();
+  token_taken_ = false;
+  activity_ = RunnerActivity{};
+  restarts_ = 0;
+  restart_at_.reset();
+  stopping_ = false;
+  failed_ = failure_reported_ = false;
+  stop_detail_.clear();
+  strays_.clear();
+  drain_reason_.clear();
+  sentinel_ = false;
+  deregistered_ = false;
+  deregister_detail_.clear();
+  remove_failed_at_.reset();
+  first_remove_failure_.reset();
+  deregistered_at_.reset();
+  interrupt_at_.reset();
+  cleaned_ = false;
+  clean_failed_at_.reset();
+  last_drain_step_.clear();
+}
+
+void AgentLoop::do_register(const InstanceRecord& r) {
+  const int64_t g = r.generation;
+  reset_assignment();
+  label_ = r.label;
+  set_status("registering a runner for " + r.label + " (generation " + std::to_string(g) + ")");
+  try {
+    host_.prepare();
+  } catch (const std::exception& e) {
+    spdlog::error("the runner root is not usable: {}", e.what());
+    refuse(r, std::string("runner root: ") + e.what());
+    return;
+  }
+  Registration reg{r.reg_url, r.label, runner_name(s_.pool, s_.instance_id, g), r.reg_token};
+  const Steady start = steady();
+  CommandResult res;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    res = host_.configure(reg);
+    if (res.ok()) break;
+    spdlog::warn("config.sh failed (attempt {}, {}): {}", attempt,
+                 res.timed_out ? "timed out" : "exit " + std::to_string(res.exit_code), clip(res.output));
+    if (res.timed_out || since(start) >= s_.registration_timeout || attempt == 3) break;
+    clock_.sleep_for(s_.restart_backoff);
+  }
+  st_.phase = Phase::kStopped;
+  st_.generation = g;
+  if (!res.ok()) {
+    try {
+      host_.remove_local();
+    } catch (const std::exception&) {
+    }
+    fail_assignment("registration failed (" + std::string(res.timed_out ? "timed out" : "exit " + std::to_string(res.exit_code)) +
+                    "): " + clip(res.output, 300));
+    return;
+  }
+  try {
+    identity_ = host_.configured();
+    if (!identity_) throw RunnerFileError("config.sh succeeded but wrote no .runner");
+  } catch (const std::exception& e) {
+    fail_assignment(std::string("registration left no usable .runner: ") + e.what());
+    return;
+  }
+  spdlog::info("registered runner {} (id {}) for {}", identity_->name, identity_->id, r.label);
+  st_.phase = Phase::kServing;
+  take_token();
+}
+
+void AgentLoop::refuse(const InstanceRecord& r, const std::string& reason) {
+  if (refused_generation_ == r.generation) return;
+  AgentReport rep;
+  rep.signal = AgentSignal::kFailed;
+  rep.generation = r.generation;
+  rep.signal_detail = clip(reason);
+  try {
+    report(rep, "failed (refused)");
+    refused_generation_ = r.generation;
+  } catch (const std::exception&) {
+  }
+}
+
+void AgentLoop::fail_assignment(const std::string& detail) {
+  spdlog::error("assignment generation {} failed: {}", st_.generation, detail);
+  failed_ = true;
+  stop_detail_ = detail;
+  st_.phase = Phase::kStopped;
+  stopping_ = true;
+  if (listener_) listener_->interrupt();
+  AgentReport r;
+  r.signal = AgentSignal::kFailed;
+  r.generation = st_.generation;
+  r.signal_detail = clip(detail);
+  r.busy = false;
+  try {
+    report(r, "failed");
+    failure_reported_ = true;
+  } catch (const std::exception&) {
+  }
+  try {
+    if (!listener_) host_.end_user_processes();
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+  }
+}
+
+void AgentLoop::finish_unserved(const InstanceRecord& r) {
+  try {
+    host_.remove_local();
+    host_.clean();
+  } catch (const std::exception& e) {
+    spdlog::error("cleaning failed: {}", e.what());
+    return;
+  }
+  AgentReport rep;
+  rep.signal = AgentSignal::kDrained;
+  rep.generation = r.generation;
+  rep.take_remove_token = true;
+  rep.busy = false;
+  rep.signal_detail = "no runner was serving this assignment";
+  try {
+    report(rep, "drained (unserved)");
+  } catch (const std::exception&) {
+    return;
+  }
+  st_.last_served = std::max(st_.last_served, r.generation);
+}
+
+void AgentLoop::deregister_and_clean(const InstanceRecord& r) {
+  const int64_t g = st_.generation;
+  if (listener_ || !strays_.empty()) return;  // still stopping
+  if (!deregistered_) {
+    std::optional<RunnerIdentity> id;
+    try {
+      id = host_.configured();
+    } catch (const std::exception& e) {
+      spdlog::warn("unreadable .runner: {}", e.what());
+    }
+    if (!id) {
+      deregistered_ = true;
+    } else if (r.remove_token.empty()) {
+      deregister_detail_ = "no remove token: runner " + id->name + " (id " + std::to_string(id->id) +
+                           ") is left to the controller";
+      spdlog::warn("{}", deregister_detail_);
+      host_.remove_local();
+      deregistered_ = true;
+    } else {
+      if (remove_failed_at_ && since(*remove_failed_at_) < 2 * s_.poll_interval) return;
+      set_status("deregistering runner " + id->name);
+      CommandResult res = host_.remove(r.remove_token);
+      if (res.ok()) {
+        spdlog::info("deregistered runner {} (id {})", id->name, id->id);
+        deregistered_ = true;
+      } else {
+        if (!first_remove_failure_) first_remove_failure_ = steady();
+        remove_failed_at_ = steady();
+        spdlog::warn("config.sh remove failed ({}): {}", res.timed_out ? "timed out" : "exit " + std::to_string(res.exit_code),
+                     clip(res.output));
+        if (since(*first_remove_failure_) < s_.registration_timeout) return;
+        deregister_detail_ = "deregistration failed: runner " + id->name + " (id " + std::to_string(id->id) +
+                             ") is left to the controller: " + clip(res.output, 200);
+        host_.remove_local();
+        deregistered_ = true;
+      }
+    }
+  }
+  if (!cleaned_) {
+    if (clean_failed_at_ && since(*clean_failed_at_) < s_.cleanup_timeout) return;
+    set_status("cleaning up after generation " + std::to_string(g));
+    try {
+      host_.clean();
+      cleaned_ = true;
+    } catch (const std::exception& e) {
+      clean_failed_at_ = steady();
+      if (!failed_) fail_assignment(std::string("cleaning failed: ") + e.what());
+      return;
+    }
+  }
+  AgentReport rep;
+  rep.signal = AgentSignal::kDrained;
+  rep.generation = g;
+  rep.take_remove_token = true;
+  rep.busy = false;
+  if (!deregister_detail_.empty()) rep.signal_detail = clip(deregister_detail_);
+  try {
+    report(rep, "drained");
+  } catch (const std::exception&) {
+    return;  // cleaned; the report is retried on the next tick
+  }
+  spdlog::info("generation {} drained, deregistered and cleaned", g);
+  finish_assignment();
+}
+
+void AgentLoop::clean_local(const std::string& reason) {
+  if (listener_ || !strays_.empty()) return;
+  if (clean_failed_at_ && since(*clean_failed_at_) < s_.cleanup_timeout) return;
+  spdlog::info("cleaning up generation {} locally: {}", st_.generation, reason);
+  try {
+    if (auto id = host_.configured()) {
+      spdlog::warn("runner {} (id {}) stays registered without a remove token; the controller removes it", id->name,
+                   id->id);
+    }
+  } catch (const std::exception&) {
+  }
+  try {
+    host_.remove_local();
+    host_.clean();
+  } catch (const std::exception& e) {
+    clean_failed_at_ = steady();
+    spdlog::error("cleaning failed: {}", e.what());
+    return;
+  }
+  finish_assignment();
+}
+
+void AgentLoop::finish_assignment() {
+  st_.last_served = std::max(st_.last_served, st_.generation);
+  st_.phase = Phase::kIdle;
+  reset_assignment();
+  label_.clear();
+  set_busy(false);
+}
+
+void AgentLoop::update_status() {
+  const std::string gen = " (generation " + std::to_string(st_.generation) + ")";
+  const std::string what = label_.empty() ? "generation " + std::to_string(st_.generation) : label_ + gen;
+  switch (st_.phase) {
+    case Phase::kIdle:
+      set_status(st_.interrupted ? "idle, interrupted: taking no new assignment" : "idle, waiting for an assignment");
+      break;
+    case Phase::kServing:
+      if (!strays_.empty()) set_status("serving " + what + ", retiring a Listener left by an earlier agent");
+      else if (!listener_ && restart_at_) set_status("serving " + what + ", restarting the Listener");
+      else if (!listener_ || activity_.phase() == RunnerPhase::kStarting) set_status("serving " + what + ", starting the Listener");
+      else if (activity_.busy()) set_status("serving " + what + ", busy" + (activity_.current_job().empty() ? "" : ": " + activity_.current_job()));
+      else set_status("serving " + what + ", idle");
+      break;
+    case Phase::kDraining:
+      set_status("draining " + what + " (" + std::string(strategy_name(strategy_)) + "), " +
+                 (busy_.load() ? "busy" : "idle") + ": " + drain_reason_);
+      break;
+    case Phase::kStopped:
+      set_status("runner stopped for " + what + (stop_detail_.empty() ? "" : ": " + clip(stop_detail_, 120)) +
+                 ", waiting for the controller");
+      break;
+    case Phase::kTerminating:
+      break;
+  }
+}
+
+}  // namespace runpool::agent

@@ -1,0 +1,168 @@
+// The agent's main loop: each tick reads the instance's record, gathers what the runner did, asks
+// the pure decisions (decisions.h) what to do, and does it through the interfaces of
+// runner_host.h. Blocking steps are bounded (config.sh by registration_timeout, cleaning by
+// cleanup_timeout); everything else is a non-blocking check, so a tick is short and the watchdog
+// sees a live loop.
+//
+// Resuming after a restart is part of the design: the phase comes from the record and the runner
+// root (initial_state), a Listener an earlier agent left running is retired gracefully (with the
+// drain sentinel, else once it is idle) and replaced by one this agent supervises.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "agent/agent_settings.h"
+#include "agent/decisions.h"
+#include "agent/runner_host.h"
+#include "agent/table_health.h"
+#include "common/pool/state_table.h"
+
+namespace runpool::agent {
+
+struct LoopSettings {
+  std::string instance_id;
+  std::string pool;
+  std::string agent_version;
+  bool drain_capable = false;
+  Duration poll_interval{std::chrono::seconds(1)};
+  Duration boot_grace{std::chrono::minutes(5)};
+  Duration table_unreachable_limit{std::chrono::minutes(10)};
+  Duration restart_backoff{std::chrono::seconds(2)};
+  int max_restarts = 10;
+  Duration drain_timeout{std::chrono::minutes(5)};
+  Duration stock_idle_wait{std::chrono::seconds(60)};
+  Duration registration_timeout{std::chrono::minutes(2)};
+  Duration cleanup_timeout{std::chrono::seconds(30)};
+  Duration terminate_wait{std::chrono::minutes(2)};
+};
+
+LoopSettings loop_settings(const AgentSettings& s, const std::string& instance_id, const std::string& version);
+
+class AgentLoop {
+ public:
+  // `clock` is the AWS clock (its now() is written to the table; steady_now() times local waits).
+  AgentLoop(LoopSettings settings, pool::StateTable& table, RunnerHost& host, Compute& compute, Clock& clock,
+            TableHealth& health);
+
+  // Called with each new status line (for systemd's STATUS= and the log).
+  void on_status(std::function<void(const std::string&)> f) { on_status_ = std::move(f); }
+
+  // One step. False once there is nothing left to do: the instance was told to terminate and
+  // neither the API nor the OS shutdown took effect in time.
+  bool tick();
+
+  // From the notice thread: a spot interruption or rebalance notice. Thread-safe.
+  void notice(const Notice& n);
+
+  bool busy() const { return busy_.load(); }  // thread-safe, for the heartbeat
+  AgentState state() const { return st_; }
+  const std::string& status() const { return status_; }
+
+ private:
+  using Steady = std::chrono::steady_clock::time_point;
+
+  // agent_loop.cc: the record, decisions, reports, self-termination
+  void read_record();
+  void resume();
+  void act(const Decision& d);
+  bool self_terminate();
+  void terminate(const std::string& reason);
+  bool terminating_progress();
+  void handle_notice();
+  void do_register(const pool::InstanceRecord& r);
+  void refuse(const pool::InstanceRecord& r, const std::string& reason);
+  void finish_unserved(const pool::InstanceRecord& r);
+  void deregister_and_clean(const pool::InstanceRecord& r);
+  void clean_local(const std::string& reason);
+  void finish_assignment();
+  void fail_assignment(const std::string& detail);
+  bool report(const pool::AgentReport& r, const char* what);
+  void set_status(const std::string& s);
+  void update_status();
+  int64_t now_ms() const;
+  Steady steady() const;
+  Duration since(Steady t) const;
+
+  // agent_loop_runner.cc: the Listener, strays and draining
+  void pump_listener();
+  void on_listener_exit(const ExitStatus& status, const std::string& tail);
+  void set_busy(bool busy);
+  void supervise();
+  void take_token();
+  void begin_drain(const std::string& reason);
+  void init_drain_state();
+  void drain_progress();
+  void stray_progress();
+  void deregister_during_drain();
+  bool remove_token_available() const;
+  void reset_assignment();
+
+  LoopSettings s_;
+  pool::StateTable& table_;
+  RunnerHost& host_;
+  Compute& compute_;
+  Clock& clock_;
+  TableHealth& health_;
+  std::function<void(const std::string&)> on_status_;
+  Steady started_;
+
+  AgentState st_;
+  bool resumed_ = false;
+  std::optional<pool::InstanceRecord> record_;
+  bool reachable_ = false;
+  bool was_reachable_ = true;
+  std::optional<int64_t> job_bound_;
+  std::optional<int64_t> configured_generation_;
+  bool configured_foreign_ = false;
+  std::string last_decision_;
+
+  // The assignment being served.
+  std::string label_;
+  std::optional<RunnerIdentity> identity_;
+  bool token_taken_ = false;
+  std::unique_ptr<ListenerProcess> listener_;
+  RunnerActivity activity_;
+  std::atomic<bool> busy_{false};
+  std::optional<bool> reported_busy_;
+  int restarts_ = 0;
+  std::optional<Steady> restart_at_;
+  bool stopping_ = false;
+  bool failed_ = false;
+  bool failure_reported_ = false;
+  std::string stop_detail_;
+  int64_t refused_generation_ = 0;
+  int64_t registered_reported_ = 0;
+
+  // Draining (also used to retire a stray Listener).
+  std::vector<int> strays_;
+  std::string drain_reason_;
+  DrainStrategy strategy_ = DrainStrategy::kStock;
+  Steady drain_started_{};
+  bool sentinel_ = false;
+  bool deregistered_ = false;
+  std::string deregister_detail_;
+  std::optional<Steady> remove_failed_at_, first_remove_failure_, deregistered_at_, interrupt_at_;
+  bool cleaned_ = false;
+  std::optional<Steady> clean_failed_at_;
+  std::string last_drain_step_;
+
+  // Notices.
+  std::mutex notice_mu_;
+  std::optional<Notice> notice_;
+  bool notice_reported_ = false;
+
+  // Terminating.
+  std::string terminate_reason_;
+  Steady terminate_at_{};
+  std::optional<Steady> os_shutdown_at_;
+  std::string drain_first_logged_;
+
+  std::string status_;
+};
+
+}  // namespace runpool::agent

@@ -1,0 +1,282 @@
+// The Listener's side of the loop: supervising it, reading what it does, draining it, and retiring
+// a Listener an earlier agent left running.
+#include <signal.h>
+
+#include <spdlog/spdlog.h>
+
+#include "common/config.h"
+
+#include "agent/agent_loop.h"
+
+namespace runpool::agent {
+
+using pool::AgentReport;
+using pool::AgentSignal;
+using pool::State;
+
+void AgentLoop::set_busy(bool b) {
+  busy_ = b;
+  if (reported_busy_ == b) return;
+  // Promptly, not on the next heartbeat: the controller's scale-down trusts this flag.
+  AgentReport r;
+  r.busy = b;
+  try {
+    report(r, b ? "busy" : "idle");
+    reported_busy_ = b;
+  } catch (const std::exception&) {
+  }
+}
+
+void AgentLoop::pump_listener() {
+  if (!strays_.empty()) {
+    strays_ = host_.stray_listeners();
+    set_busy(!strays_.empty() && host_.worker_running());
+  }
+  if (!listener_) return;
+  for (const auto& e : listener_->poll_events()) activity_.apply(e);
+  if (auto ex = listener_->exit_status()) {
+    for (const auto& e : listener_->poll_events()) activity_.apply(e);
+    std::string tail = listener_->output_tail();
+    listener_.reset();
+    on_listener_exit(*ex, tail);
+    return;
+  }
+  set_busy(activity_.busy());
+}
+
+void AgentLoop::on_listener_exit(const ExitStatus& status, const std::string& tail) {
+  ExitDecision d = after_listener_exit(status, stopping_, restarts_, s_.max_restarts, s_.restart_backoff);
+  activity_ = RunnerActivity{};
+  set_busy(false);
+  switch (d.what) {
+    case AfterExit::kStopped:
+      spdlog::info("{}", d.reason);
+      break;
+    case AfterExit::kRestart:
+      spdlog::warn("{} in {} ({}/{}){}", d.reason, format_duration(d.delay), restarts_ + 1, s_.max_restarts,
+                   tail.empty() ? "" : ": " + tail);
+      ++restarts_;
+      restart_at_ = steady() + d.delay;
+      try {
+        host_.end_user_processes();  // what it left (a Worker of a lost job) must not outlive it
+      } catch (const std::exception& e) {
+        spdlog::error("{}", e.what());
+      }
+      break;
+    case AfterExit::kFail:
+      fail_assignment(d.reason + (tail.empty() ? "" : ": " + tail));
+      break;
+  }
+}
+
+void AgentLoop::take_token() {
+  if (token_taken_) return;
+  if (reachable_ && record_ && record_->generation == st_.generation && record_->reg_token.empty() &&
+      identity_ && record_->runner_id == identity_->id) {
+    token_taken_ = true;
+    return;
+  }
+  AgentReport r;
+  r.take_reg_token = true;
+  r.generation = st_.generation;
+  if (identity_) {
+    r.runner_id = identity_->id;
+    r.runner_name = identity_->name;
+  }
+  try {
+    if (report(r, "take_reg_token")) token_taken_ = true;
+  } catch (const std::exception&) {
+  }
+}
+
+void AgentLoop::supervise() {
+  if (!strays_.empty()) {
+    stray_progress();
+    return;
+  }
+  if (!token_taken_) take_token();
+  if (!token_taken_) return;  // the Listener never starts while the token is readable in the record
+  if (!listener_) {
+    if (restart_at_ && steady() < *restart_at_) return;
+    try {
+      listener_ = host_.start_listener();
+      restart_at_.reset();
+      activity_ = RunnerActivity{};
+    } catch (const std::exception& e) {
+      if (restarts_ >= s_.max_restarts) {
+        fail_assignment(std::string("cannot start the Listener: ") + e.what());
+        return;
+      }
+      spdlog::error("cannot start the Listener: {}", e.what());
+      ++restarts_;
+      restart_at_ = steady() + s_.restart_backoff;
+    }
+    return;
+  }
+  const bool listening = activity_.phase() != RunnerPhase::kStarting;
+  if (reachable_ && record_ && registered_reported_ != st_.generation &&
+      should_report_registered(*record_, st_.generation, listening)) {
+    if (!identity_) {
+      try {
+        identity_ = host_.configured();
+      } catch (const std::exception&) {
+      }
+    }
+    AgentReport r;
+    r.signal = AgentSignal::kRegistered;
+    r.generation = st_.generation;
+    if (identity_) {
+      r.runner_id = identity_->id;
+      r.runner_name = identity_->name;
+    }
+    try {
+      if (report(r, "registered")) {
+        registered_reported_ = st_.generation;
+        spdlog::info("reported registered for generation {}", st_.generation);
+      }
+    } catch (const std::exception&) {
+    }
+  }
+}
+
+void AgentLoop::init_drain_state() {
+  strategy_ = choose_drain_strategy(s_.drain_capable);
+  drain_started_ = steady();
+  interrupt_at_.reset();
+  remove_failed_at_.reset();
+  last_drain_step_.clear();
+  if (strategy_ == DrainStrategy::kSentinel) {
+    try {
+      host_.set_drain_sentinel(true);
+      sentinel_ = true;
+    } catch (const std::exception& e) {
+      spdlog::error("cannot create the drain sentinel ({}); draining as for a stock runner", e.what());
+      strategy_ = DrainStrategy::kStock;
+    }
+  }
+}
+
+void AgentLoop::begin_drain(const std::string& reason) {
+  if (st_.phase != Phase::kServing) return;
+  spdlog::info("draining generation {}: {}", st_.generation, reason);
+  st_.phase = Phase::kDraining;
+  drain_reason_ = reason;
+  stopping_ = true;
+  restart_at_.reset();
+  if (strays_.empty()) init_drain_state();  // retiring strays already runs a drain
+}
+
+bool AgentLoop::remove_token_available() const {
+  return reachable_ && record_ && record_->generation == st_.generation && record_->state == State::kDraining &&
+         !record_->remove_token.empty();
+}
+
+void AgentLoop::deregister_during_drain() {
+  set_status("deregistering the runner while it is idle (stock drain)");
+  CommandResult res = host_.remove(record_->remove_token);
+  if (res.ok()) {
+    spdlog::info("deregistered the runner; waiting for the Listener to notice");
+    deregistered_ = true;
+    deregistered_at_ = steady();
+    return;
+  }
+  remove_failed_at_ = steady();
+  spdlog::warn("config.sh remove failed ({}), the runner may have taken a job; retrying: {}",
+               res.timed_out ? "timed out" : "exit " + std::to_string(res.exit_code), res.output.substr(0, 300));
+}
+
+void AgentLoop::drain_progress() {
+  DrainFacts f;
+  f.strategy = strategy_;
+  f.listener_running = listener_ != nullptr || !strays_.empty();
+  f.busy = busy_.load();
+  f.has_remove_token = remove_token_available();
+  f.deregistered = deregistered_;
+  if (remove_failed_at_) f.since_remove_attempt = since(*remove_failed_at_);
+  if (deregistered_at_) f.since_deregistered = since(*deregistered_at_);
+  if (interrupt_at_) f.since_interrupt = since(*interrupt_at_);
+  f.since_drain_start = since(drain_started_);
+  f.drain_timeout = s_.drain_timeout;
+  f.stock_idle_wait = s_.stock_idle_wait;
+  f.stop_timeout = s_.cleanup_timeout;
+  f.remove_retry = 2 * s_.poll_interval;
+  DrainStep step = drain_step(f);
+  std::string name(drain_step_name(step));
+  if (name != last_drain_step_) {
+    spdlog::info("drain ({}): {}", strategy_name(strategy_), name);
+    last_drain_step_ = name;
+  }
+  switch (step) {
+    case DrainStep::kWait:
+      break;
+    case DrainStep::kFallBackToStock:
+      spdlog::warn("the Listener ignored .drain for {} while idle: draining it as a stock runner",
+                   format_duration(s_.drain_timeout));
+      strategy_ = DrainStrategy::kStock;
+      break;
+    case DrainStep::kDeregister:
+      deregister_during_drain();
+      break;
+    case DrainStep::kInterrupt:
+      spdlog::info("sending SIGINT to the idle Listener");
+      if (listener_) listener_->interrupt();
+      host_.signal_processes(strays_, SIGINT);
+      interrupt_at_ = steady();
+      break;
+    case DrainStep::kKill:
+      spdlog::warn("the Listener did not stop {} after SIGINT: SIGKILL", format_duration(s_.cleanup_timeout));
+      if (listener_) listener_->kill();
+      host_.signal_processes(strays_, SIGKILL);
+      break;
+    case DrainStep::kListenerGone:
+      spdlog::info("the runner has stopped; generation {} goes on to deregistration and cleaning", st_.generation);
+      st_.phase = Phase::kStopped;
+      break;
+  }
+}
+
+// A Listener left by an earlier agent, while serving: drained like any other (sentinel, else once
+// idle SIGINT — never while a Worker runs), then this agent starts its own.
+void AgentLoop::stray_progress() {
+  if (strays_.empty()) return;
+  DrainFacts f;
+  f.strategy = strategy_;
+  f.listener_running = true;
+  f.busy = busy_.load();
+  f.has_remove_token = false;  // the runner stays registered: only its old Listener goes
+  if (interrupt_at_) f.since_interrupt = since(*interrupt_at_);
+  f.since_drain_start = since(drain_started_);
+  f.drain_timeout = s_.drain_timeout;
+  f.stock_idle_wait = s_.stock_idle_wait;
+  f.stop_timeout = s_.cleanup_timeout;
+  f.remove_retry = 2 * s_.poll_interval;
+  switch (drain_step(f)) {
+    case DrainStep::kFallBackToStock:
+      strategy_ = DrainStrategy::kStock;
+      break;
+    case DrainStep::kInterrupt:
+      spdlog::info("sending SIGINT to the earlier agent's idle Listener");
+      host_.signal_processes(strays_, SIGINT);
+      interrupt_at_ = steady();
+      break;
+    case DrainStep::kKill:
+      host_.signal_processes(strays_, SIGKILL);
+      break;
+    default:
+      break;
+  }
+  strays_ = host_.stray_listeners();
+  if (!strays_.empty()) return;
+  spdlog::info("the earlier agent's Listener is gone; starting this agent's own");
+  try {
+    if (sentinel_) host_.set_drain_sentinel(false);
+    sentinel_ = false;
+    host_.end_user_processes();
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+  }
+  interrupt_at_.reset();
+  set_busy(false);
+}
+
+}  // namespace runpool::agent

@@ -1,0 +1,216 @@
+#include "agent/agent_main.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "agent/agent_loop.h"
+#include "agent/aws_services.h"
+#include "agent/clock_observing_http.h"
+#include "agent/heartbeat.h"
+#include "agent/local_runner_host.h"
+#include "agent/process.h"
+#include "agent/systemd.h"
+#include "common/aws/credentials.h"
+#include "common/aws/dynamodb.h"
+#include "common/aws/ec2.h"
+#include "common/aws/endpoints.h"
+#include "common/aws/imds.h"
+#include "common/aws_clock.h"
+#include "common/pool/dynamo_state_table.h"
+
+namespace runpool::agent {
+namespace {
+
+// Stop requests (SIGINT/SIGTERM, taken by a thread of their own with sigwait) and the waits that
+// end early because of them.
+class StopFlag {
+ public:
+  void request() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool requested() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stop_;
+  }
+  // True when stopped during the wait.
+  bool wait_for(Duration d) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, d, [this] { return stop_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+};
+
+struct Identity {
+  std::string instance_id;
+  std::string region;
+};
+
+std::optional<Identity> learn_identity(aws::ImdsClient& imds, const AgentSettings& s, StopFlag& stop) {
+  const auto deadline = std::chrono::steady_clock::now() + s.boot_grace;
+  std::string last_error;
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      Identity id;
+      id.instance_id = imds.instance_id();
+      id.region = s.region.empty() ? imds.region() : s.region;
+      return id;
+    } catch (const std::exception& e) {
+      if (e.what() != last_error) spdlog::warn("IMDS: {}", e.what());
+      last_error = e.what();
+    }
+    if (stop.wait_for(std::chrono::seconds(1))) return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+RetryPolicy aws_retry(const AgentSettings& s) {
+  RetryPolicy p;
+  p.max_attempts = s.aws_max_attempts;
+  p.base = std::chrono::milliseconds(100);
+  p.cap = std::chrono::seconds(2);
+  p.max_server_wait = std::chrono::seconds(10);
+  return p;
+}
+
+// One service's own connection and caller (threads do not share a connection).
+struct Service {
+  Service(const std::string& name, const std::string& endpoint, const std::string& region, const AgentSettings& s,
+          aws::CredentialsProvider& creds, AwsClock& aws_clock)
+      : http(raw, aws_clock, system_clock()),
+        caller(http, creds, system_clock(), aws::ServiceSettings{name, endpoint, region, aws_retry(s), s.aws_timeout}) {}
+  CurlHttpClient raw;
+  ClockObservingHttp http;
+  aws::AwsCaller caller;
+};
+
+}  // namespace
+
+int run_agent(const AgentSettings& s, const std::string& version) {
+  // SIGINT/SIGTERM go to one thread (sigwait); every other thread, and so every child until its
+  // exec resets the mask, has them blocked. A write to a closed pipe is an error, not a death.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  StopFlag stop;
+  std::thread signals([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    spdlog::info("signal {}: stopping (a running Listener is left to the next agent)", sig);
+    stop.request();
+  });
+  signals.detach();
+
+  auto user = lookup_user(s.runner_user);
+  if (!user) {
+    spdlog::critical("runner_user {} does not exist (create it: useradd --system {})", s.runner_user, s.runner_user);
+    return kExitUsage;
+  }
+  if (user->uid == 0) {
+    spdlog::critical("runner_user {} has uid 0: the runner must run unprivileged", s.runner_user);
+    return kExitUsage;
+  }
+
+  aws::ImdsOptions imds_options;
+  imds_options.endpoint = s.imds_endpoint;
+  CurlHttpClient imds_http;
+  aws::ImdsClient imds(imds_http, system_clock(), imds_options);
+  auto id = learn_identity(imds, s, stop);
+  if (!id) {
+    if (stop.requested()) return kExitStopped;
+    // Without an identity this instance can never be managed: end it rather than leak it.
+    spdlog::critical("no identity from IMDS ({}) within the boot grace: shutting the OS down", imds.endpoint());
+    shutdown_os();
+    return kExitFailure;
+  }
+  spdlog::info("runpool-agent {} on {} in {} (pool {}, table {})", version, id->instance_id, id->region, s.pool,
+               s.table);
+
+  AwsClock aws_clock(system_clock());
+  auto credentials = aws::default_credentials(&imds, system_clock());
+  aws::AwsSettings endpoints;
+  endpoints.region = id->region;
+  if (!s.endpoint_dynamodb.empty()) endpoints.endpoints["dynamodb"] = s.endpoint_dynamodb;
+  if (!s.endpoint_ec2.empty()) endpoints.endpoints["ec2"] = s.endpoint_ec2;
+  const std::string ddb_url = aws::resolve_endpoint(endpoints, "dynamodb", id->region);
+  const std::string ec2_url = aws::resolve_endpoint(endpoints, "ec2", id->region);
+  Service ddb("dynamodb", ddb_url, id->region, s, *credentials, aws_clock);
+  Service ddb_beat("dynamodb", ddb_url, id->region, s, *credentials, aws_clock);
+  Service ec2_service("ec2", ec2_url, id->region, s, *credentials, aws_clock);
+  aws::DynamoDbClient db(ddb.caller), db_beat(ddb_beat.caller);
+  pool::DynamoStateTable table(db, s.table), table_beat(db_beat, s.table);
+  aws::Ec2Client ec2(ec2_service.caller);
+
+  SystemdNotifier notifier;
+  Watchdog watchdog(notifier, SystemdNotifier::watchdog_interval());
+  RunnerHostSettings hs;
+  hs.root = expand_instance_path(s.runner_root, id->instance_id);
+  hs.template_dir = s.runner_template;
+  hs.user = *user;
+  hs.disable_update = s.runner_disable_update;
+  hs.path = s.runner_path;
+  if (const char* lang = std::getenv("LANG"); lang && *lang) hs.lang = lang;
+  hs.registration_timeout = s.registration_timeout;
+  hs.cleanup_timeout = s.cleanup_timeout;
+  LocalRunnerHost host(hs, [&] { watchdog.alive(); });
+  Ec2Compute compute(ec2, id->instance_id);
+  TableHealth health(system_clock());
+  AgentLoop loop(loop_settings(s, id->instance_id, version), table, host, compute, aws_clock, health);
+  loop.on_status([&](const std::string& line) { notifier.status(line); });
+
+  Heartbeat heartbeat(table_beat, id->instance_id, aws_clock, s.heartbeat_interval, [&] { return loop.busy(); }, health);
+  heartbeat.start();
+
+  CurlHttpClient notice_http;
+  aws::ImdsClient notice_imds(notice_http, system_clock(), imds_options);
+  ImdsNotices notices(notice_imds);
+  std::thread notice_thread([&] {
+    std::string last_error;
+    do {
+      try {
+        if (auto n = notices.poll()) loop.notice(*n);
+        last_error.clear();
+      } catch (const std::exception& e) {
+        if (e.what() != last_error) spdlog::warn("notice poll: {}", e.what());
+        last_error = e.what();
+      }
+    } while (!stop.wait_for(s.notice_poll_interval));
+  });
+
+  notifier.ready();
+  int exit_code = kExitStopped;
+  while (!stop.requested()) {
+    watchdog.alive();
+    if (!loop.tick()) {
+      spdlog::critical("the instance did not terminate; exiting so that the service manager retries");
+      exit_code = kExitNotTerminated;
+      break;
+    }
+    watchdog.alive();
+    if (stop.wait_for(s.assignment_poll_interval)) break;
+  }
+  notifier.stopping();
+  stop.request();
+  heartbeat.stop();
+  notice_thread.join();
+  return exit_code;
+}
+
+}  // namespace runpool::agent

@@ -1,0 +1,159 @@
+#include "agent/agent_settings.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace runpool::agent {
+namespace {
+
+constexpr int64_t kSec = 1000;
+constexpr int64_t kMin = 60 * kSec;
+constexpr int64_t kHour = 60 * kMin;
+constexpr int64_t kDay = 24 * kHour;
+
+[[noreturn]] void bad(const Config& c, const std::string& key, const std::string& why) {
+  throw ConfigError("invalid value for " + key + " (from " + c.origin(key) + "): " + why);
+}
+
+bool is_name(const std::string& s, size_t max) {
+  return !s.empty() && s.size() <= max && std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+         });
+}
+
+// POSIX-portable user names (useradd's default rule): [a-z_][a-z0-9_-]*, at most 32.
+bool is_user_name(const std::string& s) {
+  if (s.empty() || s.size() > 32) return false;
+  if (!(std::islower(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_' ||
+           c == '-';
+  });
+}
+
+// Absolute, not "/", no "." or ".." components, no empty components but a trailing slash.
+bool is_safe_absolute_path(const std::string& p) {
+  if (p.size() < 2 || p[0] != '/') return false;
+  size_t start = 1;
+  while (start <= p.size()) {
+    size_t end = p.find('/', start);
+    if (end == std::string::npos) end = p.size();
+    std::string part = p.substr(start, end - start);
+    if (part == "." || part == "..") return false;
+    if (part.empty() && end != p.size()) return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+bool is_endpoint(const std::string& s) {
+  return s.empty() || s.rfind("http://", 0) == 0 || s.rfind("https://", 0) == 0;
+}
+
+}  // namespace
+
+std::vector<KeySpec> agent_schema() {
+  return {
+      {"table", KeyType::kString, "", "the DynamoDB state table (required)"},
+      {"pool", KeyType::kString, "", "the pool's name: part of the runner's name (required)"},
+      {"region", KeyType::kString, "", "AWS region; empty: the instance's region from IMDS"},
+      {"endpoint_dynamodb", KeyType::kString, "", "DynamoDB endpoint URL; empty: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, else AWS's"},
+      {"endpoint_ec2", KeyType::kString, "", "EC2 endpoint URL; empty: AWS_ENDPOINT_URL_EC2, AWS_ENDPOINT_URL, else AWS's"},
+      {"imds_endpoint", KeyType::kString, "", "IMDS URL; empty: AWS_EC2_METADATA_SERVICE_ENDPOINT, else http://169.254.169.254"},
+      {"aws_timeout", KeyType::kDuration, "10s", "timeout of one AWS request", 100, 5 * kMin},
+      {"aws_max_attempts", KeyType::kInt, "3", "attempts per AWS call (first one included)", 1, 20},
+      {"runner_root", KeyType::kString, "/opt/runpool/runner",
+       "the runner's installation directory; {instance_id} is replaced by the instance's id"},
+      {"runner_template", KeyType::kString, "",
+       "a runner installation copied into runner_root when it has no bin/Runner.Listener; empty: none"},
+      {"runner_user", KeyType::kString, "runpool-runner", "the unprivileged user the runner runs as (must exist; never root)"},
+      {"drain_capable", KeyType::kBool, "false", "the runner honours <runner_root>/.drain (exits after the job in hand)"},
+      {"runner_disable_update", KeyType::kBool, "true", "configure the runner with --disableupdate (the image pins its version)"},
+      {"runner_path", KeyType::kString, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+       "PATH of the runner's processes"},
+      {"heartbeat_interval", KeyType::kDuration, "30s", "how often the agent writes its heartbeat", 50, kHour},
+      {"assignment_poll_interval", KeyType::kDuration, "1s", "how often the agent reads its record", 20, 5 * kMin},
+      {"notice_poll_interval", KeyType::kDuration, "5s", "how often IMDS is asked for spot and rebalance notices", 20, 5 * kMin},
+      {"boot_grace", KeyType::kDuration, "5m", "no record for this instance this long after start: terminate it", 100, kDay},
+      {"table_unreachable_limit", KeyType::kDuration, "10m", "the table unreachable this long: terminate the instance", 100, kDay},
+      {"listener_restart_backoff", KeyType::kDuration, "2s", "first wait before restarting a Listener (doubles, at most 32x)", 0, 10 * kMin},
+      {"listener_max_restarts", KeyType::kInt, "10", "Listener restarts per assignment before it counts as failed", 0, 1000},
+      {"drain_timeout", KeyType::kDuration, "5m",
+       "drain-capable runner idle this long after .drain without exiting: fall back to the stock drain; also the "
+       "job's bound after a deadline without a hard deadline", 50, kDay},
+      {"stock_idle_wait", KeyType::kDuration, "60s",
+       "stock runner: how long after deregistration to wait for the Listener to exit by itself before SIGINT", 0, kHour},
+      {"registration_timeout", KeyType::kDuration, "2m", "bound on config.sh (configure and remove) and their retries", 100, kHour},
+      {"cleanup_timeout", KeyType::kDuration, "30s", "SIGTERM to SIGKILL for leftover processes; also SIGINT to SIGKILL for the Listener", 50, kHour},
+      {"terminate_wait", KeyType::kDuration, "2m", "after TerminateInstances, how long to wait before shutting the OS down", 50, kHour},
+  };
+}
+
+AgentSettings load_agent_settings(const Config& c) {
+  AgentSettings s;
+  s.table = c.get_string("table");
+  if (s.table.size() < 3 || s.table.size() > 255) bad(c, "table", "must be set (3 to 255 characters)");
+  s.pool = c.get_string("pool");
+  if (!is_name(s.pool, 64)) bad(c, "pool", "must be set: letters, digits, '-' and '_', at most 64");
+  s.region = c.get_string("region");
+  s.endpoint_dynamodb = c.get_string("endpoint_dynamodb");
+  s.endpoint_ec2 = c.get_string("endpoint_ec2");
+  s.imds_endpoint = c.get_string("imds_endpoint");
+  for (const char* key : {"endpoint_dynamodb", "endpoint_ec2", "imds_endpoint"}) {
+    if (!is_endpoint(c.get_string(key))) bad(c, key, "must be an http:// or https:// URL");
+  }
+  s.aws_timeout = c.get_duration("aws_timeout");
+  s.aws_max_attempts = static_cast<int>(c.get_int("aws_max_attempts"));
+
+  s.runner_root = c.get_string("runner_root");
+  if (!is_safe_absolute_path(expand_instance_path(s.runner_root, "i-0"))) {
+    bad(c, "runner_root", "must be an absolute path other than / without . or .. parts");
+  }
+  s.runner_template = c.get_string("runner_template");
+  if (!s.runner_template.empty() && !is_safe_absolute_path(s.runner_template)) {
+    bad(c, "runner_template", "must be an absolute path without . or .. parts");
+  }
+  s.runner_user = c.get_string("runner_user");
+  if (!is_user_name(s.runner_user)) bad(c, "runner_user", "is not a valid user name");
+  if (s.runner_user == "root") bad(c, "runner_user", "must not be root: the runner runs unprivileged");
+  s.drain_capable = c.get_bool("drain_capable");
+  s.runner_disable_update = c.get_bool("runner_disable_update");
+  s.runner_path = c.get_string("runner_path");
+  if (s.runner_path.empty() || s.runner_path[0] != '/') bad(c, "runner_path", "must be a PATH of absolute directories");
+
+  s.heartbeat_interval = c.get_duration("heartbeat_interval");
+  s.assignment_poll_interval = c.get_duration("assignment_poll_interval");
+  s.notice_poll_interval = c.get_duration("notice_poll_interval");
+  s.boot_grace = c.get_duration("boot_grace");
+  s.table_unreachable_limit = c.get_duration("table_unreachable_limit");
+  s.listener_restart_backoff = c.get_duration("listener_restart_backoff");
+  s.listener_max_restarts = static_cast<int>(c.get_int("listener_max_restarts"));
+  s.drain_timeout = c.get_duration("drain_timeout");
+  s.stock_idle_wait = c.get_duration("stock_idle_wait");
+  s.registration_timeout = c.get_duration("registration_timeout");
+  s.cleanup_timeout = c.get_duration("cleanup_timeout");
+  s.terminate_wait = c.get_duration("terminate_wait");
+
+  // Relations: a short table outage (a couple of heartbeats) must never terminate an instance,
+  // and the agent must look at its record at least once within the boot grace.
+  if (s.table_unreachable_limit < 2 * s.heartbeat_interval) {
+    bad(c, "table_unreachable_limit", "must be at least two heartbeat_interval (" +
+                                          format_duration(s.heartbeat_interval) + ")");
+  }
+  if (s.boot_grace < 2 * s.assignment_poll_interval) {
+    bad(c, "boot_grace", "must be at least two assignment_poll_interval (" +
+                             format_duration(s.assignment_poll_interval) + ")");
+  }
+  return s;
+}
+
+std::string expand_instance_path(const std::string& path, const std::string& instance_id) {
+  static const std::string kToken = "{instance_id}";
+  std::string out = path;
+  for (size_t pos = out.find(kToken); pos != std::string::npos; pos = out.find(kToken, pos + instance_id.size())) {
+    out.replace(pos, kToken.size(), instance_id);
+  }
+  return out;
+}
+
+}  // namespace runpool::agent

@@ -1,0 +1,57 @@
+// runpool-agent's configuration: one schema (agent_schema) read from the file user-data writes,
+// RUNPOOL_* variables and flags (common/config.h), turned into typed AgentSettings with every value
+// checked up front, so a bad value stops the agent at start with a message naming the key.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/config.h"
+
+namespace runpool::agent {
+
+struct AgentSettings {
+  // Where the pool's state lives and how AWS is reached.
+  std::string table;
+  std::string pool;
+  std::string region;             // "" = from IMDS
+  std::string endpoint_dynamodb;  // "" = AWS_ENDPOINT_URL_DYNAMODB / AWS_ENDPOINT_URL / public
+  std::string endpoint_ec2;
+  std::string imds_endpoint;      // "" = AWS_EC2_METADATA_SERVICE_ENDPOINT / 169.254.169.254
+  Duration aws_timeout{std::chrono::seconds(10)};
+  int aws_max_attempts = 3;
+
+  // The runner.
+  std::string runner_root;      // may contain {instance_id}; expanded once the identity is known
+  std::string runner_template;  // "" = none; copied into runner_root when it has no bin/Runner.Listener
+  std::string runner_user;
+  bool drain_capable = false;
+  bool runner_disable_update = true;
+  std::string runner_path;  // PATH of the runner's processes
+
+  // Timing.
+  Duration heartbeat_interval{std::chrono::seconds(30)};
+  Duration assignment_poll_interval{std::chrono::seconds(1)};
+  Duration notice_poll_interval{std::chrono::seconds(5)};
+  Duration boot_grace{std::chrono::minutes(5)};
+  Duration table_unreachable_limit{std::chrono::minutes(10)};
+  Duration listener_restart_backoff{std::chrono::seconds(2)};
+  int listener_max_restarts = 10;
+  Duration drain_timeout{std::chrono::minutes(5)};
+  Duration stock_idle_wait{std::chrono::seconds(60)};
+  Duration registration_timeout{std::chrono::minutes(2)};
+  Duration cleanup_timeout{std::chrono::seconds(30)};
+  Duration terminate_wait{std::chrono::minutes(2)};
+};
+
+// Every key the agent reads, with its type, default and help.
+std::vector<KeySpec> agent_schema();
+
+// Typed, validated settings. Throws ConfigError naming the key (and where its value came from).
+AgentSettings load_agent_settings(const Config& config);
+
+// runner_root with "{instance_id}" replaced.
+std::string expand_instance_path(const std::string& path, const std::string& instance_id);
+
+}  // namespace runpool::agent

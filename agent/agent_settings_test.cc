@@ -1,0 +1,139 @@
+#include "agent/agent_settings.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace runpool::agent {
+namespace {
+
+std::string error_of(const std::string& text) {
+  Config c(agent_schema());
+  try {
+    c.merge_text(text, "agent.conf");
+    load_agent_settings(c);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const std::string kMinimal = "table = runpool-state\npool = ci\n";
+
+TEST(AgentSettings, DefaultsAreTheDocumentedOnes) {
+  Config c(agent_schema());
+  c.merge_text(kMinimal, "agent.conf");
+  AgentSettings s = load_agent_settings(c);
+  EXPECT_EQ(s.table, "runpool-state");
+  EXPECT_EQ(s.pool, "ci");
+  EXPECT_EQ(s.runner_user, "runpool-runner");
+  EXPECT_FALSE(s.drain_capable);
+  EXPECT_TRUE(s.runner_disable_update);
+  EXPECT_EQ(s.heartbeat_interval, std::chrono::seconds(30));
+  EXPECT_EQ(s.assignment_poll_interval, std::chrono::seconds(1));
+  EXPECT_EQ(s.notice_poll_interval, std::chrono::seconds(5));
+  EXPECT_EQ(s.boot_grace, std::chrono::minutes(5));
+  EXPECT_EQ(s.table_unreachable_limit, std::chrono::minutes(10));
+  EXPECT_EQ(s.listener_restart_backoff, std::chrono::seconds(2));
+  EXPECT_EQ(s.listener_max_restarts, 10);
+  EXPECT_EQ(s.region, "");
+  EXPECT_EQ(s.endpoint_dynamodb, "");
+  EXPECT_EQ(s.imds_endpoint, "");
+  EXPECT_EQ(s.runner_template, "");
+}
+
+TEST(AgentSettings, EveryTimeoutIsConfigurable) {
+  Config c(agent_schema());
+  c.merge_text(kMinimal +
+                   "heartbeat_interval = 200ms\nassignment_poll_interval = 100ms\nnotice_poll_interval = 100ms\n"
+                   "boot_grace = 2s\ntable_unreachable_limit = 3s\nlistener_restart_backoff = 50ms\n"
+                   "listener_max_restarts = 3\ndrain_timeout = 4s\nstock_idle_wait = 1s\nregistration_timeout = 20s\n"
+                   "cleanup_timeout = 2s\nterminate_wait = 5s\naws_timeout = 2s\naws_max_attempts = 5\n"
+                   "drain_capable = true\nrunner_root = /tmp/rp/{instance_id}/runner\nrunner_template = /opt/tpl\n",
+               "agent.conf");
+  AgentSettings s = load_agent_settings(c);
+  EXPECT_EQ(s.heartbeat_interval.count(), 200);
+  EXPECT_EQ(s.assignment_poll_interval.count(), 100);
+  EXPECT_EQ(s.notice_poll_interval.count(), 100);
+  EXPECT_EQ(s.boot_grace.count(), 2000);
+  EXPECT_EQ(s.table_unreachable_limit.count(), 3000);
+  EXPECT_EQ(s.listener_restart_backoff.count(), 50);
+  EXPECT_EQ(s.listener_max_restarts, 3);
+  EXPECT_EQ(s.drain_timeout.count(), 4000);
+  EXPECT_EQ(s.stock_idle_wait.count(), 1000);
+  EXPECT_EQ(s.registration_timeout.count(), 20000);
+  EXPECT_EQ(s.cleanup_timeout.count(), 2000);
+  EXPECT_EQ(s.terminate_wait.count(), 5000);
+  EXPECT_EQ(s.aws_timeout.count(), 2000);
+  EXPECT_EQ(s.aws_max_attempts, 5);
+  EXPECT_TRUE(s.drain_capable);
+  EXPECT_EQ(expand_instance_path(s.runner_root, "i-0123"), "/tmp/rp/i-0123/runner");
+}
+
+TEST(AgentSettings, EnvironmentAndFlagsWinOverTheFile) {
+  Config c(agent_schema());
+  c.merge_text(kMinimal, "agent.conf");
+  std::map<std::string, std::string> env{{"RUNPOOL_POOL", "from-env"}, {"RUNPOOL_HEARTBEAT_INTERVAL", "5s"}};
+  c.merge_env([&](const char* n) -> const char* {
+    auto it = env.find(n);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+  c.set("heartbeat_interval", "7s", "--set");
+  AgentSettings s = load_agent_settings(c);
+  EXPECT_EQ(s.pool, "from-env");
+  EXPECT_EQ(s.heartbeat_interval, std::chrono::seconds(7));
+}
+
+TEST(AgentSettings, BadValuesNameTheKeyAndWhereTheyCameFrom) {
+  struct Case {
+    std::string text;
+    std::string key;
+  };
+  const std::vector<Case> cases = {
+      {"pool = ci\n", "table"},
+      {"table = t\npool = ci\n", "table"},
+      {"table = runpool\n", "pool"},
+      {"table = runpool\npool = has space\n", "pool"},
+      {kMinimal + "runner_user = root\n", "runner_user"},
+      {kMinimal + "runner_user = Bad User\n", "runner_user"},
+      {kMinimal + "runner_user = 9lives\n", "runner_user"},
+      {kMinimal + "runner_root = relative/path\n", "runner_root"},
+      {kMinimal + "runner_root = /\n", "runner_root"},
+      {kMinimal + "runner_root = /opt/../etc\n", "runner_root"},
+      {kMinimal + "runner_root = /opt/./x\n", "runner_root"},
+      {kMinimal + "runner_template = tpl\n", "runner_template"},
+      {kMinimal + "runner_path = bin\n", "runner_path"},
+      {kMinimal + "endpoint_dynamodb = localhost:8000\n", "endpoint_dynamodb"},
+      {kMinimal + "endpoint_ec2 = ftp://x\n", "endpoint_ec2"},
+      {kMinimal + "imds_endpoint = 169.254.169.254\n", "imds_endpoint"},
+      {kMinimal + "heartbeat_interval = soon\n", "heartbeat_interval"},
+      {kMinimal + "heartbeat_interval = 1ms\n", "heartbeat_interval"},
+      {kMinimal + "assignment_poll_interval = 0\n", "assignment_poll_interval"},
+      {kMinimal + "listener_max_restarts = -1\n", "listener_max_restarts"},
+      {kMinimal + "drain_capable = maybe\n", "drain_capable"},
+      {kMinimal + "aws_max_attempts = 0\n", "aws_max_attempts"},
+      {kMinimal + "heartbeat_interval = 60s\ntable_unreachable_limit = 90s\n", "table_unreachable_limit"},
+      {kMinimal + "assignment_poll_interval = 1m\nboot_grace = 90s\n", "boot_grace"},
+      {kMinimal + "no_such_key = 1\n", "no_such_key"},
+  };
+  for (const auto& c : cases) {
+    std::string err = error_of(c.text);
+    EXPECT_NE(err.find(c.key), std::string::npos) << c.text << " → " << err;
+  }
+  EXPECT_NE(error_of(kMinimal + "runner_user = root\n").find("agent.conf:3"), std::string::npos);
+  EXPECT_EQ(error_of(kMinimal), "");
+}
+
+TEST(AgentSettings, SchemaDocumentsEveryKey) {
+  for (const auto& k : agent_schema()) {
+    EXPECT_FALSE(k.help.empty()) << k.key;
+    if (k.type == KeyType::kDuration) {
+      EXPECT_FALSE(k.default_value.empty()) << k.key;
+    }
+  }
+  Config c(agent_schema());
+  EXPECT_NE(c.reference_markdown().find("RUNPOOL_TABLE_UNREACHABLE_LIMIT"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace runpool::agent

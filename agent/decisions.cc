@@ -1,0 +1,262 @@
+#include "agent/decisions.h"
+
+#include <algorithm>
+
+#include "common/config.h"
+
+namespace runpool::agent {
+
+using pool::AgentSignal;
+using pool::InstanceRecord;
+using pool::State;
+
+std::string_view phase_name(Phase p) {
+  switch (p) {
+    case Phase::kIdle: return "idle";
+    case Phase::kServing: return "serving";
+    case Phase::kDraining: return "draining";
+    case Phase::kStopped: return "stopped";
+    case Phase::kTerminating: return "terminating";
+  }
+  return "?";
+}
+
+std::string_view action_name(Action a) {
+  switch (a) {
+    case Action::kWait: return "wait";
+    case Action::kRegister: return "register";
+    case Action::kRefuse: return "refuse";
+    case Action::kFinishUnserved: return "finish-unserved";
+    case Action::kSupervise: return "supervise";
+    case Action::kDrain: return "drain";
+    case Action::kAbandon: return "abandon";
+    case Action::kDeregisterAndClean: return "deregister-and-clean";
+    case Action::kCleanLocal: return "clean-local";
+  }
+  return "?";
+}
+
+namespace {
+
+bool assigned_state(State s) { return s == State::kCreated || s == State::kClaimed || s == State::kRunning; }
+
+// The signal the agent reported for the record's current generation, if any.
+AgentSignal signal_for_current(const InstanceRecord& r) {
+  return r.signal_generation == r.generation ? r.signal : AgentSignal::kNone;
+}
+
+Decision idle(const AgentState& a, const InstanceRecord& r) {
+  const std::string gen = " (generation " + std::to_string(r.generation) + ")";
+  const AgentSignal sig = signal_for_current(r);
+  if (r.state == State::kDraining) {
+    if (sig == AgentSignal::kDrained) return {Action::kWait, "drained already reported" + gen};
+    return {Action::kFinishUnserved, "drain of an assignment with no runner here" + gen};
+  }
+  if (!assigned_state(r.state)) return {Action::kWait, "waiting for an assignment (record " +
+                                                           std::string(pool::state_name(r.state)) + ")"};
+  if (r.generation <= a.last_served) return {Action::kWait, "assignment already served" + gen};
+  if (sig == AgentSignal::kFailed) return {Action::kWait, "failure already reported" + gen};
+  if (a.interrupted) return {Action::kRefuse, "the instance has an interruption notice"};
+  if (r.state == State::kRunning || sig == AgentSignal::kRegistered) {
+    return {Action::kRefuse, "the runner registered for this assignment is gone" + gen};
+  }
+  if (r.label.empty()) return {Action::kRefuse, "the assignment has no label" + gen};
+  if (r.reg_url.empty()) return {Action::kRefuse, "the assignment has no registration URL" + gen};
+  if (r.reg_token.empty()) return {Action::kRefuse, "the registration token is missing or already used" + gen};
+  return {Action::kRegister, "new assignment " + r.label + gen};
+}
+
+Decision serving(const AgentState& a, const InstanceRecord& r) {
+  if (r.generation != a.generation) {
+    return {Action::kAbandon, "the record moved to generation " + std::to_string(r.generation) + " without a drain"};
+  }
+  switch (r.state) {
+    case State::kCreated:
+    case State::kClaimed:
+    case State::kRunning:
+      return {Action::kSupervise, "serving"};
+    case State::kDraining:
+      return {Action::kDrain, "the controller asked for a drain"};
+    case State::kIdle:
+      return {Action::kAbandon, "the record is idle without a drain"};
+    case State::kTerminating:
+    case State::kTerminated:
+      return {Action::kWait, "the record is " + std::string(pool::state_name(r.state))};
+  }
+  return {Action::kWait, "?"};
+}
+
+Decision stopped(const AgentState& a, const InstanceRecord& r) {
+  if (r.generation != a.generation) {
+    return {Action::kCleanLocal, "the record moved to generation " + std::to_string(r.generation)};
+  }
+  switch (r.state) {
+    case State::kDraining:
+      if (signal_for_current(r) == AgentSignal::kDrained) return {Action::kCleanLocal, "drained already reported"};
+      return {Action::kDeregisterAndClean, "the controller asked for a drain"};
+    case State::kCreated:
+    case State::kClaimed:
+    case State::kRunning:
+      return {Action::kWait, "runner stopped; waiting for the controller to drain"};
+    case State::kIdle:
+      return {Action::kCleanLocal, "the record is idle"};
+    case State::kTerminating:
+    case State::kTerminated:
+      return {Action::kWait, "the record is " + std::string(pool::state_name(r.state))};
+  }
+  return {Action::kWait, "?"};
+}
+
+}  // namespace
+
+Decision decide(const AgentState& a, const std::optional<InstanceRecord>& r) {
+  if (a.phase == Phase::kTerminating) return {Action::kWait, "terminating"};
+  if (!r) return {Action::kWait, "no record"};
+  switch (a.phase) {
+    case Phase::kIdle: return idle(a, *r);
+    case Phase::kServing: return serving(a, *r);
+    case Phase::kDraining: return {Action::kWait, "drain under way"};
+    case Phase::kStopped: return stopped(a, *r);
+    case Phase::kTerminating: break;
+  }
+  return {Action::kWait, "terminating"};
+}
+
+AgentState initial_state(const std::optional<InstanceRecord>& r, std::optional<int64_t> configured) {
+  AgentState s;
+  if (r && r->signal == AgentSignal::kDrained) s.last_served = r->signal_generation;
+  if (!configured) return s;
+  s.generation = *configured;
+  s.last_served = std::min(s.last_served, *configured - 1);
+  if (!r || r->generation != *configured) {
+    s.phase = Phase::kStopped;
+    return s;
+  }
+  const AgentSignal sig = signal_for_current(*r);
+  if (r->state == State::kDraining && sig != AgentSignal::kDrained) {
+    s.phase = Phase::kDraining;
+  } else if (assigned_state(r->state) && sig != AgentSignal::kFailed) {
+    s.phase = Phase::kServing;
+  } else {
+    s.phase = Phase::kStopped;
+  }
+  return s;
+}
+
+bool should_report_registered(const InstanceRecord& r, int64_t generation, bool listening) {
+  if (!listening || r.generation != generation || !assigned_state(r.state)) return false;
+  AgentSignal sig = signal_for_current(r);
+  return sig == AgentSignal::kNone || sig == AgentSignal::kBooted;
+}
+
+// ---- self-termination
+
+std::string_view verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::kStay: return "stay";
+    case Verdict::kDrainFirst: return "drain-first";
+    case Verdict::kTerminate: return "terminate";
+  }
+  return "?";
+}
+
+int64_t job_bound_ms(const InstanceRecord& r, Duration drain_bound) {
+  if (r.hard_deadline_ms != 0) return r.hard_deadline_ms;
+  return r.deadline_ms + drain_bound.count();
+}
+
+namespace {
+
+// The instance must go; a job in hand may finish first, up to `bound`.
+SelfTermination must_go(const SelfTerminationFacts& f, std::optional<int64_t> bound, const std::string& why) {
+  if (f.busy && bound && f.now_ms < *bound) return {Verdict::kDrainFirst, why + "; the job in hand finishes first"};
+  if (f.busy) return {Verdict::kTerminate, why + "; the job's hard deadline has passed"};
+  return {Verdict::kTerminate, why};
+}
+
+}  // namespace
+
+SelfTermination decide_self_termination(const SelfTerminationFacts& f) {
+  if (f.unreachable_for) {
+    if (*f.unreachable_for < f.unreachable_limit) return {Verdict::kStay, "table unreachable, within the limit"};
+    return must_go(f, f.job_bound_ms, "the table has been unreachable for " + format_duration(*f.unreachable_for));
+  }
+  if (!f.record) {
+    if (f.since_start < f.boot_grace) return {Verdict::kStay, "no record yet, within the boot grace"};
+    return must_go(f, f.job_bound_ms, "no record for this instance after the boot grace");
+  }
+  const InstanceRecord& r = *f.record;
+  if (r.state == State::kTerminating || r.state == State::kTerminated) {
+    return {Verdict::kTerminate, "the record is " + std::string(pool::state_name(r.state))};
+  }
+  if (r.deadline_ms != 0 && f.now_ms >= r.deadline_ms) {
+    // The bound from this very record: its hard deadline, else what the loop derived.
+    std::optional<int64_t> bound = r.hard_deadline_ms != 0 ? std::optional<int64_t>(r.hard_deadline_ms) : f.job_bound_ms;
+    return must_go(f, bound, "the " + std::string(pool::state_name(r.state)) + " deadline has passed");
+  }
+  return {Verdict::kStay, "within the deadline"};
+}
+
+// ---- draining
+
+DrainStrategy choose_drain_strategy(bool drain_capable) {
+  return drain_capable ? DrainStrategy::kSentinel : DrainStrategy::kStock;
+}
+
+std::string_view strategy_name(DrainStrategy s) { return s == DrainStrategy::kSentinel ? "sentinel" : "stock"; }
+
+std::string_view drain_step_name(DrainStep s) {
+  switch (s) {
+    case DrainStep::kWait: return "wait";
+    case DrainStep::kFallBackToStock: return "fall-back-to-stock";
+    case DrainStep::kDeregister: return "deregister";
+    case DrainStep::kInterrupt: return "interrupt";
+    case DrainStep::kKill: return "kill";
+    case DrainStep::kListenerGone: return "listener-gone";
+  }
+  return "?";
+}
+
+DrainStep drain_step(const DrainFacts& f) {
+  if (!f.listener_running) return DrainStep::kListenerGone;
+  if (f.since_interrupt) return *f.since_interrupt >= f.stop_timeout ? DrainStep::kKill : DrainStep::kWait;
+  // A job in hand always runs to its end here; only the hard deadline (self-termination) ends it.
+  if (f.busy) return DrainStep::kWait;
+  if (f.strategy == DrainStrategy::kSentinel) {
+    return f.since_drain_start < f.drain_timeout ? DrainStep::kWait : DrainStep::kFallBackToStock;
+  }
+  if (!f.deregistered) {
+    if (!f.has_remove_token) return DrainStep::kInterrupt;
+    if (f.since_remove_attempt && *f.since_remove_attempt < f.remove_retry) return DrainStep::kWait;
+    return DrainStep::kDeregister;
+  }
+  if (f.since_deregistered && *f.since_deregistered < f.stock_idle_wait) return DrainStep::kWait;
+  return DrainStep::kInterrupt;
+}
+
+// ---- Listener exits
+
+std::string describe(const ExitStatus& s) {
+  return s.signaled ? "killed by signal " + std::to_string(s.code) : "exit code " + std::to_string(s.code);
+}
+
+ExitDecision after_listener_exit(const ExitStatus& s, bool stopping, int restarts, int max_restarts, Duration backoff) {
+  const std::string what = "the Listener ended (" + describe(s) + ")";
+  if (stopping) return {AfterExit::kStopped, Duration{0}, what + " as asked"};
+  if (!s.signaled) {
+    switch (s.code) {
+      case 0: return {AfterExit::kFail, Duration{0}, what + " without a drain: its registration was deleted?"};
+      case 1: return {AfterExit::kFail, Duration{0}, what + ": terminated (not configured, or its registration is gone)"};
+      case 7: return {AfterExit::kFail, Duration{0}, what + ": this runner version is deprecated"};
+      default: break;
+    }
+  }
+  // 2 retryable, 3/4 self-update, 5 session conflict, a crash (signal) or anything unknown.
+  if (restarts >= max_restarts) {
+    return {AfterExit::kFail, Duration{0}, what + " after " + std::to_string(restarts) + " restarts"};
+  }
+  Duration delay = backoff * (int64_t{1} << std::min(restarts, 5));
+  return {AfterExit::kRestart, delay, what + "; restarting"};
+}
+
+}  // namespace runpool::agent

@@ -1,0 +1,153 @@
+// The agent's decisions, as pure functions of what it knows: its own state, its record (as last
+// read), the runner's local activity and the time. The loop (agent_loop.h) only gathers these
+// facts and carries the decisions out, so every branch here is tested without processes, AWS or
+// sleeping (decisions_test.cc).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/clock.h"
+#include "common/pool/instance_record.h"
+
+namespace runpool::agent {
+
+// ---- The assignment loop ---------------------------------------------------------------------
+
+enum class Phase {
+  kIdle,         // no runner configured: waiting for an assignment
+  kServing,      // the runner is configured for `generation`; its Listener is supervised
+  kDraining,     // a drain of `generation` is under way
+  kStopped,      // the Listener is gone (drained, failed, interrupted); deregistration and cleaning pending
+  kTerminating,  // the instance is being terminated
+};
+std::string_view phase_name(Phase p);
+
+struct AgentState {
+  Phase phase = Phase::kIdle;
+  int64_t generation = 0;   // the assignment of the configured runner (every phase but idle)
+  int64_t last_served = 0;  // the newest assignment this agent finished with (cleaned up)
+  bool interrupted = false; // a spot interruption or rebalance notice: take no new assignment
+};
+
+enum class Action {
+  kWait,
+  kRegister,            // idle: configure the runner for the record's assignment and serve it
+  kRefuse,              // idle: the assignment cannot be served; report `failed` for it
+  kFinishUnserved,      // idle: a drain of an assignment with no runner here; clean, report `drained`
+  kSupervise,           // serving: keep the Listener running, report what it does
+  kDrain,               // serving: the record asks to drain this assignment
+  kAbandon,             // serving: the record moved on without a drain; stop the runner quietly
+  kDeregisterAndClean,  // stopped: deregister, clean, report `drained`
+  kCleanLocal,          // stopped: the assignment is over without a drain to report; clean, back to idle
+};
+std::string_view action_name(Action a);
+
+struct Decision {
+  Action action = Action::kWait;
+  std::string reason;
+};
+
+// What to do for the agent's state and its record (nullopt: no record, or the table could not be
+// read — self-termination handles both).
+Decision decide(const AgentState& agent, const std::optional<pool::InstanceRecord>& record);
+
+// The state to resume in after a start: from the record and the generation of the runner the
+// root is configured for (parsed from `.runner`), if any.
+AgentState initial_state(const std::optional<pool::InstanceRecord>& record, std::optional<int64_t> configured_generation);
+
+// True when the agent should report `registered` for `generation` now: the Listener listens and
+// the record (still on that assignment, not draining) has no signal for it yet.
+bool should_report_registered(const pool::InstanceRecord& record, int64_t generation, bool listening);
+
+// ---- Self-termination ------------------------------------------------------------------------
+
+struct SelfTerminationFacts {
+  int64_t now_ms = 0;                           // AWS clock
+  Duration since_start{0};                      // agent uptime (monotonic)
+  std::optional<Duration> unreachable_for{};    // set while the table cannot be read
+  std::optional<pool::InstanceRecord> record{}; // the last read, when reachable (nullopt: no item)
+  bool busy = false;                            // a job is in hand
+  std::optional<int64_t> job_bound_ms{};        // the latest a job may run to: the hard deadline last seen
+  Duration boot_grace{0};
+  Duration unreachable_limit{0};
+};
+
+enum class Verdict {
+  kStay,
+  kDrainFirst,  // the instance must go, but a job runs: drain, terminate once idle
+  kTerminate,
+};
+std::string_view verdict_name(Verdict v);
+
+struct SelfTermination {
+  Verdict verdict = Verdict::kStay;
+  std::string reason;
+};
+
+SelfTermination decide_self_termination(const SelfTerminationFacts& facts);
+
+// The latest time a job may keep an instance whose deadline passed: the record's hard deadline,
+// or (states without one) its deadline plus `drain_bound`.
+int64_t job_bound_ms(const pool::InstanceRecord& record, Duration drain_bound);
+
+// ---- Draining --------------------------------------------------------------------------------
+
+enum class DrainStrategy {
+  kSentinel,  // drain-capable runner: .drain, then the Listener exits by itself after the job in hand
+  kStock,     // stock runner: wait until idle, deregister, the Listener exits (else SIGINT)
+};
+DrainStrategy choose_drain_strategy(bool drain_capable);
+std::string_view strategy_name(DrainStrategy s);
+
+struct DrainFacts {
+  DrainStrategy strategy = DrainStrategy::kStock;
+  bool listener_running = false;
+  bool busy = false;
+  bool has_remove_token = false;   // the record holds a remove token for this assignment
+  bool deregistered = false;       // stock: config.sh remove succeeded
+  std::optional<Duration> since_remove_attempt{};  // the last failed attempt
+  std::optional<Duration> since_deregistered{};
+  std::optional<Duration> since_interrupt{};       // SIGINT sent this long ago
+  Duration since_drain_start{0};
+  Duration drain_timeout{0};
+  Duration stock_idle_wait{0};
+  Duration stop_timeout{0};        // SIGINT → SIGKILL
+  Duration remove_retry{0};
+};
+
+enum class DrainStep {
+  kWait,
+  kFallBackToStock,  // the sentinel was not honoured by an idle Listener in time
+  kDeregister,       // stock: config.sh remove --token (busy ⇒ it fails; retried)
+  kInterrupt,        // SIGINT the Listener (it is idle)
+  kKill,             // SIGKILL: it did not stop after SIGINT
+  kListenerGone,     // nothing left running: go on to deregistration and cleaning
+};
+std::string_view drain_step_name(DrainStep s);
+
+DrainStep drain_step(const DrainFacts& facts);
+
+// ---- Listener exits --------------------------------------------------------------------------
+
+struct ExitStatus {
+  bool signaled = false;  // killed by a signal (`code` is its number), else exited with `code`
+  int code = 0;
+  bool operator==(const ExitStatus&) const = default;
+};
+std::string describe(const ExitStatus& s);
+
+enum class AfterExit { kRestart, kFail, kStopped };
+
+struct ExitDecision {
+  AfterExit what = AfterExit::kFail;
+  Duration delay{0};  // before a restart
+  std::string reason;
+};
+
+// `stopping`: the agent asked the Listener to stop (drain, SIGINT): any exit ends it.
+ExitDecision after_listener_exit(const ExitStatus& status, bool stopping, int restarts_so_far, int max_restarts,
+                                 Duration backoff);
+
+}  // namespace runpool::agent

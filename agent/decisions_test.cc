@@ -1,0 +1,468 @@
+#include "agent/decisions.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace runpool::agent {
+namespace {
+
+using pool::AgentSignal;
+using pool::InstanceRecord;
+using pool::State;
+
+const std::vector<State> kAllStates = {State::kCreated,  State::kClaimed,     State::kRunning,   State::kDraining,
+                                       State::kIdle,     State::kTerminating, State::kTerminated};
+const std::vector<Phase> kAllPhases = {Phase::kIdle, Phase::kServing, Phase::kDraining, Phase::kStopped,
+                                       Phase::kTerminating};
+const std::vector<AgentSignal> kAllSignals = {AgentSignal::kNone,    AgentSignal::kBooted, AgentSignal::kRegistered,
+                                              AgentSignal::kDrained, AgentSignal::kFailed, AgentSignal::kInterrupted};
+
+InstanceRecord rec(State s, int64_t gen, AgentSignal sig = AgentSignal::kNone, int64_t sig_gen = -1) {
+  InstanceRecord r;
+  r.instance_id = "i-1";
+  r.state = s;
+  r.generation = gen;
+  r.label = "run-1";
+  r.reg_url = "https://github.com/o/r";
+  r.reg_token = Secret("reg");
+  r.signal = sig;
+  r.signal_generation = sig_gen < 0 ? gen : sig_gen;
+  r.deadline_ms = 1'000'000;
+  return r;
+}
+
+AgentState agent(Phase p, int64_t gen, int64_t last_served = 0) {
+  AgentState a;
+  a.phase = p;
+  a.generation = gen;
+  a.last_served = last_served;
+  return a;
+}
+
+Action act(const AgentState& a, const InstanceRecord& r) { return decide(a, r).action; }
+
+// ---- decide: idle
+
+TEST(DecideIdle, RegistersANewAssignmentWithCredentials) {
+  for (State s : {State::kCreated, State::kClaimed}) {
+    EXPECT_EQ(act(agent(Phase::kIdle, 0, 2), rec(s, 3)), Action::kRegister);
+    EXPECT_EQ(act(agent(Phase::kIdle, 0, 2), rec(s, 3, AgentSignal::kBooted)), Action::kRegister);
+    // A signal for an older generation says nothing about this one.
+    EXPECT_EQ(act(agent(Phase::kIdle, 0, 2), rec(s, 3, AgentSignal::kDrained, 2)), Action::kRegister);
+    EXPECT_EQ(act(agent(Phase::kIdle, 0, 2), rec(s, 3, AgentSignal::kFailed, 2)), Action::kRegister);
+  }
+}
+
+TEST(DecideIdle, WaitsForAssignmentsAlreadyServedOrFailed) {
+  EXPECT_EQ(act(agent(Phase::kIdle, 0, 3), rec(State::kClaimed, 3)), Action::kWait);
+  EXPECT_EQ(act(agent(Phase::kIdle, 0, 5), rec(State::kClaimed, 3)), Action::kWait);
+  EXPECT_EQ(act(agent(Phase::kIdle, 0, 2), rec(State::kClaimed, 3, AgentSignal::kFailed)), Action::kWait);
+  for (State s : {State::kIdle, State::kTerminating, State::kTerminated}) {
+    EXPECT_EQ(act(agent(Phase::kIdle, 0, 0), rec(s, 9)), Action::kWait) << pool::state_name(s);
+  }
+  EXPECT_EQ(decide(agent(Phase::kIdle, 0, 0), std::nullopt).action, Action::kWait);
+}
+
+TEST(DecideIdle, RefusesAssignmentsItCannotServe) {
+  InstanceRecord r = rec(State::kClaimed, 3);
+  r.label.clear();
+  EXPECT_EQ(act(agent(Phase::kIdle, 0, 2), r), Action::kRefuse);
+  r = rec(State::kClaimed, 3);
+  r.reg_url.clear();
+  EXPECT_EQ(act(agent(Phase::kIdle, 0, 2), r), Action::kRefuse);
+  r = rec(State::kClaimed, 3);
+  r.reg_token = Secret();
+  EXPECT_EQ(act(agent(Phase::kIdle, 0, 2), r), Action::kRefuse);
+  // Registered (or running) for this generation, but no runner here: it is lost.
+  EXPECT_EQ(act(agent(Phase::kIdle, 0, 2), rec(State::kClaimed, 3, AgentSignal::kRegistered)), Action::kRefuse);
+  EXPECT_EQ(act(agent(Phase::kIdle, 0, 2), rec(State::kRunning, 3)), Action::kRefuse);
+  // Interrupted instances take nothing new.
+  AgentState a = agent(Phase::kIdle, 0, 2);
+  a.interrupted = true;
+  EXPECT_EQ(act(a, rec(State::kClaimed, 3)), Action::kRefuse);
+  EXPECT_NE(decide(a, rec(State::kClaimed, 3)).reason.find("interruption"), std::string::npos);
+}
+
+TEST(DecideIdle, FinishesADrainOfAnAssignmentWithoutRunner) {
+  EXPECT_EQ(act(agent(Phase::kIdle, 0, 2), rec(State::kDraining, 3)), Action::kFinishUnserved);
+  EXPECT_EQ(act(agent(Phase::kIdle, 0, 3), rec(State::kDraining, 3, AgentSignal::kFailed)), Action::kFinishUnserved);
+  EXPECT_EQ(act(agent(Phase::kIdle, 0, 3), rec(State::kDraining, 3, AgentSignal::kDrained)), Action::kWait);
+}
+
+// ---- decide: serving
+
+TEST(DecideServing, SupervisesDrainsOrAbandons) {
+  for (State s : {State::kCreated, State::kClaimed, State::kRunning}) {
+    EXPECT_EQ(act(agent(Phase::kServing, 3), rec(s, 3)), Action::kSupervise);
+  }
+  EXPECT_EQ(act(agent(Phase::kServing, 3), rec(State::kDraining, 3)), Action::kDrain);
+  EXPECT_EQ(act(agent(Phase::kServing, 3), rec(State::kIdle, 3)), Action::kAbandon);
+  for (State s : kAllStates) {
+    EXPECT_EQ(act(agent(Phase::kServing, 3), rec(s, 4)), Action::kAbandon) << pool::state_name(s);
+    EXPECT_EQ(act(agent(Phase::kServing, 3), rec(s, 2)), Action::kAbandon) << pool::state_name(s);
+  }
+  EXPECT_EQ(act(agent(Phase::kServing, 3), rec(State::kTerminating, 3)), Action::kWait);
+  EXPECT_EQ(act(agent(Phase::kServing, 3), rec(State::kTerminated, 3)), Action::kWait);
+  EXPECT_EQ(decide(agent(Phase::kServing, 3), std::nullopt).action, Action::kWait);
+}
+
+// ---- decide: draining, stopped, terminating
+
+TEST(DecideDraining, AlwaysLetsTheDrainRun) {
+  for (State s : kAllStates) {
+    for (int64_t g : {2, 3, 4}) EXPECT_EQ(act(agent(Phase::kDraining, 3), rec(s, g)), Action::kWait);
+  }
+}
+
+TEST(DecideStopped, DeregistersOnADrainElseWaitsOrCleans) {
+  EXPECT_EQ(act(agent(Phase::kStopped, 3), rec(State::kDraining, 3)), Action::kDeregisterAndClean);
+  EXPECT_EQ(act(agent(Phase::kStopped, 3), rec(State::kDraining, 3, AgentSignal::kFailed)),
+            Action::kDeregisterAndClean);
+  EXPECT_EQ(act(agent(Phase::kStopped, 3), rec(State::kDraining, 3, AgentSignal::kDrained)), Action::kCleanLocal);
+  for (State s : {State::kCreated, State::kClaimed, State::kRunning}) {
+    EXPECT_EQ(act(agent(Phase::kStopped, 3), rec(s, 3, AgentSignal::kFailed)), Action::kWait);
+  }
+  EXPECT_EQ(act(agent(Phase::kStopped, 3), rec(State::kIdle, 3)), Action::kCleanLocal);
+  for (State s : kAllStates) EXPECT_EQ(act(agent(Phase::kStopped, 3), rec(s, 4)), Action::kCleanLocal);
+  EXPECT_EQ(act(agent(Phase::kStopped, 3), rec(State::kTerminating, 3)), Action::kWait);
+}
+
+TEST(DecideTerminating, DoesNothingElse) {
+  for (State s : kAllStates) EXPECT_EQ(act(agent(Phase::kTerminating, 3), rec(s, 3)), Action::kWait);
+}
+
+// Properties over every phase × state × generation × signal × token combination.
+TEST(Decide, InvariantsOverEveryCombination) {
+  int combos = 0;
+  for (Phase p : kAllPhases) {
+    for (State s : kAllStates) {
+      for (int64_t g : {2, 3, 4}) {
+        for (AgentSignal sig : kAllSignals) {
+          for (bool token : {false, true}) {
+            for (bool interrupted : {false, true}) {
+              AgentState a = agent(p, 3, p == Phase::kIdle ? 3 : 2);
+              a.interrupted = interrupted;
+              InstanceRecord r = rec(s, g, sig);
+              if (!token) r.reg_token = Secret();
+              Decision d = decide(a, r);
+              ++combos;
+              EXPECT_FALSE(d.reason.empty());
+              // Registration only from idle, for a newer assignment with its token, never interrupted.
+              if (d.action == Action::kRegister) {
+                EXPECT_EQ(p, Phase::kIdle);
+                EXPECT_GT(g, a.last_served);
+                EXPECT_TRUE(token);
+                EXPECT_FALSE(interrupted);
+                EXPECT_TRUE(s == State::kCreated || s == State::kClaimed);
+              }
+              // Deregistration only when the controller drains this very assignment.
+              if (d.action == Action::kDeregisterAndClean) {
+                EXPECT_EQ(p, Phase::kStopped);
+                EXPECT_EQ(s, State::kDraining);
+                EXPECT_EQ(g, a.generation);
+              }
+              if (d.action == Action::kDrain) {
+                EXPECT_EQ(p, Phase::kServing);
+                EXPECT_EQ(s, State::kDraining);
+              }
+              if (d.action == Action::kSupervise) {
+                EXPECT_EQ(p, Phase::kServing);
+              }
+              if (p == Phase::kDraining || p == Phase::kTerminating) {
+                EXPECT_EQ(d.action, Action::kWait);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(combos, 5 * 7 * 3 * 6 * 2 * 2);
+}
+
+// ---- initial_state
+
+TEST(InitialState, WithoutLocalConfigurationItIsIdle) {
+  AgentState s = initial_state(std::nullopt, std::nullopt);
+  EXPECT_EQ(s.phase, Phase::kIdle);
+  EXPECT_EQ(s.last_served, 0);
+  s = initial_state(rec(State::kIdle, 4, AgentSignal::kDrained, 4), std::nullopt);
+  EXPECT_EQ(s.phase, Phase::kIdle);
+  EXPECT_EQ(s.last_served, 4);
+  s = initial_state(rec(State::kClaimed, 5, AgentSignal::kDrained, 4), std::nullopt);
+  EXPECT_EQ(s.last_served, 4);
+  EXPECT_EQ(act(s, rec(State::kClaimed, 5, AgentSignal::kDrained, 4)), Action::kRegister);
+}
+
+TEST(InitialState, ARunnerConfiguredForTheCurrentAssignmentIsResumed) {
+  for (State st : {State::kCreated, State::kClaimed, State::kRunning}) {
+    for (AgentSignal sig : {AgentSignal::kNone, AgentSignal::kBooted, AgentSignal::kRegistered,
+                            AgentSignal::kInterrupted}) {
+      AgentState s = initial_state(rec(st, 3, sig), 3);
+      EXPECT_EQ(s.phase, Phase::kServing) << pool::state_name(st);
+      EXPECT_EQ(s.generation, 3);
+    }
+    EXPECT_EQ(initial_state(rec(st, 3, AgentSignal::kFailed), 3).phase, Phase::kStopped);
+  }
+  EXPECT_EQ(initial_state(rec(State::kDraining, 3), 3).phase, Phase::kDraining);
+  EXPECT_EQ(initial_state(rec(State::kDraining, 3, AgentSignal::kFailed), 3).phase, Phase::kDraining);
+  EXPECT_EQ(initial_state(rec(State::kDraining, 3, AgentSignal::kDrained), 3).phase, Phase::kStopped);
+}
+
+TEST(InitialState, ARunnerOfAnotherAssignmentIsStoppedAndCleaned) {
+  for (State st : kAllStates) {
+    AgentState s = initial_state(rec(st, 4), 3);
+    EXPECT_EQ(s.phase, Phase::kStopped);
+    EXPECT_EQ(s.generation, 3);
+    EXPECT_EQ(act(s, rec(st, 4)), Action::kCleanLocal);
+  }
+  EXPECT_EQ(initial_state(std::nullopt, 3).phase, Phase::kStopped);
+  EXPECT_EQ(initial_state(rec(State::kIdle, 3), 3).phase, Phase::kStopped);
+  EXPECT_EQ(initial_state(rec(State::kTerminating, 3), 3).phase, Phase::kStopped);
+  // A runner left configured after `drained` was reported: cleaned, then the next assignment.
+  AgentState s = initial_state(rec(State::kIdle, 3, AgentSignal::kDrained), 3);
+  EXPECT_LT(s.last_served, 3);
+  EXPECT_EQ(act(s, rec(State::kIdle, 3, AgentSignal::kDrained)), Action::kCleanLocal);
+}
+
+TEST(ShouldReportRegistered, OnlyOnceListeningForTheCurrentAssignment) {
+  EXPECT_TRUE(should_report_registered(rec(State::kClaimed, 3), 3, true));
+  EXPECT_TRUE(should_report_registered(rec(State::kCreated, 3, AgentSignal::kBooted), 3, true));
+  EXPECT_TRUE(should_report_registered(rec(State::kClaimed, 3, AgentSignal::kDrained, 2), 3, true));
+  EXPECT_FALSE(should_report_registered(rec(State::kClaimed, 3), 3, false));
+  EXPECT_FALSE(should_report_registered(rec(State::kClaimed, 4), 3, true));
+  EXPECT_FALSE(should_report_registered(rec(State::kDraining, 3), 3, true));
+  EXPECT_FALSE(should_report_registered(rec(State::kIdle, 3), 3, true));
+  for (AgentSignal sig : {AgentSignal::kRegistered, AgentSignal::kFailed, AgentSignal::kInterrupted,
+                          AgentSignal::kDrained}) {
+    EXPECT_FALSE(should_report_registered(rec(State::kClaimed, 3, sig), 3, true));
+  }
+}
+
+// ---- self-termination
+
+SelfTerminationFacts facts(std::optional<InstanceRecord> r) {
+  SelfTerminationFacts f;
+  f.now_ms = 500'000;
+  f.since_start = std::chrono::minutes(1);
+  f.record = r;
+  f.boot_grace = std::chrono::minutes(5);
+  f.unreachable_limit = std::chrono::minutes(10);
+  return f;
+}
+
+TEST(SelfTermination, StaysWithinTheDeadline) {
+  for (State s : {State::kCreated, State::kClaimed, State::kRunning, State::kDraining, State::kIdle}) {
+    InstanceRecord r = rec(s, 1);
+    r.deadline_ms = 500'001;
+    EXPECT_EQ(decide_self_termination(facts(r)).verdict, Verdict::kStay) << pool::state_name(s);
+  }
+}
+
+TEST(SelfTermination, DeadlinePassedTerminatesAnIdleInstanceInEveryState) {
+  for (State s : {State::kCreated, State::kClaimed, State::kRunning, State::kDraining, State::kIdle}) {
+    InstanceRecord r = rec(s, 1);
+    r.deadline_ms = 500'000;  // exactly now: passed
+    SelfTermination t = decide_self_termination(facts(r));
+    EXPECT_EQ(t.verdict, Verdict::kTerminate) << pool::state_name(s);
+    EXPECT_NE(t.reason.find("deadline"), std::string::npos);
+  }
+}
+
+TEST(SelfTermination, ARunningJobIsDrainedFirstUntilTheHardDeadline) {
+  InstanceRecord r = rec(State::kRunning, 1);
+  r.deadline_ms = 400'000;
+  r.hard_deadline_ms = 600'000;
+  SelfTerminationFacts f = facts(r);
+  f.busy = true;
+  EXPECT_EQ(decide_self_termination(f).verdict, Verdict::kDrainFirst);
+  f.now_ms = 600'000;
+  EXPECT_EQ(decide_self_termination(f).verdict, Verdict::kTerminate);
+  EXPECT_NE(decide_self_termination(f).reason.find("hard deadline"), std::string::npos);
+  // Without a hard deadline in the record, the loop's bound applies; without any, it terminates.
+  r.hard_deadline_ms = 0;
+  f = facts(r);
+  f.busy = true;
+  f.job_bound_ms = 700'000;
+  EXPECT_EQ(decide_self_termination(f).verdict, Verdict::kDrainFirst);
+  f.job_bound_ms.reset();
+  EXPECT_EQ(decide_self_termination(f).verdict, Verdict::kTerminate);
+}
+
+TEST(SelfTermination, TerminatingOrTerminatedRecordsEndTheInstance) {
+  for (State s : {State::kTerminating, State::kTerminated}) {
+    InstanceRecord r = rec(s, 1);
+    r.deadline_ms = 900'000;
+    SelfTerminationFacts f = facts(r);
+    f.busy = true;
+    EXPECT_EQ(decide_self_termination(f).verdict, Verdict::kTerminate);
+  }
+}
+
+TEST(SelfTermination, NoRecordAfterTheBootGrace) {
+  SelfTerminationFacts f = facts(std::nullopt);
+  f.since_start = std::chrono::minutes(5) - Duration{1};
+  EXPECT_EQ(decide_self_termination(f).verdict, Verdict::kStay);
+  f.since_start = std::chrono::minutes(5);
+  EXPECT_EQ(decide_self_termination(f).verdict, Verdict::kTerminate);
+  EXPECT_NE(decide_self_termination(f).reason.find("no record"), std::string::npos);
+  f.busy = true;
+  f.job_bound_ms = 900'000;
+  EXPECT_EQ(decide_self_termination(f).verdict, Verdict::kDrainFirst);
+  f.job_bound_ms = 400'000;
+  EXPECT_EQ(decide_self_termination(f).verdict, Verdict::kTerminate);
+}
+
+TEST(SelfTermination, TableUnreachableBeyondTheLimit) {
+  InstanceRecord fresh = rec(State::kRunning, 1);
+  fresh.deadline_ms = 900'000;
+  SelfTerminationFacts f = facts(std::nullopt);
+  f.unreachable_for = std::chrono::minutes(10) - Duration{1};
+  EXPECT_EQ(decide_self_termination(f).verdict, Verdict::kStay);
+  f.since_start = std::chrono::hours(1);  // no boot-grace verdict while the table is unreachable
+  EXPECT_EQ(decide_self_termination(f).verdict, Verdict::kStay);
+  f.unreachable_for = std::chrono::minutes(10);
+  EXPECT_EQ(decide_self_termination(f).verdict, Verdict::kTerminate);
+  EXPECT_NE(decide_self_termination(f).reason.find("unreachable"), std::string::npos);
+  f.busy = true;
+  f.job_bound_ms = 900'000;
+  EXPECT_EQ(decide_self_termination(f).verdict, Verdict::kDrainFirst);
+}
+
+TEST(SelfTermination, JobBound) {
+  InstanceRecord r = rec(State::kClaimed, 1);
+  r.deadline_ms = 1000;
+  EXPECT_EQ(job_bound_ms(r, Duration{500}), 1500);
+  r.hard_deadline_ms = 1200;
+  EXPECT_EQ(job_bound_ms(r, Duration{500}), 1200);
+}
+
+// ---- draining
+
+DrainFacts drain(DrainStrategy s) {
+  DrainFacts f;
+  f.strategy = s;
+  f.listener_running = true;
+  f.drain_timeout = Duration{1000};
+  f.stock_idle_wait = Duration{500};
+  f.stop_timeout = Duration{300};
+  f.remove_retry = Duration{200};
+  return f;
+}
+
+TEST(DrainStrategy, ChosenByCapability) {
+  EXPECT_EQ(choose_drain_strategy(true), DrainStrategy::kSentinel);
+  EXPECT_EQ(choose_drain_strategy(false), DrainStrategy::kStock);
+}
+
+TEST(DrainStep, SentinelWaitsForTheListenerThenFallsBackWhenIgnored) {
+  DrainFacts f = drain(DrainStrategy::kSentinel);
+  EXPECT_EQ(drain_step(f), DrainStep::kWait);
+  f.since_drain_start = Duration{999};
+  EXPECT_EQ(drain_step(f), DrainStep::kWait);
+  f.since_drain_start = Duration{1000};
+  EXPECT_EQ(drain_step(f), DrainStep::kFallBackToStock);
+  f.busy = true;  // a job in hand: never fall back (nor stop) while it runs
+  f.since_drain_start = Duration{1'000'000};
+  EXPECT_EQ(drain_step(f), DrainStep::kWait);
+  f.listener_running = false;
+  EXPECT_EQ(drain_step(f), DrainStep::kListenerGone);
+}
+
+TEST(DrainStep, StockWaitsUntilIdleThenDeregistersThenInterrupts) {
+  DrainFacts f = drain(DrainStrategy::kStock);
+  f.has_remove_token = true;
+  f.busy = true;
+  EXPECT_EQ(drain_step(f), DrainStep::kWait);
+  f.busy = false;
+  EXPECT_EQ(drain_step(f), DrainStep::kDeregister);
+  // A failed remove (busy on GitHub: 422) is retried after a pause.
+  f.since_remove_attempt = Duration{100};
+  EXPECT_EQ(drain_step(f), DrainStep::kWait);
+  f.since_remove_attempt = Duration{200};
+  EXPECT_EQ(drain_step(f), DrainStep::kDeregister);
+  // Deregistered: the Listener should notice and exit; SIGINT if it does not in time.
+  f.deregistered = true;
+  f.since_deregistered = Duration{499};
+  EXPECT_EQ(drain_step(f), DrainStep::kWait);
+  f.since_deregistered = Duration{500};
+  EXPECT_EQ(drain_step(f), DrainStep::kInterrupt);
+  f.since_interrupt = Duration{299};
+  EXPECT_EQ(drain_step(f), DrainStep::kWait);
+  f.since_interrupt = Duration{300};
+  EXPECT_EQ(drain_step(f), DrainStep::kKill);
+  f.listener_running = false;
+  EXPECT_EQ(drain_step(f), DrainStep::kListenerGone);
+}
+
+TEST(DrainStep, StockWithoutRemoveTokenInterruptsOnceIdle) {
+  DrainFacts f = drain(DrainStrategy::kStock);
+  f.busy = true;
+  EXPECT_EQ(drain_step(f), DrainStep::kWait);
+  f.busy = false;
+  EXPECT_EQ(drain_step(f), DrainStep::kInterrupt);
+}
+
+TEST(DrainStep, NeverInterruptsOrKillsABusyRunnerBeforeItWasAsked) {
+  for (DrainStrategy s : {DrainStrategy::kSentinel, DrainStrategy::kStock}) {
+    for (bool token : {false, true}) {
+      for (bool dereg : {false, true}) {
+        for (int64_t t : {0, 100, 10'000'000}) {
+          DrainFacts f = drain(s);
+          f.busy = true;
+          f.has_remove_token = token;
+          f.deregistered = dereg;
+          f.since_drain_start = Duration{t};
+          f.since_deregistered = Duration{t};
+          f.since_remove_attempt = Duration{t};
+          DrainStep step = drain_step(f);
+          EXPECT_EQ(step, DrainStep::kWait);
+        }
+      }
+    }
+  }
+}
+
+// ---- Listener exits
+
+TEST(AfterListenerExit, ByExitCode) {
+  const Duration b{100};
+  EXPECT_EQ(after_listener_exit({false, 0}, false, 0, 5, b).what, AfterExit::kFail);
+  EXPECT_EQ(after_listener_exit({false, 1}, false, 0, 5, b).what, AfterExit::kFail);
+  EXPECT_EQ(after_listener_exit({false, 7}, false, 0, 5, b).what, AfterExit::kFail);
+  for (int code : {2, 3, 4, 5, 6, 42, 137}) {
+    ExitDecision d = after_listener_exit({false, code}, false, 0, 5, b);
+    EXPECT_EQ(d.what, AfterExit::kRestart) << code;
+    EXPECT_EQ(d.delay, b);
+  }
+  for (int sig : {9, 11, 15}) EXPECT_EQ(after_listener_exit({true, sig}, false, 0, 5, b).what, AfterExit::kRestart);
+}
+
+TEST(AfterListenerExit, AnyExitWhileStoppingEndsIt) {
+  for (ExitStatus s : {ExitStatus{false, 0}, ExitStatus{false, 1}, ExitStatus{false, 2}, ExitStatus{true, 9}}) {
+    EXPECT_EQ(after_listener_exit(s, true, 0, 5, Duration{1}).what, AfterExit::kStopped);
+  }
+}
+
+TEST(AfterListenerExit, RestartsAreBoundedWithGrowingBackoff) {
+  const Duration b{100};
+  EXPECT_EQ(after_listener_exit({false, 2}, false, 1, 5, b).delay, Duration{200});
+  EXPECT_EQ(after_listener_exit({false, 2}, false, 4, 5, b).delay, Duration{1600});
+  EXPECT_EQ(after_listener_exit({false, 2}, false, 9, 50, b).delay, Duration{3200});  // capped at 32x
+  ExitDecision d = after_listener_exit({false, 2}, false, 5, 5, b);
+  EXPECT_EQ(d.what, AfterExit::kFail);
+  EXPECT_NE(d.reason.find("5 restarts"), std::string::npos);
+  EXPECT_EQ(after_listener_exit({true, 9}, false, 0, 0, b).what, AfterExit::kFail);
+}
+
+TEST(Names, AreDistinct) {
+  std::set<std::string_view> names;
+  for (Phase p : kAllPhases) names.insert(phase_name(p));
+  EXPECT_EQ(names.size(), kAllPhases.size());
+  EXPECT_EQ(describe({true, 9}), "killed by signal 9");
+  EXPECT_EQ(describe({false, 2}), "exit code 2");
+}
+
+}  // namespace
+}  // namespace runpool::agent

@@ -1,0 +1,62 @@
+#include "agent/diag_tail.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+namespace runpool::agent {
+
+namespace fs = std::filesystem;
+
+DiagTail::DiagTail(std::string dir, std::string prefix) : dir_(std::move(dir)), prefix_(std::move(prefix)) {
+  for (const auto& name : matching_files()) {
+    std::error_code ec;
+    auto size = fs::file_size(fs::path(dir_) / name, ec);
+    files_[name].offset = ec ? 0 : size;
+  }
+}
+
+std::vector<std::string> DiagTail::matching_files() const {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix_, 0) == 0 && name.size() > 4 && name.compare(name.size() - 4, 4, ".log") == 0 &&
+        it->is_regular_file(ec)) {
+      out.push_back(name);
+    }
+  }
+  std::sort(out.begin(), out.end());  // names carry their start time: oldest first
+  return out;
+}
+
+std::vector<std::string> DiagTail::poll() {
+  std::vector<std::string> lines;
+  for (const auto& name : matching_files()) {
+    FileState& st = files_[name];
+    std::ifstream in(fs::path(dir_) / name, std::ios::binary);
+    if (!in) continue;
+    in.seekg(0, std::ios::end);
+    const auto size = static_cast<uint64_t>(in.tellg());
+    if (size < st.offset) {  // truncated or replaced: start over
+      st.offset = 0;
+      st.partial.clear();
+    }
+    if (size == st.offset) continue;
+    in.seekg(static_cast<std::streamoff>(st.offset));
+    std::string chunk(size - st.offset, '\0');
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    chunk.resize(static_cast<size_t>(in.gcount()));
+    st.offset += chunk.size();
+    st.partial += chunk;
+    size_t start = 0;
+    for (size_t nl = st.partial.find('\n'); nl != std::string::npos; nl = st.partial.find('\n', start)) {
+      lines.push_back(st.partial.substr(start, nl - start));
+      start = nl + 1;
+    }
+    st.partial.erase(0, start);
+  }
+  return lines;
+}
+
+}  // namespace runpool::agent

@@ -1,0 +1,254 @@
+#include "agent/local_runner_host.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+#include "agent/local_listener.h"
+
+namespace runpool::agent {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& runner_config_files() {
+  static const std::vector<std::string> files = {".runner", ".runner_migrated", ".credentials",
+                                                 ".credentials_migrated", ".credentials_rsaparams"};
+  return files;
+}
+
+namespace {
+
+void must(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error(what + ": " + std::strerror(errno));
+}
+
+void remove_path(const fs::path& p) {
+  std::error_code ec;
+  fs::remove_all(p, ec);
+  if (ec) throw std::runtime_error("cannot remove " + p.string() + ": " + ec.message());
+}
+
+// Creates `p` (if missing) as a directory owned by the user; an existing non-directory (or a
+// symlink the runner planted) is replaced.
+void user_dir(const fs::path& p, const UserIdentity& u, mode_t mode) {
+  struct stat st {};
+  if (lstat(p.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) remove_path(p);
+  if (mkdir(p.c_str(), mode) != 0 && errno != EEXIST) must(false, "mkdir " + p.string());
+  must(lchown(p.c_str(), u.uid, u.gid) == 0, "chown " + p.string());
+  must(chmod(p.c_str(), mode) == 0, "chmod " + p.string());
+}
+
+// Can `u` reach (search) every directory from / down to `dir`'s parent?
+std::optional<std::string> unsearchable_ancestor(const fs::path& dir, const UserIdentity& u) {
+  fs::path cur = "/";
+  for (const auto& part : dir.parent_path().relative_path()) {
+    cur /= part;
+    struct stat st {};
+    if (stat(cur.c_str(), &st) != 0) return std::nullopt;  // created later with 0755
+    bool in_group = false;
+    for (gid_t g : u.groups) in_group = in_group || g == st.st_gid;
+    bool ok = (st.st_uid == u.uid && (st.st_mode & S_IXUSR)) || (in_group && (st.st_mode & S_IXGRP)) ||
+              (st.st_mode & S_IXOTH);
+    if (!ok) return cur.string();
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+LocalRunnerHost::LocalRunnerHost(RunnerHostSettings settings, std::function<void()> alive)
+    : s_(std::move(settings)), alive_(std::move(alive)) {}
+
+std::string LocalRunnerHost::path(const std::string& name) const { return (fs::path(s_.root) / name).string(); }
+
+bool LocalRunnerHost::root_owned_by_runner() const {
+  struct stat st {};
+  return stat(s_.root.c_str(), &st) == 0 && st.st_uid == s_.user.uid;
+}
+
+std::vector<std::string> LocalRunnerHost::runner_env(const std::vector<std::string>& extra) const {
+  std::vector<std::string> env = {"HOME=" + path("_home"), "PATH=" + s_.path, "LANG=" + s_.lang,
+                                  "USER=" + s_.user.name, "LOGNAME=" + s_.user.name};
+  env.insert(env.end(), extra.begin(), extra.end());
+  return env;
+}
+
+void LocalRunnerHost::prepare() {
+  if (s_.user.uid == 0) throw std::runtime_error("the runner user must not be root");
+  const fs::path root(s_.root);
+  if (auto bad = unsearchable_ancestor(root, s_.user)) {
+    throw std::runtime_error("runner user " + s_.user.name + " cannot reach " + s_.root + ": " + *bad +
+                             " is not searchable by it");
+  }
+  std::error_code ec;
+  if (!fs::exists(root / "bin" / "Runner.Listener", ec)) {
+    if (s_.template_dir.empty()) {
+      throw std::runtime_error(s_.root + " has no bin/Runner.Listener and no runner_template is configured");
+    }
+    if (!fs::exists(fs::path(s_.template_dir) / "bin" / "Runner.Listener", ec)) {
+      throw std::runtime_error("runner_template " + s_.template_dir + " has no bin/Runner.Listener");
+    }
+    spdlog::info("installing the runner from {} into {}", s_.template_dir, s_.root);
+    fs::create_directories(root.parent_path(), ec);
+    if (ec) throw std::runtime_error("cannot create " + root.parent_path().string() + ": " + ec.message());
+    // Copied next to the root and renamed into place, so a crash never leaves half a runner.
+    const fs::path staging = root.string() + ".staging-" + std::to_string(getpid());
+    remove_path(staging);
+    fs::copy(s_.template_dir, staging, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+    if (ec) throw std::runtime_error("cannot copy the runner template: " + ec.message());
+    if (fs::exists(root, ec)) {
+      fs::copy(staging, root,
+               fs::copy_options::recursive | fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing, ec);
+      remove_path(staging);
+      if (ec) throw std::runtime_error("cannot copy the runner template: " + ec.message());
+    } else {
+      fs::rename(staging, root, ec);
+      if (ec) throw std::runtime_error("cannot move the runner into " + s_.root + ": " + ec.message());
+    }
+  }
+  if (!root_owned_by_runner()) {
+    must(chown(s_.root.c_str(), 0, s_.user.gid) == 0, "chown " + s_.root);
+    must(chmod(s_.root.c_str(), 01770) == 0, "chmod " + s_.root);
+  }
+  user_dir(root / "_work", s_.user, 0755);
+  user_dir(root / "_home", s_.user, 0700);
+}
+
+std::optional<RunnerIdentity> LocalRunnerHost::configured() {
+  std::string file = path(".runner_migrated");
+  if (!fs::exists(file)) file = path(".runner");
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_runner_file(ss.str());
+}
+
+CommandResult LocalRunnerHost::run_as_runner(const std::vector<std::string>& argv,
+                                             const std::vector<std::string>& extra_env) {
+  SpawnOptions o;
+  o.argv = argv;
+  o.env = runner_env(extra_env);
+  o.cwd = s_.root;
+  o.user = s_.user;
+  CommandResult r;
+  try {
+    CommandOutcome c = run_command(o, s_.registration_timeout, alive_);
+    r.exit_code = c.exit_code;
+    r.timed_out = c.timed_out;
+    r.output = c.output;
+  } catch (const std::exception& e) {
+    r.output = e.what();
+  }
+  return r;
+}
+
+CommandResult LocalRunnerHost::configure(const Registration& reg) {
+  remove_local();
+  std::vector<std::string> argv = {path("config.sh"), "--url", reg.url, "--labels", reg.label, "--no-default-labels",
+                                   "--name", reg.name, "--unattended", "--replace", "--work", "_work"};
+  if (s_.disable_update) argv.push_back("--disableupdate");
+  // The token travels in the environment, never in argv (/proc/*/cmdline is world-readable).
+  return run_as_runner(argv, {"ACTIONS_RUNNER_INPUT_TOKEN=" + reg.token.reveal()});
+}
+
+CommandResult LocalRunnerHost::remove(const Secret& remove_token) {
+  return run_as_runner({path("config.sh"), "remove"},
+                       {"ACTIONS_RUNNER_INPUT_TOKEN=" + remove_token.reveal(), "ACTIONS_RUNNER_INPUT_UNATTENDED=true"});
+}
+
+void LocalRunnerHost::remove_local() {
+  for (const auto& f : runner_config_files()) remove_path(path(f));
+}
+
+std::unique_ptr<ListenerProcess> LocalRunnerHost::start_listener() {
+  DiagTail diag(path("_diag"));  // before the start: only the new Listener's lines count
+  SpawnOptions o;
+  o.argv = {path("bin/Runner.Listener"), "run"};
+  o.env = runner_env();
+  o.cwd = s_.root;
+  o.user = s_.user;
+  Child c = spawn(o);
+  spdlog::info("started the Listener, pid {}", c.pid);
+  return std::make_unique<LocalListener>(c, std::move(diag));
+}
+
+void LocalRunnerHost::set_drain_sentinel(bool present) {
+  const std::string p = path(".drain");
+  if (!present) {
+    remove_path(p);
+    return;
+  }
+  // O_NOFOLLOW: the root is writable by the runner, which could have planted a symlink here.
+  int fd = open(p.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == ELOOP) {
+    remove_path(p);
+    fd = open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  }
+  must(fd >= 0, "create " + p);
+  int rc = fchown(fd, s_.user.uid, s_.user.gid);
+  int e = errno;
+  close(fd);
+  errno = e;
+  must(rc == 0, "chown " + p);
+}
+
+std::vector<int> LocalRunnerHost::stray_listeners() {
+  std::vector<int> out;
+  for (pid_t p : processes_of_user(s_.user.uid)) {
+    std::string cmd = process_cmdline(p);
+    if (cmd.find("Runner.Listener") != std::string::npos && cmd.find("configure") == std::string::npos &&
+        cmd.find("remove") == std::string::npos) {
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+bool LocalRunnerHost::worker_running() {
+  for (pid_t p : processes_of_user(s_.user.uid)) {
+    if (process_cmdline(p).find("Runner.Worker") != std::string::npos) return true;
+  }
+  return false;
+}
+
+void LocalRunnerHost::signal_processes(const std::vector<int>& pids, int signal) {
+  for (int p : pids) ::kill(p, signal);
+}
+
+void LocalRunnerHost::end_user_processes() {
+  size_t left = end_processes_of_user(s_.user, s_.cleanup_timeout, alive_);
+  if (left) throw std::runtime_error(std::to_string(left) + " processes of " + s_.user.name + " would not end");
+}
+
+void LocalRunnerHost::clean() {
+  end_user_processes();
+  for (const auto& f : runner_config_files()) remove_path(path(f));
+  for (const char* f : {".drain", "_diag", "_work", "_home"}) remove_path(path(f));
+  // Everything else the runner created in the root (.env, .path, anything a job dropped there):
+  // in the root-owned layout that is exactly what the runner user owns.
+  if (!root_owned_by_runner()) {
+    std::error_code ec;
+    for (fs::directory_iterator it(s_.root, ec), end; !ec && it != end; it.increment(ec)) {
+      struct stat st {};
+      if (lstat(it->path().c_str(), &st) == 0 && st.st_uid == s_.user.uid) remove_path(it->path());
+    }
+    if (ec) throw std::runtime_error("cannot list " + s_.root + ": " + ec.message());
+  } else {
+    for (const char* f : {".env", ".path"}) remove_path(path(f));
+  }
+  user_dir(fs::path(s_.root) / "_work", s_.user, 0755);
+  user_dir(fs::path(s_.root) / "_home", s_.user, 0700);
+}
+
+}  // namespace runpool::agent

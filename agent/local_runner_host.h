@@ -1,0 +1,63 @@
+// The runner on this machine: its root directory, config.sh, and `bin/Runner.Listener run`
+// supervised as a child in its own process group, run as the unprivileged runner user.
+//
+// Layout: the installation (copied from runner_template, or installed by the image) stays owned
+// by root; the root directory itself is root:<runner group>, mode 1770 (sticky), so the runner
+// can create its configuration, _diag and _work there but cannot replace or delete what it does
+// not own — a job cannot plant anything in the installation that outlives its assignment. A root
+// the operator gave to the runner user is left as it is.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "agent/process.h"
+#include "agent/runner_host.h"
+
+namespace runpool::agent {
+
+struct RunnerHostSettings {
+  std::string root;
+  std::string template_dir;  // "" = none
+  UserIdentity user;
+  bool disable_update = true;
+  std::string path;
+  std::string lang = "C.UTF-8";
+  Duration registration_timeout{std::chrono::minutes(2)};
+  Duration cleanup_timeout{std::chrono::seconds(30)};
+};
+
+class LocalRunnerHost final : public RunnerHost {
+ public:
+  // `alive` is called while waiting on commands and processes (the watchdog's pulse).
+  LocalRunnerHost(RunnerHostSettings settings, std::function<void()> alive);
+
+  void prepare() override;
+  std::optional<RunnerIdentity> configured() override;
+  CommandResult configure(const Registration& r) override;
+  CommandResult remove(const Secret& remove_token) override;
+  void remove_local() override;
+  std::unique_ptr<ListenerProcess> start_listener() override;
+  void set_drain_sentinel(bool present) override;
+  std::vector<int> stray_listeners() override;
+  bool worker_running() override;
+  void signal_processes(const std::vector<int>& pids, int signal) override;
+  void end_user_processes() override;
+  void clean() override;
+
+  // The runner's environment: HOME, PATH, LANG, USER, LOGNAME and `extra` — nothing of the agent's.
+  std::vector<std::string> runner_env(const std::vector<std::string>& extra = {}) const;
+
+ private:
+  std::string path(const std::string& name) const;
+  CommandResult run_as_runner(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env);
+  bool root_owned_by_runner() const;
+
+  RunnerHostSettings s_;
+  std::function<void()> alive_;
+};
+
+// The config and credential files configuration writes (and a new identity must not find).
+const std::vector<std::string>& runner_config_files();
+
+}  // namespace runpool::agent

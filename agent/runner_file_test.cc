@@ -1,0 +1,60 @@
+#include "agent/runner_file.h"
+
+#include <gtest/gtest.h>
+
+namespace runpool::agent {
+namespace {
+
+const std::string kBom = "\xEF\xBB\xBF";
+
+TEST(RunnerFile, ReadsTheRealRunnersFileWithBomAndCamelCase) {
+  std::string text = kBom + R"({
+  "agentId": 42,
+  "agentName": "pool-i-0abc-g3",
+  "poolId": 1,
+  "poolName": "Default",
+  "serverUrl": "http://127.0.0.1:9/_services/pipelines",
+  "gitHubUrl": "http://127.0.0.1:9/o/r",
+  "workFolder": "_work"
+})";
+  RunnerIdentity id = parse_runner_file(text);
+  EXPECT_EQ(id.id, 42);
+  EXPECT_EQ(id.name, "pool-i-0abc-g3");
+  EXPECT_EQ(id.server_url, "http://127.0.0.1:9/_services/pipelines");
+}
+
+TEST(RunnerFile, AcceptsPascalCaseNoBomAndQuotedIds) {
+  EXPECT_EQ(parse_runner_file(R"({"AgentId": 7, "AgentName": "x"})").id, 7);
+  EXPECT_EQ(parse_runner_file(R"({"agentId": "8", "agentName": "x"})").id, 8);
+  EXPECT_EQ(parse_runner_file(R"({"agentId": 9, "agentName": "y"})").server_url, "");
+}
+
+TEST(RunnerFile, RefusesGarbageAndMissingOrMistypedFields) {
+  for (const std::string& bad : {std::string(""), kBom, std::string("not json"), kBom + "{", std::string("[1,2]"),
+                                std::string("\"x\""), std::string("{}"), std::string(R"({"agentName":"x"})"),
+                                std::string(R"({"agentId":1})"), std::string(R"({"agentId":"1a","agentName":"x"})"),
+                                std::string(R"({"agentId":1.5,"agentName":"x"})"),
+                                std::string(R"({"agentId":0,"agentName":"x"})"),
+                                std::string(R"({"agentId":-3,"agentName":"x"})"),
+                                std::string(R"({"agentId":1,"agentName":""})"),
+                                std::string(R"({"agentId":1,"agentName":5})"),
+                                std::string(R"({"agentId":null,"agentName":"x"})"),
+                                std::string(R"({"agentId":99999999999999999999999,"agentName":"x"})"),
+                                std::string("\xEF\xBB{\"agentId\":1}")}) {
+    EXPECT_THROW(parse_runner_file(bad), RunnerFileError) << bad;
+  }
+}
+
+TEST(RunnerName, RoundTripsAndRejectsOtherNames) {
+  EXPECT_EQ(runner_name("pool", "i-0abc", 12), "pool-i-0abc-g12");
+  EXPECT_EQ(generation_of_runner_name("pool-i-0abc-g12", "pool", "i-0abc"), 12);
+  EXPECT_EQ(generation_of_runner_name("pool-i-0abc-g1", "pool", "i-0abc"), 1);
+  for (const char* other : {"pool-i-0abc-g", "pool-i-0abc-g0", "pool-i-0abc-g012", "pool-i-0abc-gx",
+                            "pool-i-0abd-g3", "other-i-0abc-g3", "pool-i-0abc-g3x", "pool-i-0abc-3", "",
+                            "pool-i-0abc-g9999999999999999999"}) {
+    EXPECT_FALSE(generation_of_runner_name(other, "pool", "i-0abc")) << other;
+  }
+}
+
+}  // namespace
+}  // namespace runpool::agent

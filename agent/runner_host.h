@@ -1,0 +1,109 @@
+// What the agent does to the runner on this machine, behind small interfaces so that the loop can
+// be tested with fakes: the runner root (configure, remove, drain sentinel, cleaning) and one
+// running Listener. The real implementation is LocalRunnerHost (local_runner_host.h).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/decisions.h"
+#include "agent/runner_file.h"
+#include "agent/runner_output.h"
+#include "common/secret.h"
+
+namespace runpool::agent {
+
+// One `bin/Runner.Listener run`, started by the host. Non-blocking: the loop polls it.
+class ListenerProcess {
+ public:
+  virtual ~ListenerProcess() = default;
+  // Events from its stdout and its _diag log since the last call.
+  virtual std::vector<RunnerEvent> poll_events() = 0;
+  // Its exit status once it ended (every process of its group is then signalled to end too).
+  virtual std::optional<ExitStatus> exit_status() = 0;
+  virtual void interrupt() = 0;  // SIGINT to its process group: a graceful stop
+  virtual void kill() = 0;       // SIGKILL to its process group
+  // The last lines it wrote, for a failure's detail (never holds a token: none is in its output).
+  virtual std::string output_tail() const = 0;
+};
+
+struct CommandResult {
+  int exit_code = -1;     // -1 when it timed out or could not start
+  bool timed_out = false;
+  std::string output;     // the tail of stdout and stderr
+
+  bool ok() const { return exit_code == 0 && !timed_out; }
+};
+
+struct Registration {
+  std::string url;    // https://github.com/owner[/repo]
+  std::string label;  // the assignment label: the only label
+  std::string name;   // unique: <pool>-<instance>-g<generation>
+  Secret token;
+};
+
+class RunnerHost {
+ public:
+  virtual ~RunnerHost() = default;
+
+  // Ensures the runner root exists and is usable by the runner user (copying the template when
+  // the root has no Listener). Throws std::runtime_error with the reason.
+  virtual void prepare() = 0;
+  // What `.runner` says (nullopt: not configured; RunnerFileError when unreadable).
+  virtual std::optional<RunnerIdentity> configured() = 0;
+  // Deletes stale configuration, then config.sh as the runner user, the token in the environment.
+  virtual CommandResult configure(const Registration& r) = 0;
+  // config.sh remove, the remove token in the environment: deletes the runner on GitHub.
+  virtual CommandResult remove(const Secret& remove_token) = 0;
+  // Deletes the runner's configuration and credential files only.
+  virtual void remove_local() = 0;
+  virtual std::unique_ptr<ListenerProcess> start_listener() = 0;
+  // Creates <root>/.drain (owned by the runner user), or removes it.
+  virtual void set_drain_sentinel(bool present) = 0;
+  // Listener processes of the runner user that this agent did not start (left by an earlier agent).
+  virtual std::vector<int> stray_listeners() = 0;
+  virtual bool worker_running() = 0;  // a Runner.Worker process exists
+  virtual void signal_processes(const std::vector<int>& pids, int signal) = 0;
+  // Ends every process of the runner user: SIGTERM, then SIGKILL after the cleanup bound.
+  virtual void end_user_processes() = 0;
+  // Between assignments: end the user's processes, delete configuration, credentials, .drain,
+  // _diag, the work folder and the runner's home. Throws std::runtime_error when it cannot.
+  virtual void clean() = 0;
+};
+
+// Terminating this instance.
+class Compute {
+ public:
+  virtual ~Compute() = default;
+  // TerminateInstances on our own id; throws on failure.
+  virtual void terminate_self() = 0;
+  // The OS shutdown fallback (poweroff); false when it could not be started.
+  virtual bool shutdown_os() = 0;
+};
+
+// Spot interruption and rebalance notices.
+struct Notice {
+  enum Kind { kSpotInterruption, kRebalance } kind = kSpotInterruption;
+  std::string detail;  // "spot instance-action terminate at 2026-…", "rebalance recommended at …"
+};
+
+class NoticeSource {
+ public:
+  virtual ~NoticeSource() = default;
+  // A notice when IMDS has one (the same one again on later calls); throws when IMDS fails.
+  virtual std::optional<Notice> poll() = 0;
+};
+
+// systemd's notify protocol (READY, STATUS, WATCHDOG); no-ops without systemd.
+class Notifier {
+ public:
+  virtual ~Notifier() = default;
+  virtual void ready() = 0;
+  virtual void status(const std::string& text) = 0;
+  virtual void watchdog() = 0;
+  virtual void stopping() = 0;
+};
+
+}  // namespace runpool::agent
