@@ -28,10 +28,8 @@ void AgentLoop::set_busy(bool b) {
 }
 
 void AgentLoop::pump_listener() {
-  if (!strays_.empty()) {
-    strays_ = host_.stray_listeners();
-    set_busy(!strays_.empty() && host_.worker_running());
-  }
+  // A stray Listener's jobs show only as its Worker process (its output went to the earlier agent).
+  if (!strays_.empty()) set_busy(host_.worker_running());
   if (!listener_) return;
   for (const auto& e : listener_->poll_events()) activity_.apply(e);
   if (auto ex = listener_->exit_status()) {
@@ -92,7 +90,7 @@ void AgentLoop::take_token() {
 void AgentLoop::supervise() {
   if (!strays_.empty()) {
     stray_progress();
-    return;
+    if (!strays_.empty()) return;
   }
   if (!token_taken_) take_token();
   if (!token_taken_) return;  // the Listener never starts while the token is readable in the record
@@ -186,6 +184,10 @@ void AgentLoop::deregister_during_drain() {
 }
 
 void AgentLoop::drain_progress() {
+  if (!strays_.empty()) {
+    strays_ = host_.stray_listeners();
+    set_busy(!strays_.empty() && host_.worker_running());
+  }
   DrainFacts f;
   f.strategy = strategy_;
   f.listener_running = listener_ != nullptr || !strays_.empty();
@@ -239,6 +241,7 @@ void AgentLoop::drain_progress() {
 // idle SIGINT — never while a Worker runs), then this agent starts its own.
 void AgentLoop::stray_progress() {
   if (strays_.empty()) return;
+  set_busy(host_.worker_running());
   DrainFacts f;
   f.strategy = strategy_;
   f.listener_running = true;

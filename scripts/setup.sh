@@ -26,6 +26,14 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# The unprivileged user runpool-agent runs the runner as (integration tests launch real agents):
+# a system user with its own group, no home directory and no login shell.
+if ! id -u runpool-runner >/dev/null 2>&1; then
+  sudo_=""; [ "$(id -u)" -eq 0 ] || sudo_="sudo"
+  echo "setup: creating the system user runpool-runner" >&2
+  $sudo_ useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin runpool-runner
+fi
+
 # The local cloud's npm packages, exactly as locked.
 # A stamp of the lockfile npm ci last installed from skips the reinstall when nothing changed.
 stamp=tests/localcloud/node_modules/.runpool-installed-lock

@@ -1,0 +1,659 @@
+// The main loop, end to end, with the in-memory state table, a fake clock and fakes for the runner
+// host, the Listener and EC2: every lifecycle path the controller can drive, crashes, restarts,
+// notices and self-termination — without processes, AWS or sleeping.
+#include "agent/agent_loop.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "common/pool/memory_state_table.h"
+#include "common/pool/transitions.h"
+
+namespace runpool::agent {
+namespace {
+
+using namespace std::chrono_literals;
+using pool::AgentSignal;
+using pool::InstanceRecord;
+using pool::State;
+
+class FakeListener final : public ListenerProcess {
+ public:
+  struct Shared {
+    std::deque<RunnerEvent> events;
+    std::optional<ExitStatus> exit;
+    bool interrupted = false;
+    bool killed = false;
+    bool exit_on_interrupt = true;
+  };
+  explicit FakeListener(std::shared_ptr<Shared> s) : s_(std::move(s)) {}
+  std::vector<RunnerEvent> poll_events() override {
+    std::vector<RunnerEvent> out(s_->events.begin(), s_->events.end());
+    s_->events.clear();
+    return out;
+  }
+  std::optional<ExitStatus> exit_status() override { return s_->exit; }
+  void interrupt() override {
+    s_->interrupted = true;
+    if (s_->exit_on_interrupt) s_->exit = ExitStatus{false, 0};
+  }
+  void kill() override {
+    s_->killed = true;
+    s_->exit = ExitStatus{true, 9};
+  }
+  std::string output_tail() const override { return "last words"; }
+
+ private:
+  std::shared_ptr<Shared> s_;
+};
+
+class FakeHost final : public RunnerHost {
+ public:
+  void prepare() override {
+    ++prepares;
+    if (!prepare_error.empty()) throw std::runtime_error(prepare_error);
+  }
+  std::optional<RunnerIdentity> configured() override { return identity; }
+  CommandResult configure(const Registration& r) override {
+    configures.push_back(r);
+    CommandResult res;
+    res.exit_code = configure_exit;
+    res.output = configure_exit == 0 ? "√ Settings Saved." : "Http response code: NotFound";
+    if (configure_exit == 0) identity = RunnerIdentity{1000 + static_cast<int64_t>(configures.size()), r.name, ""};
+    return res;
+  }
+  CommandResult remove(const Secret& token) override {
+    removes.push_back(token.reveal());
+    CommandResult res;
+    res.exit_code = remove_results.empty() ? 0 : remove_results.front();
+    if (!remove_results.empty()) remove_results.pop_front();
+    if (res.exit_code == 0) {
+      identity.reset();
+      if (listener && remove_makes_listener_exit) listener->exit = ExitStatus{false, 0};
+    } else {
+      res.output = "Bad request - Runner is still running a job";
+    }
+    return res;
+  }
+  void remove_local() override {
+    ++remove_locals;
+    identity.reset();
+  }
+  std::unique_ptr<ListenerProcess> start_listener() override {
+    if (start_error) throw std::runtime_error("exec failed");
+    listener = std::make_shared<FakeListener::Shared>();
+    listener->exit_on_interrupt = exit_on_interrupt;
+    ++starts;
+    return std::make_unique<FakeListener>(listener);
+  }
+  void set_drain_sentinel(bool present) override {
+    sentinel = present;
+    if (present) ++sentinels_set;
+    if (present && listener && honours_sentinel && !listener->exit && !busy_job) listener->exit = ExitStatus{false, 0};
+  }
+  std::vector<int> stray_listeners() override { return strays; }
+  bool worker_running() override { return worker; }
+  void signal_processes(const std::vector<int>& pids, int sig) override {
+    for (int p : pids) signals.push_back({p, sig});
+    if (!pids.empty() && strays_exit_on_signal) strays.clear();
+  }
+  void end_user_processes() override { ++ends; }
+  void clean() override {
+    ++cleans;
+    if (!clean_error.empty()) throw std::runtime_error(clean_error);
+    identity.reset();
+    sentinel = false;
+  }
+
+  // Helpers that play the runner's part.
+  void say(RunnerEvent::Kind k, const std::string& job = "") {
+    RunnerEvent e;
+    e.kind = k;
+    e.job = job;
+    if (k == RunnerEvent::kJobCompleted) e.result = "Succeeded";
+    listener->events.push_back(e);
+  }
+
+  std::optional<RunnerIdentity> identity;
+  std::vector<Registration> configures;
+  int configure_exit = 0;
+  std::vector<std::string> removes;
+  std::deque<int> remove_results;
+  bool remove_makes_listener_exit = true;
+  int remove_locals = 0, starts = 0, ends = 0, cleans = 0, prepares = 0, sentinels_set = 0;
+  std::string prepare_error, clean_error;
+  bool start_error = false;
+  std::shared_ptr<FakeListener::Shared> listener;
+  bool sentinel = false;
+  bool honours_sentinel = true;
+  bool busy_job = false;
+  bool exit_on_interrupt = true;
+  std::vector<int> strays;
+  bool strays_exit_on_signal = true;
+  bool worker = false;
+  std::vector<std::pair<int, int>> signals;
+};
+
+class FakeCompute final : public Compute {
+ public:
+  void terminate_self() override {
+    ++terminates;
+    if (terminate_fails) throw std::runtime_error("UnauthorizedOperation");
+  }
+  bool shutdown_os() override {
+    ++shutdowns;
+    return true;
+  }
+  int terminates = 0, shutdowns = 0;
+  bool terminate_fails = false;
+};
+
+// A table that can be taken down.
+class FlakyTable final : public pool::StateTable {
+ public:
+  explicit FlakyTable(pool::StateTable& inner) : inner_(inner) {}
+  std::optional<InstanceRecord> get(const std::string& id) override {
+    check();
+    return inner_.get(id);
+  }
+  bool create(const InstanceRecord& r) override { return inner_.create(r); }
+  bool transition(const std::string& id, const pool::Expect& e, const pool::LifecycleChange& c) override {
+    return inner_.transition(id, e, c);
+  }
+  std::vector<InstanceRecord> by_label(const std::string& l) override { return inner_.by_label(l); }
+  pool::ScanStats scan(const std::function<void(const InstanceRecord&)>& v) override { return inner_.scan(v); }
+  bool remove(const std::string& id, const pool::Expect& e) override { return inner_.remove(id, e); }
+  bool report(const std::string& id, const pool::AgentReport& r) override {
+    check();
+    reports.push_back(r);
+    return inner_.report(id, r);
+  }
+  bool down = false;
+  std::vector<pool::AgentReport> reports;
+
+ private:
+  void check() {
+    if (down) throw std::runtime_error("ConnectionError: table unreachable");
+  }
+  pool::StateTable& inner_;
+};
+
+class AgentLoopTest : public ::testing::Test {
+ protected:
+  static constexpr const char* kId = "i-0123456789abcdef0";
+
+  AgentLoopTest() : table_(memory_), health_(clock_) {}
+
+  LoopSettings settings() {
+    LoopSettings s;
+    s.instance_id = kId;
+    s.pool = "ci";
+    s.agent_version = "test";
+    s.drain_capable = drain_capable_;
+    s.poll_interval = 100ms;
+    s.boot_grace = 2s;
+    s.table_unreachable_limit = 5s;
+    s.restart_backoff = 200ms;
+    s.max_restarts = 3;
+    s.drain_timeout = 3s;
+    s.stock_idle_wait = 1s;
+    s.registration_timeout = 10s;
+    s.cleanup_timeout = 1s;
+    s.terminate_wait = 2s;
+    return s;
+  }
+
+  AgentLoop& loop() {
+    if (!loop_) loop_ = std::make_unique<AgentLoop>(settings(), table_, host_, compute_, clock_, health_);
+    return *loop_;
+  }
+
+  int64_t now() const { return to_epoch_ms(clock_.now()); }
+  InstanceRecord record() { return *memory_.get(kId); }
+
+  void launch(const std::string& label = "run-1") {
+    ASSERT_TRUE(memory_.create(pool::launched_record(kId, "ci", label, "small", pool::UsageClass::kSpot, "c7i.large",
+                                                     Secret("reg-1"), "https://github.com/o/r", now(), timeouts_)));
+  }
+  void step(const pool::Step& s) { ASSERT_TRUE(memory_.transition(kId, s.expect, s.change)); }
+
+  // Ticks `n` times, the clock moving one poll interval each time.
+  void ticks(int n = 1) {
+    for (int i = 0; i < n; ++i) {
+      ASSERT_TRUE(loop().tick()) << "the loop ended";
+      clock_.advance(100ms);
+    }
+  }
+  // Ticks until `pred`, at most `limit` times.
+  template <typename F>
+  bool tick_until(F pred, int limit = 100) {
+    for (int i = 0; i < limit; ++i) {
+      if (pred()) return true;
+      if (!loop().tick()) return pred();
+      clock_.advance(100ms);
+    }
+    return pred();
+  }
+
+  // Launch → registered → running, the Listener listening.
+  void serve(const std::string& label = "run-1") {
+    launch(label);
+    ticks(1);
+    ASSERT_EQ(loop().state().phase, Phase::kServing);
+    host_.say(RunnerEvent::kListening);
+    ticks(1);
+    ASSERT_TRUE(pool::agent_reported(record(), AgentSignal::kRegistered));
+    step(pool::mark_running(record(), now(), timeouts_));
+  }
+
+  bool drain_capable_ = true;
+  FakeClock clock_;
+  pool::MemoryStateTable memory_;
+  FlakyTable table_;
+  FakeHost host_;
+  FakeCompute compute_;
+  TableHealth health_;
+  pool::Timeouts timeouts_;
+  std::unique_ptr<AgentLoop> loop_;
+};
+
+TEST_F(AgentLoopTest, RegistersTakesTheTokenBeforeTheListenerStartsAndReportsRegistered) {
+  launch();
+  ticks(1);
+  ASSERT_EQ(host_.configures.size(), 1u);
+  const Registration& reg = host_.configures[0];
+  EXPECT_EQ(reg.name, std::string("ci-") + kId + "-g1");
+  EXPECT_EQ(reg.label, "run-1");
+  EXPECT_EQ(reg.url, "https://github.com/o/r");
+  EXPECT_EQ(reg.token.reveal(), "reg-1");
+  EXPECT_TRUE(record().reg_token.empty()) << "the token leaves the record";
+  EXPECT_EQ(record().runner_id, 1001);
+  EXPECT_EQ(host_.starts, 1);
+  // The token was taken before the Listener started: the take is the report before any start.
+  bool take_seen = false;
+  for (const auto& r : table_.reports) take_seen = take_seen || r.take_reg_token;
+  EXPECT_TRUE(take_seen);
+  EXPECT_EQ(record().signal, AgentSignal::kBooted);
+  EXPECT_EQ(record().agent_version, "test");
+  EXPECT_NE(loop().status().find("starting the Listener"), std::string::npos);
+
+  host_.say(RunnerEvent::kListening);
+  ticks(1);
+  EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kRegistered));
+  EXPECT_EQ(record().runner_name, std::string("ci-") + kId + "-g1");
+  EXPECT_EQ(loop().status(), "serving run-1 (generation 1), idle");
+}
+
+TEST_F(AgentLoopTest, ListenerDoesNotStartWhileTheTokenCannotBeTaken) {
+  launch();
+  table_.down = true;
+  ticks(1);  // the record cannot even be read
+  EXPECT_EQ(host_.configures.size(), 0u);
+  table_.down = false;
+  ticks(1);
+  EXPECT_EQ(host_.starts, 1);
+}
+
+TEST_F(AgentLoopTest, BusyIsReportedPromptlyFromTheRunnersOwnOutput) {
+  serve();
+  host_.say(RunnerEvent::kJobRequested, "42");
+  ticks(1);
+  EXPECT_TRUE(record().busy) << "an immediate write, not the next heartbeat";
+  EXPECT_TRUE(loop().busy());
+  EXPECT_NE(loop().status().find("busy"), std::string::npos);
+  host_.say(RunnerEvent::kJobStarted, "build");
+  host_.say(RunnerEvent::kJobCompleted, "build");
+  ticks(1);
+  EXPECT_FALSE(record().busy);
+}
+
+TEST_F(AgentLoopTest, DrainCapableRunnerDrainsDeregistersCleansAndServesTheNextAssignment) {
+  serve();
+  host_.busy_job = true;
+  host_.say(RunnerEvent::kJobRequested, "7");
+  ticks(1);
+  step(pool::start_drain(record(), Secret("remove-1"), now(), timeouts_));
+  ticks(1);
+  EXPECT_EQ(loop().state().phase, Phase::kDraining);
+  EXPECT_TRUE(host_.sentinel);
+  EXPECT_TRUE(host_.removes.empty()) << "no deregistration while the Listener runs its job";
+  ticks(10);
+  EXPECT_EQ(loop().state().phase, Phase::kDraining) << "the job in hand runs on";
+  EXPECT_FALSE(host_.listener->interrupted);
+  // The job completes; the drain-capable Listener exits by itself.
+  host_.say(RunnerEvent::kJobCompleted, "7");
+  host_.listener->exit = ExitStatus{false, 0};
+  ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
+  EXPECT_EQ(host_.removes, std::vector<std::string>{"remove-1"});
+  EXPECT_EQ(host_.cleans, 2) << "once at the start, once after the drain";
+  InstanceRecord r = record();
+  EXPECT_TRUE(pool::agent_reported(r, AgentSignal::kDrained));
+  EXPECT_TRUE(r.remove_token.empty());
+  EXPECT_FALSE(r.busy);
+  EXPECT_EQ(loop().state().last_served, 1);
+  EXPECT_EQ(loop().status(), "idle, waiting for an assignment");
+
+  // Back to the pool, claimed again: a new runner name for the new generation.
+  step(pool::return_to_pool(r, now(), timeouts_));
+  ticks(3);
+  EXPECT_EQ(host_.configures.size(), 1u) << "idle record: nothing to do";
+  step(pool::claim(record(), "run-2", Secret("reg-2"), "https://github.com/o/r", now(), timeouts_));
+  ticks(1);
+  ASSERT_EQ(host_.configures.size(), 2u);
+  EXPECT_EQ(host_.configures[1].name, std::string("ci-") + kId + "-g2");
+  EXPECT_EQ(host_.configures[1].label, "run-2");
+  EXPECT_EQ(host_.starts, 2);
+  EXPECT_FALSE(host_.sentinel);
+}
+
+TEST_F(AgentLoopTest, StockRunnerWaitsUntilIdleThenDeregistersAndTheListenerExits) {
+  drain_capable_ = false;
+  serve();
+  host_.say(RunnerEvent::kJobRequested, "7");
+  ticks(1);
+  step(pool::start_drain(record(), Secret("remove-1"), now(), timeouts_));
+  ticks(10);
+  EXPECT_TRUE(host_.removes.empty()) << "busy: no DELETE";
+  EXPECT_FALSE(host_.sentinel);
+  host_.say(RunnerEvent::kJobCompleted, "7");
+  ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
+  EXPECT_EQ(host_.removes.size(), 1u) << "deregistered once, during the drain";
+  EXPECT_FALSE(host_.listener->interrupted) << "the Listener noticed the deletion by itself";
+  EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kDrained));
+}
+
+TEST_F(AgentLoopTest, StockRunnerRetriesARemoveRefusedAsBusyAndInterruptsAListenerThatDoesNotNotice) {
+  drain_capable_ = false;
+  host_.remove_results = {1, 1};  // 422: GitHub saw the runner acquire a job the agent had not seen yet
+  host_.remove_makes_listener_exit = false;
+  serve();
+  step(pool::start_drain(record(), Secret("remove-1"), now(), timeouts_));
+  ASSERT_TRUE(tick_until([&] { return host_.removes.size() == 3; }));
+  ASSERT_TRUE(tick_until([&] { return host_.listener->interrupted; }, 20));
+  ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
+  EXPECT_EQ(host_.removes.size(), 3u);
+  EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kDrained));
+}
+
+TEST_F(AgentLoopTest, ASentinelTheRunnerIgnoresFallsBackToTheStockDrain) {
+  host_.honours_sentinel = false;
+  serve();
+  step(pool::start_drain(record(), Secret("remove-1"), now(), timeouts_));
+  ticks(5);
+  EXPECT_TRUE(host_.sentinel);
+  EXPECT_TRUE(host_.removes.empty());
+  ASSERT_TRUE(tick_until([&] { return !host_.removes.empty(); }, 40));  // after drain_timeout (3 s)
+  ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
+  EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kDrained));
+}
+
+TEST_F(AgentLoopTest, ACrashedListenerIsRestartedAndATerminatedOneFailsTheAssignment) {
+  serve();
+  host_.listener->exit = ExitStatus{true, 9};
+  ticks(1);
+  EXPECT_EQ(host_.starts, 1);
+  EXPECT_EQ(host_.ends, 1) << "what the crashed Listener left is ended";
+  ASSERT_TRUE(tick_until([&] { return host_.starts == 2; }, 5));  // after the 200 ms backoff
+  EXPECT_EQ(host_.configures.size(), 1u) << "restarted, not re-registered";
+  host_.listener->exit = ExitStatus{false, 2};
+  ASSERT_TRUE(tick_until([&] { return host_.starts == 3; }, 10));  // 400 ms
+  host_.listener->exit = ExitStatus{false, 1};
+  ticks(1);
+  EXPECT_EQ(loop().state().phase, Phase::kStopped);
+  InstanceRecord r = record();
+  EXPECT_TRUE(pool::agent_reported(r, AgentSignal::kFailed));
+  EXPECT_NE(r.signal_detail.find("exit code 1"), std::string::npos) << r.signal_detail;
+  EXPECT_NE(r.signal_detail.find("last words"), std::string::npos);
+  ticks(5);
+  EXPECT_EQ(host_.starts, 3) << "a failed assignment is not restarted";
+  // The controller drains it: deregistered, cleaned, drained.
+  step(pool::start_drain(record(), Secret("remove-1"), now(), timeouts_));
+  ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
+  EXPECT_EQ(host_.removes.size(), 1u);
+  EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kDrained));
+}
+
+TEST_F(AgentLoopTest, RestartsAreBounded) {
+  serve();
+  for (int i = 0; i < 3; ++i) {
+    host_.listener->exit = ExitStatus{false, 5};
+    int starts = host_.starts;
+    ASSERT_TRUE(tick_until([&] { return host_.starts == starts + 1; }, 40));
+  }
+  host_.listener->exit = ExitStatus{false, 5};
+  ticks(1);
+  EXPECT_EQ(loop().state().phase, Phase::kStopped);
+  EXPECT_NE(record().signal_detail.find("3 restarts"), std::string::npos) << record().signal_detail;
+}
+
+TEST_F(AgentLoopTest, FailedRegistrationIsReportedAndDrainedWithoutDeregistration) {
+  host_.configure_exit = 1;
+  launch();
+  ticks(1);
+  EXPECT_EQ(host_.configures.size(), 3u) << "retried, bounded";
+  EXPECT_EQ(host_.starts, 0);
+  InstanceRecord r = record();
+  EXPECT_TRUE(pool::agent_reported(r, AgentSignal::kFailed));
+  EXPECT_NE(r.signal_detail.find("NotFound"), std::string::npos);
+  EXPECT_EQ(r.signal_detail.find("reg-1"), std::string::npos) << "never the token";
+  step(pool::start_drain(record(), Secret("remove-1"), now(), timeouts_));
+  ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
+  EXPECT_TRUE(host_.removes.empty()) << "nothing registered here";
+  EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kDrained));
+}
+
+TEST_F(AgentLoopTest, AnUnusableRunnerRootRefusesTheAssignment) {
+  host_.prepare_error = "no bin/Runner.Listener";
+  launch();
+  ticks(2);
+  EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kFailed));
+  EXPECT_NE(record().signal_detail.find("runner root"), std::string::npos);
+  EXPECT_TRUE(host_.configures.empty());
+}
+
+TEST_F(AgentLoopTest, AnAssignmentWithoutTokenIsRefusedOnce) {
+  launch();
+  ASSERT_TRUE(memory_.report(kId, {.take_reg_token = true, .generation = 1}));
+  ticks(3);
+  EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kFailed));
+  EXPECT_TRUE(host_.configures.empty());
+  int failed_reports = 0;
+  for (const auto& r : table_.reports) failed_reports += r.signal == AgentSignal::kFailed;
+  EXPECT_EQ(failed_reports, 1);
+}
+
+TEST_F(AgentLoopTest, TheRecordMovingOnWithoutADrainAbandonsQuietly) {
+  drain_capable_ = false;
+  serve();
+  // The controller rewrote the record for another generation (no drain, no remove token).
+  ASSERT_TRUE(memory_.transition(kId, {}, {.state = State::kIdle, .generation = 5, .label = ""}));
+  ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
+  EXPECT_TRUE(host_.listener->interrupted) << "a stock runner is stopped once idle";
+  EXPECT_TRUE(host_.removes.empty());
+  EXPECT_EQ(host_.cleans, 2) << "once at the start, once after abandoning";
+  EXPECT_FALSE(pool::agent_reported(record(), AgentSignal::kDrained));
+}
+
+TEST_F(AgentLoopTest, ADrainOfAnAssignmentItNeverServedIsFinished) {
+  launch();
+  ASSERT_TRUE(memory_.report(kId, {.take_reg_token = true, .generation = 1}));
+  InstanceRecord r = record();
+  step(pool::start_drain(r, Secret("remove-1"), now(), timeouts_));
+  ticks(2);
+  EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kDrained));
+  EXPECT_TRUE(record().remove_token.empty());
+  EXPECT_TRUE(host_.removes.empty());
+}
+
+// ---- self-termination
+
+TEST_F(AgentLoopTest, DeadlinePassedTerminatesTheInstanceThenFallsBackToShutdown) {
+  launch();
+  ticks(1);
+  clock_.advance(std::chrono::milliseconds(timeouts_.boot_ms));
+  ticks(1);
+  EXPECT_EQ(loop().state().phase, Phase::kTerminating);
+  EXPECT_EQ(compute_.terminates, 1);
+  EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kFailed));
+  EXPECT_NE(record().signal_detail.find("deadline"), std::string::npos);
+  EXPECT_NE(loop().status().find("terminating"), std::string::npos);
+  ticks(19);
+  EXPECT_EQ(compute_.shutdowns, 0);
+  ticks(2);
+  EXPECT_EQ(compute_.shutdowns, 1) << "the OS shutdown after terminate_wait";
+  EXPECT_FALSE(tick_until([&] { return false; }, 30)) << "then the loop gives up (exit 3)";
+}
+
+TEST_F(AgentLoopTest, TerminateFailingFallsBackToShutdownAtOnce) {
+  compute_.terminate_fails = true;
+  launch();
+  ASSERT_TRUE(memory_.transition(kId, {}, {.state = State::kTerminating}));
+  ticks(1);
+  EXPECT_EQ(compute_.terminates, 1);
+  EXPECT_EQ(compute_.shutdowns, 1);
+}
+
+TEST_F(AgentLoopTest, NoRecordAfterTheBootGrace) {
+  ticks(19);
+  EXPECT_EQ(compute_.terminates, 0);
+  ticks(2);
+  EXPECT_EQ(compute_.terminates, 1);
+}
+
+TEST_F(AgentLoopTest, TableUnreachableBeyondTheLimit) {
+  serve();
+  table_.down = true;
+  ticks(45);
+  EXPECT_EQ(compute_.terminates, 0);
+  EXPECT_EQ(loop().state().phase, Phase::kServing) << "an outage is ridden out";
+  ticks(10);
+  EXPECT_EQ(compute_.terminates, 1);
+}
+
+TEST_F(AgentLoopTest, DeadlinePassedWhileBusyDrainsFirstThenTerminates) {
+  serve();
+  host_.say(RunnerEvent::kJobRequested, "7");
+  ticks(1);
+  clock_.advance(std::chrono::milliseconds(timeouts_.max_runtime_ms));
+  ticks(1);
+  EXPECT_EQ(compute_.terminates, 0) << "never before a drain while a job runs";
+  EXPECT_EQ(loop().state().phase, Phase::kDraining);
+  EXPECT_TRUE(host_.sentinel);
+  host_.say(RunnerEvent::kJobCompleted, "7");
+  host_.listener->exit = ExitStatus{false, 0};
+  ASSERT_TRUE(tick_until([&] { return compute_.terminates == 1; }, 5));
+}
+
+TEST_F(AgentLoopTest, AHardDeadlineEndsEvenABusyInstance) {
+  serve();
+  host_.say(RunnerEvent::kJobRequested, "7");
+  ticks(1);
+  clock_.advance(std::chrono::milliseconds(timeouts_.max_runtime_ms + timeouts_.hard_grace_ms));
+  ticks(1);
+  EXPECT_EQ(compute_.terminates, 1);
+}
+
+// ---- notices
+
+TEST_F(AgentLoopTest, ASpotNoticeDrainsAtOnceIsReportedAndRefusesNewWork) {
+  serve();
+  loop().notice({Notice::kSpotInterruption, "spot instance-action terminate at 2026-11-21T03:00:00Z"});
+  ticks(1);
+  EXPECT_EQ(loop().state().phase, Phase::kDraining);
+  EXPECT_TRUE(host_.sentinel);
+  EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kInterrupted));
+  EXPECT_NE(record().signal_detail.find("instance-action"), std::string::npos);
+  ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kStopped; }));
+  // The controller drains it; then a new claim is refused.
+  step(pool::start_drain(record(), Secret("remove-1"), now(), timeouts_));
+  ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
+  step(pool::return_to_pool(record(), now(), timeouts_));
+  step(pool::claim(record(), "run-2", Secret("reg-2"), "https://github.com/o/r", now(), timeouts_));
+  ticks(2);
+  EXPECT_EQ(host_.configures.size(), 1u);
+  EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kFailed));
+}
+
+// ---- resuming after a restart
+
+TEST_F(AgentLoopTest, ResumesARunnerConfiguredForTheCurrentAssignment) {
+  launch();
+  step(pool::mark_running([&] {
+         memory_.report(kId, {.signal = AgentSignal::kRegistered, .generation = 1});
+         return record();
+       }(),
+                          now(), timeouts_));
+  host_.identity = RunnerIdentity{77, std::string("ci-") + kId + "-g1", ""};
+  ticks(1);
+  EXPECT_EQ(loop().state().phase, Phase::kServing);
+  EXPECT_TRUE(host_.configures.empty()) << "not re-registered";
+  EXPECT_EQ(host_.starts, 1);
+  EXPECT_TRUE(record().reg_token.empty()) << "a token the crash left in the record is taken";
+  EXPECT_EQ(host_.cleans, 0);
+}
+
+TEST_F(AgentLoopTest, RetiresAStrayStockListenerOnlyOnceItsJobIsDone) {
+  drain_capable_ = false;
+  launch();
+  memory_.report(kId, {.signal = AgentSignal::kRegistered, .take_reg_token = true, .generation = 1});
+  host_.identity = RunnerIdentity{77, std::string("ci-") + kId + "-g1", ""};
+  host_.strays = {4242};
+  host_.worker = true;
+  ticks(5);
+  EXPECT_TRUE(host_.signals.empty()) << "its Worker runs a job";
+  EXPECT_TRUE(record().busy);
+  EXPECT_EQ(host_.starts, 0);
+  host_.worker = false;
+  ASSERT_TRUE(tick_until([&] { return host_.starts == 1; }, 5));
+  ASSERT_EQ(host_.signals.size(), 1u);
+  EXPECT_EQ(host_.signals[0], std::make_pair(4242, 2));
+  EXPECT_FALSE(record().busy);
+}
+
+TEST_F(AgentLoopTest, RetiresAStrayDrainCapableListenerWithTheSentinel) {
+  launch();
+  memory_.report(kId, {.signal = AgentSignal::kRegistered, .take_reg_token = true, .generation = 1});
+  host_.identity = RunnerIdentity{77, std::string("ci-") + kId + "-g1", ""};
+  host_.strays = {4242};
+  ticks(3);
+  EXPECT_TRUE(host_.sentinel);
+  EXPECT_EQ(host_.starts, 0);
+  host_.strays.clear();  // it saw .drain and exited
+  ticks(1);
+  EXPECT_FALSE(host_.sentinel) << "removed before this agent's own Listener starts";
+  EXPECT_EQ(host_.starts, 1);
+  EXPECT_TRUE(host_.signals.empty());
+}
+
+TEST_F(AgentLoopTest, ResumesADrain) {
+  launch();
+  memory_.report(kId, {.signal = AgentSignal::kRegistered, .take_reg_token = true, .generation = 1});
+  step(pool::start_drain(record(), Secret("remove-1"), now(), timeouts_));
+  host_.identity = RunnerIdentity{77, std::string("ci-") + kId + "-g1", ""};
+  ticks(1);
+  EXPECT_NE(loop().state().phase, Phase::kIdle);
+  EXPECT_TRUE(host_.sentinel);
+  ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
+  EXPECT_EQ(host_.removes, std::vector<std::string>{"remove-1"});
+  EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kDrained));
+}
+
+TEST_F(AgentLoopTest, AStartInIdleCleansLeftovers) {
+  launch();
+  ticks(1);
+  EXPECT_GE(host_.cleans, 1);
+  EXPECT_GE(host_.remove_locals, 1);
+}
+
+TEST_F(AgentLoopTest, ARunnerOfAnotherAssignmentIsCleanedBeforeServing) {
+  launch();
+  ASSERT_TRUE(memory_.transition(kId, {}, {.generation = 4}));
+  host_.identity = RunnerIdentity{77, std::string("ci-") + kId + "-g3", ""};
+  ASSERT_TRUE(tick_until([&] { return host_.configures.size() == 1; }));
+  EXPECT_GE(host_.cleans, 1);
+  EXPECT_EQ(host_.configures[0].name, std::string("ci-") + kId + "-g4");
+}
+
+}  // namespace
+}  // namespace runpool::agent
