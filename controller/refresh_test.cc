@@ -1,0 +1,451 @@
+// run_refresh against in-memory fakes of the table, the pool queues, EC2 and GitHub: that the plan
+// is carried out as one pass, that no failure aborts the rest, that a dry run changes nothing.
+#include "controller/refresh.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "common/aws/aws_error.h"
+#include "common/github/github_error.h"
+#include "common/json.h"
+#include "common/pool/memory_state_table.h"
+#include "common/pool/pool_message.h"
+#include "common/pool/runner_name.h"
+#include "common/pool/transitions.h"
+
+namespace runpool::controller {
+namespace {
+
+using pool::InstanceRecord;
+using pool::State;
+
+const WallTime kStart{std::chrono::milliseconds(1'800'000'000'000)};
+const int64_t kNow = 1'800'000'000'000;
+
+class FakeQueue final : public PoolQueue {
+ public:
+  struct Msg {
+    std::string id, body, receipt;
+    int64_t hidden_until = 0;
+  };
+  explicit FakeQueue(Clock& clock) : clock_(clock) {}
+
+  std::vector<QueuedMessage> receive(const std::string& c, int max, Duration, Duration visibility) override {
+    ++receives;
+    std::vector<QueuedMessage> out;
+    for (auto& m : queues[c]) {
+      if (static_cast<int>(out.size()) >= max) break;
+      if (m.hidden_until > now()) continue;
+      m.receipt = "rh-" + std::to_string(++counter_);
+      m.hidden_until = now() + visibility.count();
+      out.push_back({m.id, m.receipt, m.body, decode_pool_message(m.body)});
+    }
+    return out;
+  }
+  void remove(const std::string& c, const std::string& receipt) override {
+    auto& q = queues[c];
+    std::erase_if(q, [&](const Msg& m) { return m.receipt == receipt; });
+  }
+  void make_visible(const std::string& c, const std::string& receipt) override {
+    for (auto& m : queues[c]) {
+      if (m.receipt == receipt) m.hidden_until = 0;
+    }
+  }
+  void advertise(const std::string& c, const pool::PoolMessage& message) override {
+    if (fail_advertise) throw aws::AwsError("sqs", "SendMessage", 500, "InternalFailure", "injected");
+    send(c, encode_pool_message(message));
+  }
+  QueueDepth depth(const std::string& c) override {
+    QueueDepth d;
+    for (const auto& m : queues[c]) (m.hidden_until > now() ? d.in_flight : d.visible)++;
+    return d;
+  }
+
+  void send(const std::string& c, const std::string& body) {
+    queues[c].push_back({"m-" + std::to_string(++counter_), body, "", 0});
+  }
+  std::vector<std::string> bodies(const std::string& c) {
+    std::vector<std::string> out;
+    for (const auto& m : queues[c]) out.push_back(m.body);
+    return out;
+  }
+  bool all_visible() {
+    for (auto& [c, q] : queues) {
+      for (auto& m : q) {
+        if (m.hidden_until > now()) return false;
+      }
+    }
+    return true;
+  }
+
+  std::map<std::string, std::deque<Msg>> queues;
+  int receives = 0;
+  bool fail_advertise = false;
+
+ private:
+  int64_t now() const { return to_epoch_ms(clock_.now()); }
+  Clock& clock_;
+  int counter_ = 0;
+};
+
+class FakeCompute final : public Compute {
+ public:
+  aws::CreateFleetResult create_fleet(const aws::CreateFleetRequest&) override { throw std::logic_error("unused"); }
+  void terminate(const std::vector<std::string>& ids) override {
+    for (const auto& id : ids) {
+      terminate_calls.push_back(id);
+      if (fail_terminate.count(id)) throw aws::AwsError("ec2", "TerminateInstances", 500, "InternalError", "injected");
+      auto it = instances.find(id);
+      if (it != instances.end()) it->second.state = {32, "shutting-down"};
+    }
+  }
+  std::vector<aws::Instance> describe(const std::vector<std::string>& ids) override {
+    ++describe_calls;
+    std::vector<aws::Instance> out;
+    for (const auto& id : ids) {
+      auto it = instances.find(id);
+      if (it != instances.end()) out.push_back(it->second);
+    }
+    return out;
+  }
+  std::vector<aws::Instance> pool_instances() override {
+    if (fail_pool_instances) throw aws::AwsError("ec2", "DescribeInstances", 500, "InternalError", "injected");
+    std::vector<aws::Instance> out;
+    for (const auto& [id, i] : instances) {
+      if (i.state.name != "terminated" && i.tag(kTagPool) == "ci" && i.tag(kTagTable) == "runpool") out.push_back(i);
+    }
+    return out;
+  }
+
+  void launch(const std::string& id, int64_t launched_ms, bool tagged = true) {
+    aws::Instance i;
+    i.instance_id = id;
+    i.state = {16, "running"};
+    i.launch_time = from_epoch_ms(launched_ms);
+    if (tagged) i.tags = {{kTagPool, "ci"}, {kTagTable, "runpool"}};
+    instances[id] = i;
+  }
+  std::string state(const std::string& id) { return instances.at(id).state.name; }
+
+  std::map<std::string, aws::Instance> instances;
+  std::vector<std::string> terminate_calls;
+  std::set<std::string> fail_terminate;
+  bool fail_pool_instances = false;
+  int describe_calls = 0;
+};
+
+class FakeRunners final : public Runners {
+ public:
+  Secret registration_token() override { throw std::logic_error("unused"); }
+  Secret remove_token() override {
+    ++remove_tokens;
+    return Secret("remove-token");
+  }
+  std::string registration_url() override { return "https://github.com/o/r"; }
+  std::vector<github::Runner> list() override {
+    ++lists;
+    if (on_list) on_list();
+    if (fail_list) throw github::GithubError("list runners", 502, "Server Error");
+    return runners;
+  }
+  github::DeleteOutcome remove(int64_t id) override {
+    deleted.push_back(id);
+    if (busy.count(id)) return github::DeleteOutcome::kBusy;
+    std::erase_if(runners, [&](const github::Runner& r) { return r.id == id; });
+    return github::DeleteOutcome::kDeleted;
+  }
+  void add(int64_t id, const std::string& name) {
+    github::Runner r;
+    r.id = id;
+    r.name = name;
+    runners.push_back(r);
+  }
+
+  std::vector<github::Runner> runners;
+  std::set<int64_t> busy;
+  std::vector<int64_t> deleted;
+  std::function<void()> on_list;
+  int remove_tokens = 0, lists = 0;
+  bool fail_list = false;
+};
+
+std::string id_of(int n) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "i-%08x", n);
+  return buf;
+}
+
+class RefreshTest : public ::testing::Test {
+ protected:
+  RefreshTest() : queue(clock) {
+    settings.pool = "ci";
+    settings.table = "runpool";
+    settings.resource_classes = {{"small", {"c7i.large"}}};
+  }
+
+  // A record in `s` (built through the real transitions), and its running instance.
+  InstanceRecord put(int n, State s, int64_t generation_claims = 0, int64_t born = kNow - 3'600'000) {
+    const std::string id = id_of(n);
+    const pool::Timeouts& t = settings.timeouts;
+    EXPECT_TRUE(table.create(pool::launched_record(id, "ci", "run-1", "small", pool::UsageClass::kSpot, "c7i.large",
+                                                   Secret("reg"), "https://github.com/o/r", born, t)));
+    compute.launch(id, born);
+    auto step = [&](const pool::Step& st) { EXPECT_TRUE(table.transition(id, st.expect, st.change)); };
+    auto agent = [&](pool::AgentSignal sig) {
+      EXPECT_TRUE(table.report(id, {.heartbeat_ms = kNow - 1000, .signal = sig, .generation = get(id).generation}));
+    };
+    auto to_idle = [&] {
+      agent(pool::AgentSignal::kRegistered);
+      step(pool::mark_running(get(id), born, t));
+      step(pool::start_drain(get(id), Secret("rm"), born, t));
+      agent(pool::AgentSignal::kDrained);
+      step(pool::return_to_pool(get(id), kNow - 60'000, t));
+      step(pool::advertised(get(id)));
+    };
+    switch (s) {
+      case State::kCreated: break;
+      case State::kTerminating: step(pool::begin_terminate(get(id), kNow, t)); break;
+      default:
+        to_idle();
+        for (int64_t i = 0; i < generation_claims; ++i) {
+          step(pool::claim(get(id), "run-x", Secret("reg"), "u", kNow, t));
+          agent(pool::AgentSignal::kRegistered);
+          step(pool::mark_running(get(id), kNow, t));
+          step(pool::start_drain(get(id), Secret("rm"), kNow, t));
+          agent(pool::AgentSignal::kDrained);
+          step(pool::return_to_pool(get(id), kNow - 60'000, t));
+          step(pool::advertised(get(id)));
+        }
+        if (s == State::kIdle) {
+          queue.send("small", pool::pool_message_body({id, get(id).generation}));
+          break;
+        }
+        step(pool::claim(get(id), "run-2", Secret("reg"), "u", kNow, t));
+        if (s == State::kClaimed) break;
+        agent(pool::AgentSignal::kRegistered);
+        step(pool::mark_running(get(id), kNow, t));
+        if (s == State::kRunning) break;
+        step(pool::start_drain(get(id), Secret("rm"), kNow, t));
+        break;
+    }
+    return get(id);
+  }
+  InstanceRecord get(const std::string& id) { return *table.get(id); }
+  // Moves the clock (and so the AWS time refresh reads) forward.
+  void later(int64_t ms) { clock.advance(Duration(ms)); }
+
+  int refresh(bool dry_run = false, bool json = true) {
+    out.str("");
+    Context ctx{settings, clock, table, queue, compute, runners, out, cancelled};
+    return run_refresh(ctx, {dry_run, json});
+  }
+  Json::Value report() { return parse_json(out.str(), "refresh output"); }
+  // The outcome of the first reported action of `kind` for `id`.
+  std::string outcome(const std::string& kind, const std::string& id) {
+    const Json::Value rep = report();
+    for (const auto& a : rep["actions"]) {
+      if (a["action"].asString() == kind && a["instance_id"].asString() == id) return a["outcome"].asString();
+    }
+    return "<none>";
+  }
+
+  FakeClock clock{kStart};
+  Settings settings;
+  pool::MemoryStateTable table;
+  FakeQueue queue;
+  FakeCompute compute;
+  FakeRunners runners;
+  std::ostringstream out;
+  std::atomic<bool> cancelled{false};
+};
+
+TEST_F(RefreshTest, AHealthyPoolNeedsNothing) {
+  put(1, State::kIdle);
+  put(2, State::kRunning);
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(report()["actions"].size(), 0u) << out.str();
+  EXPECT_EQ(queue.receives, 0) << "depth matches the idle records: no sweep";
+  EXPECT_EQ(runners.remove_tokens, 0);
+}
+
+TEST_F(RefreshTest, ExpiredIdleIsTerminatedAndClosedInOnePass) {
+  InstanceRecord r = put(1, State::kIdle);
+  later(settings.timeouts.idle_ttl_ms);
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(compute.state(r.instance_id), "shutting-down");
+  EXPECT_EQ(get(r.instance_id).state, State::kTerminated) << "closed once EC2 reported it shutting down";
+  EXPECT_EQ(outcome("terminate", r.instance_id), "done");
+  EXPECT_EQ(outcome("close", r.instance_id), "done");
+  // The next pass finds its pool message stale (depth 1, idle 0) and deletes it.
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_TRUE(queue.bodies("small").empty());
+}
+
+TEST_F(RefreshTest, DryRunChangesNothing) {
+  InstanceRecord idle = put(1, State::kIdle);
+  InstanceRecord running = put(2, State::kRunning);
+  compute.launch(id_of(3), kNow - 3'600'000);  // untracked
+  queue.send("small", "not json");
+  runners.add(7, pool::runner_name("ci", id_of(9), 1));
+  later(settings.timeouts.max_runtime_ms);  // idle expired, running past max runtime
+  pool::MemoryStateTable before;
+  table.scan([&](const InstanceRecord& r) { before.create(r); });
+  size_t writes = table.writes();
+
+  EXPECT_EQ(refresh(/*dry_run=*/true), kExitOk) << out.str();
+  Json::Value rep = report();
+  EXPECT_TRUE(rep["dry_run"].asBool());
+  EXPECT_GE(rep["actions"].size(), 5u) << out.str();
+  for (const auto& a : rep["actions"]) EXPECT_EQ(a["outcome"].asString(), "planned");
+  EXPECT_EQ(table.writes(), writes);
+  EXPECT_TRUE(compute.terminate_calls.empty());
+  EXPECT_TRUE(runners.deleted.empty());
+  EXPECT_EQ(runners.remove_tokens, 0);
+  EXPECT_EQ(queue.bodies("small").size(), 2u);
+  EXPECT_TRUE(queue.all_visible()) << "swept messages are handed back";
+  EXPECT_EQ(get(idle.instance_id).state, State::kIdle);
+  EXPECT_EQ(get(running.instance_id).state, State::kRunning);
+
+  // Text form: every decision with its rule.
+  refresh(/*dry_run=*/true, /*json=*/false);
+  EXPECT_NE(out.str().find("would terminate " + idle.instance_id + " [deadline.idle]"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("would drain " + running.instance_id + " [deadline.running]"), std::string::npos);
+  EXPECT_NE(out.str().find("[ec2.untracked]"), std::string::npos);
+  EXPECT_NE(out.str().find("[pool.malformed]"), std::string::npos);
+  EXPECT_NE(out.str().find("[ghost.runner]"), std::string::npos);
+  EXPECT_NE(out.str().find("(dry run)"), std::string::npos);
+}
+
+TEST_F(RefreshTest, OneFailureDoesNotAbortTheRestAndExitsOne) {
+  InstanceRecord a = put(1, State::kIdle);
+  InstanceRecord b = put(2, State::kIdle);
+  runners.add(7, pool::runner_name("ci", id_of(9), 1));
+  later(settings.timeouts.idle_ttl_ms);
+  compute.fail_terminate = {a.instance_id};
+  EXPECT_EQ(refresh(), kExitFailed) << out.str();
+  EXPECT_EQ(outcome("terminate", a.instance_id), "failed");
+  EXPECT_EQ(get(a.instance_id).state, State::kTerminating) << "the retry is the next pass's";
+  EXPECT_EQ(get(b.instance_id).state, State::kTerminated);
+  EXPECT_EQ(runners.deleted, (std::vector<int64_t>{7}));
+  EXPECT_EQ(report()["failed"].asInt(), 1);
+
+  compute.fail_terminate.clear();
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(outcome("retry-terminate", a.instance_id), "done");
+  EXPECT_EQ(get(a.instance_id).state, State::kTerminated);
+}
+
+TEST_F(RefreshTest, UnreadableGithubOrEc2SkipsOnlyTheirRules) {
+  InstanceRecord idle = put(1, State::kIdle);
+  runners.add(7, pool::runner_name("ci", id_of(9), 1));
+  compute.launch(id_of(3), kNow - 3'600'000);  // untracked
+  later(settings.timeouts.idle_ttl_ms);
+  runners.fail_list = true;
+  compute.fail_pool_instances = true;
+  EXPECT_EQ(refresh(), kExitFailed) << out.str();
+  EXPECT_EQ(report()["errors"].size(), 2u);
+  EXPECT_TRUE(runners.deleted.empty());
+  EXPECT_EQ(compute.state(id_of(3)), "running") << "no EC2 view, no untracked sweep";
+  EXPECT_EQ(get(idle.instance_id).state, State::kTerminated) << "the table's own rules still ran";
+}
+
+TEST_F(RefreshTest, OneRemoveTokenForAllDrains) {
+  put(1, State::kRunning);
+  put(2, State::kRunning);
+  later(settings.timeouts.max_runtime_ms);
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(runners.remove_tokens, 1);
+  EXPECT_EQ(get(id_of(1)).state, State::kDraining);
+  EXPECT_EQ(get(id_of(2)).state, State::kDraining);
+  EXPECT_EQ(get(id_of(2)).remove_token.reveal(), "remove-token");
+}
+
+TEST_F(RefreshTest, DrainedButNotReturnedGoesBackToThePoolWithAMessage) {
+  InstanceRecord r = put(1, State::kDraining);
+  ASSERT_TRUE(table.report(r.instance_id, {.signal = pool::AgentSignal::kDrained, .generation = r.generation}));
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  InstanceRecord now = get(r.instance_id);
+  EXPECT_EQ(now.state, State::kIdle);
+  EXPECT_FALSE(now.advertise_pending);
+  auto bodies = queue.bodies("small");
+  ASSERT_EQ(bodies.size(), 1u);
+  EXPECT_EQ(pool::parse_pool_message(bodies[0])->generation, r.generation);
+}
+
+TEST_F(RefreshTest, SweepDeletesStaleAndMalformedAndReadvertisesTheLost) {
+  InstanceRecord lost = put(1, State::kIdle);
+  queue.queues["small"].clear();  // its message was lost
+  InstanceRecord kept = put(2, State::kIdle, /*generation_claims=*/1);
+  queue.send("small", pool::pool_message_body({kept.instance_id, kept.generation}));  // a duplicate
+  queue.send("small", pool::pool_message_body({kept.instance_id, kept.generation - 1}));  // stale generation
+  queue.send("small", pool::pool_message_body({id_of(9), 1}));  // no record
+  queue.send("small", R"({"instance_id":"i-0000000a"})");       // malformed
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  std::multiset<std::string> bodies;
+  for (const auto& b : queue.bodies("small")) bodies.insert(b);
+  EXPECT_EQ(bodies, (std::multiset<std::string>{pool::pool_message_body({kept.instance_id, kept.generation}),
+                                                pool::pool_message_body({lost.instance_id, lost.generation})}))
+      << out.str();
+  EXPECT_TRUE(queue.all_visible());
+  // Settled: the next pass has nothing to sweep.
+  int receives = queue.receives;
+  EXPECT_EQ(refresh(), kExitOk);
+  EXPECT_EQ(queue.receives, receives);
+}
+
+TEST_F(RefreshTest, BusyGhostIsKeptAndReported) {
+  runners.add(7, pool::runner_name("ci", id_of(9), 1));
+  runners.busy = {7};
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(report()["actions"][0]["outcome"].asString(), "kept");
+  EXPECT_EQ(runners.runners.size(), 1u);
+}
+
+TEST_F(RefreshTest, RunnersAreListedBeforeTheTableIsScanned) {
+  // An instance launched and registered while refresh gathers its snapshot: its record exists
+  // before its runner does. Listing runners first means every listed runner's record is in the
+  // scan; scanning first would make this runner look a ghost and delete it.
+  runners.on_list = [&] {
+    if (runners.runners.empty()) {
+      InstanceRecord r = put(1, State::kCreated, 0, kNow);
+      runners.add(7, pool::runner_name("ci", r.instance_id, r.generation));
+    }
+  };
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(runners.lists, 1);
+  EXPECT_TRUE(runners.deleted.empty()) << out.str();
+  EXPECT_EQ(report()["actions"].size(), 0u) << out.str();
+}
+
+TEST_F(RefreshTest, GoneInstanceClosesItsRecordAndRetentionDeletesItLater) {
+  InstanceRecord r = put(1, State::kRunning);
+  compute.instances.erase(r.instance_id);
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(get(r.instance_id).state, State::kTerminated);
+  later(settings.timeouts.retention_ms);
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_FALSE(table.get(r.instance_id));
+}
+
+TEST_F(RefreshTest, UntaggedButLiveInstanceIsNotMistakenForGone) {
+  InstanceRecord r = put(1, State::kRunning);
+  compute.instances[r.instance_id].tags.clear();  // found by id, not by tag
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(get(r.instance_id).state, State::kRunning);
+}
+
+TEST_F(RefreshTest, TextSummaryCountsPerAction) {
+  put(1, State::kIdle);
+  put(2, State::kIdle);
+  later(settings.timeouts.idle_ttl_ms);
+  EXPECT_EQ(refresh(false, /*json=*/false), kExitOk);
+  EXPECT_NE(out.str().find("refresh ci: 2 close, 2 terminate"), std::string::npos) << out.str();
+}
+
+}  // namespace
+}  // namespace runpool::controller
