@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <ostream>
+#include <stdexcept>
 
 #include "common/clock.h"
 #include "common/pool/state_table.h"
@@ -28,6 +29,13 @@ struct Context {
   const std::atomic<bool>& cancelled;  // set by SIGINT/SIGTERM; long waits check it
 
   int64_t now_ms() const { return to_epoch_ms(clock.now()); }
+};
+
+// A command used wrongly (a bad flag value, an unknown resource class): exit code 2, like a
+// configuration error.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // Exit codes (docs/runpoolctl.md).

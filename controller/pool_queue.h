@@ -40,7 +40,7 @@ class PoolQueue {
 };
 
 std::string encode_pool_message(const pool::PoolMessage& message);
-// nullopt for anything but {"instance_id": "i-…", "generation": N ≥ 1}.
+// The body codec of common/pool/pool_message.h: nullopt for anything but a valid pool message.
 std::optional<pool::PoolMessage> decode_pool_message(const std::string& body);
 
 }  // namespace runpool::controller

@@ -1,0 +1,57 @@
+// The real clients behind a Context, built from the settings: one HTTP connection per service
+// (plus one for SQS long polls), SigV4 credentials from the environment or the instance role, the
+// shared retry policy, and the AWS clock fed by every AWS answer's Date header.
+#pragma once
+
+#include <memory>
+
+#include "common/aws/credentials.h"
+#include "common/aws/dynamodb.h"
+#include "common/aws/ec2.h"
+#include "common/aws/imds.h"
+#include "common/aws/sqs.h"
+#include "common/aws_clock.h"
+#include "common/http.h"
+#include "common/pool/dynamo_state_table.h"
+#include "controller/ec2_compute.h"
+#include "controller/github_runners.h"
+#include "controller/settings.h"
+#include "controller/sqs_pool_queue.h"
+
+namespace runpool::controller {
+
+class Backend {
+ public:
+  // Throws ConfigError when the region is not set.
+  explicit Backend(const Settings& settings, const aws::GetEnv& getenv = aws::real_getenv);
+  ~Backend();
+
+  AwsClock& clock() { return aws_clock_; }
+  aws::DynamoDbClient& dynamodb() { return *dynamodb_; }
+  aws::SqsClient& sqs() { return *sqs_; }
+  aws::Ec2Client& ec2() { return *ec2_; }
+  pool::StateTable& table() { return *table_; }
+  PoolQueue& queue() { return *queue_; }
+  Compute& compute() { return *compute_; }
+  Runners& github() { return *github_; }
+
+ private:
+  std::unique_ptr<aws::AwsCaller> caller(HttpClient& http, const std::string& service, const std::string& endpoint);
+
+  const Settings& settings_;
+  SystemClock local_;
+  AwsClock aws_clock_{local_};
+  CurlHttpClient http_dynamodb_, http_sqs_, http_sqs_poll_, http_ec2_, http_github_, http_imds_;
+  std::unique_ptr<aws::ImdsClient> imds_;
+  std::unique_ptr<aws::CredentialsProvider> credentials_;
+  std::unique_ptr<aws::AwsCaller> dynamodb_caller_, sqs_caller_, sqs_poll_caller_, ec2_caller_;
+  std::unique_ptr<aws::DynamoDbClient> dynamodb_;
+  std::unique_ptr<aws::SqsClient> sqs_, sqs_poll_;
+  std::unique_ptr<aws::Ec2Client> ec2_;
+  std::unique_ptr<pool::DynamoStateTable> table_;
+  std::unique_ptr<SqsPoolQueue> queue_;
+  std::unique_ptr<Ec2Compute> compute_;
+  std::unique_ptr<GithubRunners> github_;
+};
+
+}  // namespace runpool::controller

@@ -1,0 +1,41 @@
+// Claiming warm instances from a class's pool queue (docs/design.md, "Pool messages"): long-poll
+// the queue, judge each message against a consistent read of its record, win the conditional
+// idle(gen) → claimed(gen+1) write, and only then delete the message. Stale messages are deleted;
+// valid ones that do not suit this request are held (hidden from us) until the end, then made
+// visible again for others. Stops when enough are claimed, the pool answers empty, the time is up
+// or a cancellation arrives.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/pool/instance_record.h"
+#include "common/secret.h"
+#include "controller/context.h"
+
+namespace runpool::controller {
+
+struct ClaimPlan {
+  std::string resource_class;
+  std::optional<pool::UsageClass> usage;  // nullopt: either
+  std::vector<std::string> type_globs;    // empty: any
+  int count = 0;
+  std::string label;
+  Secret reg_token;
+  std::string reg_url;
+  std::chrono::steady_clock::time_point deadline;
+};
+
+struct ClaimOutcome {
+  std::vector<pool::InstanceRecord> claimed;  // as written: claimed, generation + 1
+  int dropped = 0;   // stale messages deleted
+  int released = 0;  // valid messages left for other requests
+  int examined = 0;
+  std::string error;  // why claiming stopped early (an AWS error after retries); claimed is still right
+};
+
+ClaimOutcome claim_from_pool(Context& ctx, const ClaimPlan& plan);
+
+}  // namespace runpool::controller

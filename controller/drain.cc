@@ -1,0 +1,161 @@
+#include "controller/drain.h"
+
+#include <spdlog/spdlog.h>
+
+#include <map>
+
+#include "common/pool/memory_state_table.h"  // pool::apply
+#include "common/pool/transitions.h"
+#include "controller/retire.h"
+
+namespace runpool::controller {
+
+using pool::State;
+
+bool return_drained(Context& ctx, const pool::InstanceRecord& record) {
+  pool::Step step = pool::return_to_pool(record, ctx.now_ms(), ctx.settings.timeouts);
+  if (!ctx.table.transition(record.instance_id, step.expect, step.change)) return false;
+  pool::InstanceRecord idle = record;
+  pool::apply(idle, step.change);
+  try {
+    ctx.queue.advertise(idle.resource_class, pool::PoolMessage{idle.instance_id, idle.generation});
+    pool::Step done = pool::advertised(idle);
+    ctx.table.transition(idle.instance_id, done.expect, done.change);
+  } catch (const std::exception& e) {
+    spdlog::warn("instance {} is idle but its pool message failed ({}); refresh re-advertises it", idle.instance_id,
+                 e.what());
+  }
+  spdlog::info("instance {} returned to the {} pool (generation {})", idle.instance_id, idle.resource_class,
+               idle.generation);
+  return true;
+}
+
+namespace {
+
+enum class Fate { kDraining, kReturned, kGone, kFailed };
+
+// Moves one record to draining; the record as it stands afterwards.
+Fate start(Context& ctx, pool::InstanceRecord& r, const std::function<Secret()>& token, DrainOutcome& out) {
+  const int64_t generation = r.generation;
+  const std::string label = r.label;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    if (r.generation != generation) return Fate::kReturned;  // returned and claimed again since
+    switch (r.state) {
+      case State::kDraining:
+        return Fate::kDraining;
+      case State::kIdle:
+        return Fate::kReturned;
+      case State::kTerminating:
+      case State::kTerminated:
+        return Fate::kGone;
+      case State::kCreated:
+      case State::kClaimed:
+      case State::kRunning:
+        break;
+    }
+    if (r.label != label) return Fate::kReturned;
+    pool::Step step = pool::start_drain(r, token(), ctx.now_ms(), ctx.settings.timeouts);
+    if (ctx.table.transition(r.instance_id, step.expect, step.change)) {
+      pool::apply(r, step.change);
+      spdlog::info("instance {} draining (generation {})", r.instance_id, r.generation);
+      return Fate::kDraining;
+    }
+    auto fresh = ctx.table.get(r.instance_id);
+    if (!fresh) return Fate::kGone;
+    r = *fresh;
+  }
+  out.errors.push_back(r.instance_id + ": the record kept changing; not drained");
+  return Fate::kFailed;
+}
+
+}  // namespace
+
+DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>& records,
+                           const std::function<Secret()>& remove_token, const DrainOptions& options) {
+  DrainOutcome out;
+  std::optional<Secret> token;
+  auto get_token = [&]() -> Secret {
+    if (!token) token = remove_token();
+    return *token;
+  };
+  std::map<std::string, pool::InstanceRecord> draining;
+  for (pool::InstanceRecord r : records) {
+    Fate f;
+    try {
+      f = start(ctx, r, get_token, out);
+    } catch (const std::exception& e) {
+      out.errors.push_back(r.instance_id + ": " + e.what());
+      continue;
+    }
+    switch (f) {
+      case Fate::kDraining: draining[r.instance_id] = r; break;
+      case Fate::kReturned: out.returned.push_back(r.instance_id); break;
+      case Fate::kGone: out.gone.push_back(r.instance_id); break;
+      case Fate::kFailed: break;
+    }
+  }
+
+  const auto deadline = ctx.clock.steady_now() + options.wait;
+  std::vector<pool::InstanceRecord> stragglers;
+  bool timed_out = false;
+  while (!draining.empty()) {
+    for (auto it = draining.begin(); it != draining.end();) {
+      const pool::InstanceRecord& mine = it->second;
+      std::optional<pool::InstanceRecord> r;
+      try {
+        r = ctx.table.get(mine.instance_id);
+        bool resolved = true;
+        if (!r) {
+          out.gone.push_back(mine.instance_id);
+        } else if (r->generation != mine.generation || r->state == State::kIdle) {
+          out.returned.push_back(mine.instance_id);  // a concurrent release returned it
+        } else if (r->state == State::kTerminating || r->state == State::kTerminated) {
+          out.gone.push_back(mine.instance_id);
+        } else if (r->state == State::kDraining && pool::agent_reported(*r, pool::AgentSignal::kDrained)) {
+          if (return_drained(ctx, *r)) {
+            out.returned.push_back(mine.instance_id);
+          } else {
+            resolved = false;  // moved under us: look again next round
+          }
+        } else if (pool::agent_reported(*r, pool::AgentSignal::kFailed)) {
+          spdlog::warn("instance {}: its agent failed while draining ({}); terminating it", r->instance_id,
+                       r->signal_detail);
+          stragglers.push_back(*r);
+        } else {
+          resolved = false;
+        }
+        it = resolved ? draining.erase(it) : std::next(it);
+      } catch (const std::exception& e) {
+        spdlog::warn("instance {}: {}; trying again", mine.instance_id, e.what());
+        ++it;
+      }
+    }
+    if (draining.empty()) break;
+    if (ctx.clock.steady_now() >= deadline) {
+      timed_out = true;
+      break;
+    }
+    if (options.stop_on_cancel && ctx.cancelled.load()) break;
+    ctx.clock.sleep_for(std::min<Duration>(ctx.settings.poll_interval,
+                                           std::chrono::duration_cast<Duration>(deadline - ctx.clock.steady_now()) +
+                                               Duration{1}));
+  }
+
+  for (const auto& [id, r] : draining) {
+    if (options.terminate_stragglers && timed_out) {
+      spdlog::warn("instance {}: not drained within {}; terminating it", id, format_duration(options.wait));
+      stragglers.push_back(r);
+    } else {
+      out.left.push_back(id);
+    }
+  }
+  if (!stragglers.empty()) {
+    RetireOutcome ro = retire(ctx, stragglers, "not drained");
+    out.terminated.insert(out.terminated.end(), ro.terminated.begin(), ro.terminated.end());
+    for (const auto& id : ro.pending) out.errors.push_back(id + ": TerminateInstances failed; refresh retries");
+    out.gone.insert(out.gone.end(), ro.skipped.begin(), ro.skipped.end());
+  }
+  return out;
+}
+
+}  // namespace runpool::controller

@@ -1,0 +1,40 @@
+// Returning an assignment's instances to the pool: each to draining (handing the agent a remove
+// token so it deregisters its runner for real), then — once its agent reports `drained` for this
+// generation — to idle and advertised in its class's queue. Used by release and by provision's
+// clean-up; every step is a conditional write, so concurrent callers never both win one.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/pool/instance_record.h"
+#include "common/secret.h"
+#include "controller/context.h"
+
+namespace runpool::controller {
+
+struct DrainOutcome {
+  std::vector<std::string> returned;    // idle again and advertised (by us or a concurrent caller)
+  std::vector<std::string> terminated;  // not drained in time (or the agent failed): terminated
+  std::vector<std::string> left;        // still draining at the end: refresh finishes or terminates them
+  std::vector<std::string> gone;        // terminating/terminated/removed by someone else
+  std::vector<std::string> errors;      // "<id>: what failed"
+};
+
+struct DrainOptions {
+  Duration wait{std::chrono::minutes(15)};
+  bool terminate_stragglers = true;  // else leave them draining, for refresh
+  bool stop_on_cancel = true;        // a cancellation ends the wait (the rest is left for refresh)
+};
+
+// `remove_token` is asked for at most once, and only when some record still has to start draining.
+DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>& records,
+                           const std::function<Secret()>& remove_token, const DrainOptions& options);
+
+// draining(gen) with `drained` for gen → idle, then the pool message, then advertise_pending
+// cleared. False when the record did not meet the condition (someone else moved it). A failed
+// SendMessage leaves advertise_pending set (refresh re-advertises) and still counts as returned.
+bool return_drained(Context& ctx, const pool::InstanceRecord& record);
+
+}  // namespace runpool::controller

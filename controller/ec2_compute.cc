@@ -1,0 +1,63 @@
+#include "controller/ec2_compute.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace runpool::controller {
+namespace {
+
+std::vector<std::vector<std::string>> chunks(const std::vector<std::string>& ids, size_t n) {
+  std::vector<std::vector<std::string>> out;
+  for (size_t i = 0; i < ids.size(); i += n) {
+    out.emplace_back(ids.begin() + static_cast<long>(i), ids.begin() + static_cast<long>(std::min(ids.size(), i + n)));
+  }
+  return out;
+}
+
+}  // namespace
+
+aws::CreateFleetResult Ec2Compute::create_fleet(const aws::CreateFleetRequest& request) {
+  return ec2_.create_fleet(request);
+}
+
+void Ec2Compute::terminate(const std::vector<std::string>& instance_ids) {
+  for (const auto& batch : chunks(instance_ids, 500)) {
+    try {
+      ec2_.terminate_instances(batch);
+    } catch (const aws::AwsError& e) {
+      if (!aws::is_instance_not_found(e.code())) throw;
+      // One unknown id fails the whole call: go one by one, unknown ones being gone already.
+      for (const auto& id : batch) {
+        try {
+          ec2_.terminate_instances({id});
+        } catch (const aws::AwsError& one) {
+          if (!aws::is_instance_not_found(one.code())) throw;
+          spdlog::debug("instance {} is unknown to EC2: nothing to terminate", id);
+        }
+      }
+    }
+  }
+}
+
+std::vector<aws::Instance> Ec2Compute::describe(const std::vector<std::string>& instance_ids) {
+  std::vector<aws::Instance> out;
+  for (const auto& batch : chunks(instance_ids, 200)) {
+    aws::DescribeInstancesRequest r;
+    r.filters = {{"instance-id", batch}};
+    auto got = ec2_.describe_instances(r);
+    out.insert(out.end(), got.begin(), got.end());
+  }
+  return out;
+}
+
+std::vector<aws::Instance> Ec2Compute::pool_instances() {
+  aws::DescribeInstancesRequest r;
+  r.filters = {{std::string("tag:") + kTagPool, {settings_.pool}},
+               {std::string("tag:") + kTagTable, {settings_.table}},
+               {"instance-state-name", {"pending", "running", "shutting-down", "stopping", "stopped"}}};
+  r.max_results = 1000;
+  return ec2_.describe_instances(r);
+}
+
+}  // namespace runpool::controller

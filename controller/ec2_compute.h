@@ -1,0 +1,26 @@
+// Compute on EC2: CreateFleet, TerminateInstances in batches (ids EC2 no longer knows are not an
+// error), and DescribeInstances by filters — never by InstanceId.N, which fails the whole call when
+// one id is unknown.
+#pragma once
+
+#include "common/aws/ec2.h"
+#include "controller/compute.h"
+#include "controller/settings.h"
+
+namespace runpool::controller {
+
+class Ec2Compute final : public Compute {
+ public:
+  Ec2Compute(aws::Ec2Client& ec2, const Settings& settings) : ec2_(ec2), settings_(settings) {}
+
+  aws::CreateFleetResult create_fleet(const aws::CreateFleetRequest& request) override;
+  void terminate(const std::vector<std::string>& instance_ids) override;
+  std::vector<aws::Instance> describe(const std::vector<std::string>& instance_ids) override;
+  std::vector<aws::Instance> pool_instances() override;
+
+ private:
+  aws::Ec2Client& ec2_;
+  const Settings& settings_;
+};
+
+}  // namespace runpool::controller

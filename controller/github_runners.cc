@@ -1,0 +1,53 @@
+#include "controller/github_runners.h"
+
+namespace runpool::controller {
+
+GithubRunners::GithubRunners(const Settings& settings, HttpClient& http, Clock& clock)
+    : settings_(settings), http_(http), clock_(clock) {}
+
+GithubRunners::~GithubRunners() = default;
+
+github::GithubClient& GithubRunners::client() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (client_) return *client_;
+  require_github(settings_);
+  github::GithubSettings gs;
+  gs.api_base = settings_.github_api_url;
+  gs.timeout = settings_.github_timeout;
+  caller_ = std::make_unique<github::GithubCaller>(http_, clock_, gs);
+  github::OwnerScope scope = github::OwnerScope::parse(settings_.github_owner);
+  if (!settings_.github_token.empty()) {
+    auth_ = std::make_unique<github::StaticTokenSource>(settings_.github_token);
+  } else {
+    github::GithubAppConfig app;
+    app.issuer = settings_.github_app_id;
+    try {
+      app.private_key_pem = settings_.github_app_private_key.empty()
+                                ? github::load_private_key(settings_.github_app_private_key_file)
+                                : settings_.github_app_private_key;
+    } catch (const std::exception& e) {
+      throw ConfigError(std::string("github_app_private_key_file: ") + e.what());
+    }
+    app.installation_id = settings_.github_app_installation_id;
+    try {
+      auth_ = std::make_unique<github::AppInstallationTokenSource>(*caller_, scope, app);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(std::string("github_app_private_key: ") + e.what());
+    }
+  }
+  client_ = std::make_unique<github::GithubClient>(*caller_, *auth_, scope);
+  return *client_;
+}
+
+Secret GithubRunners::registration_token() { return client().create_registration_token().token; }
+Secret GithubRunners::remove_token() { return client().create_remove_token().token; }
+
+std::string GithubRunners::registration_url() {
+  require_github(settings_);
+  return settings_.github_server_url + "/" + github::OwnerScope::parse(settings_.github_owner).to_string();
+}
+
+std::vector<github::Runner> GithubRunners::list() { return client().list_runners(); }
+github::DeleteOutcome GithubRunners::remove(int64_t runner_id) { return client().delete_runner(runner_id); }
+
+}  // namespace runpool::controller

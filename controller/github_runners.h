@@ -1,0 +1,40 @@
+// Runners on GitHub for the pool's owner scope. The GitHub client (and its PAT or App token
+// source) is built on first use, so commands that never talk to GitHub need no credentials.
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+#include "common/clock.h"
+#include "common/github/auth.h"
+#include "common/github/github_client.h"
+#include "common/http.h"
+#include "controller/runners.h"
+#include "controller/settings.h"
+
+namespace runpool::controller {
+
+class GithubRunners final : public Runners {
+ public:
+  GithubRunners(const Settings& settings, HttpClient& http, Clock& clock);
+  ~GithubRunners() override;
+
+  Secret registration_token() override;
+  Secret remove_token() override;
+  std::string registration_url() override;
+  std::vector<github::Runner> list() override;
+  github::DeleteOutcome remove(int64_t runner_id) override;
+
+ private:
+  github::GithubClient& client();  // throws ConfigError when GitHub is not configured
+
+  const Settings& settings_;
+  HttpClient& http_;
+  Clock& clock_;
+  std::mutex mu_;
+  std::unique_ptr<github::GithubCaller> caller_;
+  std::unique_ptr<github::TokenSource> auth_;
+  std::unique_ptr<github::GithubClient> client_;
+};
+
+}  // namespace runpool::controller

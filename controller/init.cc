@@ -1,0 +1,172 @@
+#include "controller/init.h"
+
+#include <fmt/format.h>
+#include <openssl/sha.h>
+#include <spdlog/spdlog.h>
+
+#include "common/json.h"
+#include "common/pool/dynamo_state_table.h"
+#include "common/pool/record_codec.h"
+#include "controller/compute.h"
+#include "controller/sqs_pool_queue.h"
+#include "controller/user_data.h"
+
+namespace runpool::controller {
+namespace {
+
+constexpr const char* kFingerprintPrefix = "runpool ";
+
+bool ensure_table(const Settings& s, aws::DynamoDbClient& db, Duration wait, InitReport& report) {
+  aws::CreateTableRequest req = pool::DynamoStateTable::create_table_request(s.table);
+  report.table_created = db.create_table(req);  // false: it existed (or a concurrent init made it)
+  aws::TableDescription t = db.wait_until_active(s.table, wait);
+  // A table made before the index existed (or by hand) gets it added.
+  for (int attempt = 0; attempt < 10 && !t.index(pool::kLabelIndex); ++attempt) {
+    aws::UpdateTableRequest u;
+    u.table = s.table;
+    u.attributes = {{pool::attr::kLabel, aws::ScalarType::kString}};
+    u.create_indexes = {req.indexes.front()};
+    u.pay_per_request = t.billing_mode != "PROVISIONED";
+    try {
+      db.update_table(u);
+      report.index_added = true;
+    } catch (const aws::ResourceInUseError&) {
+      spdlog::info("table {} is busy (another init?); waiting", s.table);
+    } catch (const aws::AwsError& e) {
+      // A concurrent init added it between our look and our call.
+      if (e.message().find("already exists") == std::string::npos) throw;
+    }
+    t = db.wait_until_active(s.table, wait);
+  }
+  if (!t.index(pool::kLabelIndex)) throw std::runtime_error("table " + s.table + " still has no by_label index");
+  return true;
+}
+
+void ensure_template(const Settings& s, aws::Ec2Client& ec2, InitReport& report) {
+  aws::LaunchTemplateData data = launch_template_data(s);
+  std::string description = kFingerprintPrefix + launch_template_fingerprint(data);
+  aws::LaunchTemplateRef ref{"", s.launch_template, ""};
+  std::optional<aws::LaunchTemplate> existing = ec2.describe_launch_template(ref);
+  if (!existing) {
+    aws::CreateLaunchTemplateRequest c;
+    c.name = s.launch_template;
+    c.data = data;
+    c.version_description = description;
+    c.tags = {{kTagPool, s.pool}, {kTagTable, s.table}};
+    try {
+      aws::LaunchTemplate t = ec2.create_launch_template(c);
+      report.template_id = t.id;
+      report.template_version = t.default_version ? t.default_version : 1;
+      report.template_action = "created";
+      return;
+    } catch (const aws::AwsError& e) {
+      if (e.code().find("AlreadyExists") == std::string::npos) throw;
+      existing = ec2.describe_launch_template(ref);  // a concurrent init created it
+      if (!existing) throw;
+    }
+  }
+  report.template_id = existing->id;
+  auto current = ec2.describe_launch_template_versions(ref, {"$Default"});
+  if (!current.empty() && current.front().version_description == description) {
+    report.template_action = "unchanged";
+    report.template_version = current.front().version_number;
+    return;
+  }
+  aws::CreateLaunchTemplateVersionRequest v;
+  v.launch_template = ref;
+  v.data = data;
+  v.version_description = description;
+  aws::LaunchTemplateVersion made = ec2.create_launch_template_version(v);
+  aws::LaunchTemplateRef def = ref;
+  def.version = std::to_string(made.version_number);
+  ec2.set_default_launch_template_version(def);
+  report.template_action = "updated";
+  report.template_version = made.version_number;
+}
+
+}  // namespace
+
+aws::LaunchTemplateData launch_template_data(const Settings& s) {
+  aws::LaunchTemplateData d;
+  d.image_id = s.image_id;
+  d.user_data = render_user_data(read_template(s.user_data_template), agent_config_text(s.agent_config), s.agent_binary);
+  if (s.instance_profile.rfind("arn:", 0) == 0) {
+    d.iam_instance_profile_arn = s.instance_profile;
+  } else {
+    d.iam_instance_profile_name = s.instance_profile;
+  }
+  d.require_imdsv2 = true;
+  d.instance_metadata_tags = true;  // the agent reads its pool tags from IMDS
+  d.instance_initiated_shutdown_behavior = "terminate";  // the agent's last resort is an OS shutdown
+  d.security_group_ids = s.security_groups;
+  d.tag_specifications = {{"instance", {{kTagPool, s.pool}, {kTagTable, s.table}}}};
+  return d;
+}
+
+std::string launch_template_fingerprint(const aws::LaunchTemplateData& d) {
+  std::string all = d.image_id + '\0' + d.instance_type + '\0' + d.user_data + '\0' + d.iam_instance_profile_name +
+                    '\0' + d.iam_instance_profile_arn + '\0' + (d.require_imdsv2 ? "1" : "0") +
+                    (d.instance_metadata_tags ? "1" : "0") + '\0' + d.instance_initiated_shutdown_behavior + '\0';
+  for (const auto& sg : d.security_group_ids) all += sg + ',';
+  all += '\0';
+  for (const auto& ts : d.tag_specifications) {
+    all += ts.resource_type + ':';
+    for (const auto& t : ts.tags) all += t.key + '=' + t.value + ',';
+    all += ';';
+  }
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(all.data()), all.size(), digest);
+  std::string out;
+  for (int i = 0; i < 16; ++i) out += fmt::format("{:02x}", digest[i]);
+  return out;
+}
+
+InitReport init_pool(const Settings& s, aws::DynamoDbClient& db, aws::SqsClient& sqs, aws::Ec2Client& ec2,
+                     Duration table_wait) {
+  if (s.resource_classes.empty()) throw ConfigError("resource_classes is not set (name=type[,type…][;…])");
+  if (s.image_id.empty()) throw ConfigError("image_id is not set");
+  // Render first: a bad template is a configuration error before anything is created.
+  aws::LaunchTemplateData data;
+  try {
+    data = launch_template_data(s);
+  } catch (const std::exception& e) {
+    throw ConfigError(std::string("user_data_template: ") + e.what());
+  }
+  InitReport report;
+  ensure_table(s, db, table_wait, report);
+  for (const auto& rc : s.resource_classes) {
+    std::string name = s.queue_name(rc.name);
+    report.queues.emplace_back(name, sqs.create_queue(name, pool_queue_attributes()));
+  }
+  ensure_template(s, ec2, report);
+  return report;
+}
+
+Json::Value init_json(const InitReport& r) {
+  Json::Value v(Json::objectValue);
+  v["table_created"] = r.table_created;
+  v["index_added"] = r.index_added;
+  v["queues"] = Json::Value(Json::objectValue);
+  for (const auto& [name, url] : r.queues) v["queues"][name] = url;
+  v["launch_template_id"] = r.template_id;
+  v["launch_template"] = r.template_action;
+  v["launch_template_version"] = static_cast<Json::Int64>(r.template_version);
+  return v;
+}
+
+int run_init(const Settings& s, aws::DynamoDbClient& db, aws::SqsClient& sqs, aws::Ec2Client& ec2, std::ostream& out,
+             bool json) {
+  InitReport r = init_pool(s, db, sqs, ec2, std::chrono::minutes(5));
+  if (json) {
+    out << write_json(init_json(r)) << "\n";
+    return 0;
+  }
+  out << fmt::format("table {}: {}{}\n", s.table, r.table_created ? "created" : "exists",
+                     r.index_added ? " (by_label index added)" : "");
+  for (const auto& [name, url] : r.queues) out << fmt::format("queue {}: {}\n", name, url);
+  out << fmt::format("launch template {} ({}): {}, default version {}\n", s.launch_template, r.template_id,
+                     r.template_action, r.template_version);
+  return 0;
+}
+
+}  // namespace runpool::controller

@@ -1,0 +1,42 @@
+// runpoolctl init: creates or updates what a pool needs, idempotently and safely when several run
+// at once — the state table and its label index, one pool queue per resource class, and the launch
+// template (a new default version only when the rendered data changed).
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <json/json.h>
+
+#include "common/aws/dynamodb.h"
+#include "common/aws/ec2.h"
+#include "common/aws/sqs.h"
+#include "controller/settings.h"
+
+namespace runpool::controller {
+
+struct InitReport {
+  bool table_created = false;
+  bool index_added = false;
+  std::vector<std::pair<std::string, std::string>> queues;  // name, URL
+  std::string template_id;
+  std::string template_action;  // "created", "updated", "unchanged"
+  int64_t template_version = 0;
+};
+
+// The launch template's data for these settings (user data rendered from the template file).
+aws::LaunchTemplateData launch_template_data(const Settings& s);
+// A digest of everything in the data, kept in the version description: a changed rendering is
+// told from an unchanged one without relying on how EC2 echoes each field.
+std::string launch_template_fingerprint(const aws::LaunchTemplateData& data);
+
+InitReport init_pool(const Settings& s, aws::DynamoDbClient& db, aws::SqsClient& sqs, aws::Ec2Client& ec2,
+                     Duration table_wait);
+
+int run_init(const Settings& s, aws::DynamoDbClient& db, aws::SqsClient& sqs, aws::Ec2Client& ec2, std::ostream& out,
+             bool json);
+
+Json::Value init_json(const InitReport& r);
+
+}  // namespace runpool::controller

@@ -1,0 +1,264 @@
+// runpoolctl: parses the command line, assembles the configuration (file < RUNPOOL_* < flags),
+// builds the real clients and runs one command. Exit codes: 0 done, 1 the operation failed,
+// 2 usage or configuration error (docs/runpoolctl.md).
+#include <CLI/CLI.hpp>
+
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "controller/backend.h"
+#include "controller/context.h"
+#include "controller/init.h"
+#include "controller/label.h"
+#include "controller/provision.h"
+#include "controller/release.h"
+#include "controller/status.h"
+#ifdef RUNPOOL_HAVE_REFRESH
+#include "controller/refresh.h"
+#endif
+
+namespace {
+
+using namespace runpool;
+using namespace runpool::controller;
+
+std::atomic<bool> g_cancelled{false};
+
+extern "C" void on_signal(int) { g_cancelled.store(true); }
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+const char* env(const char* name) { return std::getenv(name); }
+
+// Flags that set a configuration key: --table → table, and so on.
+struct KeyFlag {
+  const char* flag;
+  const char* key;
+  const char* help;
+};
+constexpr KeyFlag kKeyFlags[] = {
+    {"--table", "table", "DynamoDB state table"},
+    {"--pool", "pool", "the pool's name"},
+    {"--region", "region", "AWS region"},
+    {"--endpoint-dynamodb", "endpoint_dynamodb", "DynamoDB endpoint URL"},
+    {"--endpoint-sqs", "endpoint_sqs", "SQS endpoint URL"},
+    {"--endpoint-ec2", "endpoint_ec2", "EC2 endpoint URL"},
+    {"--github-api-url", "github_api_url", "GitHub REST API base URL"},
+    {"--github-owner", "github_owner", "whose runners: owner/repo or an organization"},
+};
+
+std::optional<pool::UsageClass> parse_usage(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  auto u = pool::parse_usage_class(text);
+  if (!u) throw UsageError("--usage-class must be spot or on-demand, not '" + text + "'");
+  return u;
+}
+
+std::optional<Duration> parse_timeout(const std::string& flag, const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  auto d = parse_duration(text);
+  if (!d || d->count() <= 0) throw UsageError(flag + " must be a duration like 90s, 10m or 1h, not '" + text + "'");
+  return d;
+}
+
+std::vector<std::string> split_globs(const std::string& text) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text + " ") {
+    if (c == ' ' || c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  return out;
+}
+
+std::string settings_text(const Config& c) {
+  std::string out;
+  for (const auto& spec : c.schema()) {
+    std::string v = spec.type == KeyType::kSecret ? (c.has(spec.key) ? Secret::kMask : "") : c.get_string(spec.key);
+    out += spec.key + " = " + v + "    # " + c.origin(spec.key) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "runpoolctl — a warm pool of EC2 instances as self-hosted GitHub Actions runners.\n\n"
+      "Configuration comes from --config FILE (key = value lines), then RUNPOOL_<KEY> environment\n"
+      "variables, then flags; later sources win. `runpoolctl config --reference` lists every key.\n"
+      "Secrets (github_token, github_app_private_key) are read from the file or the environment only.\n\n"
+      "Exit codes: 0 done, 1 the operation failed, 2 usage or configuration error.",
+      "runpoolctl"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for every command");
+
+  std::string config_file, log_format, log_level;
+  bool json = false;
+  std::map<std::string, std::string> key_flags;
+  std::vector<std::string> sets;
+  app.add_option("--config", config_file, "Configuration file (key = value lines)")->check(CLI::ExistingFile);
+  app.add_option("--log-format", log_format, "Log format on stderr: text or json (key log_format)");
+  app.add_option("--log-level", log_level, "Log level: trace, debug, info, warn, error (key log_level)");
+  app.add_flag("--json", json, "Print the command's result as JSON on stdout");
+  for (const auto& kf : kKeyFlags) app.add_option(kf.flag, key_flags[kf.key], std::string(kf.help) + " (key " + kf.key + ")");
+  app.add_option("--set", sets, "Set any configuration key: --set key=value (repeatable; not for secrets)");
+
+  auto* init = app.add_subcommand("init",
+                                  "Create or update the state table (and its by_label index), one pool queue per "
+                                  "resource class and the launch template. Idempotent; safe to run concurrently.");
+
+  auto* provision = app.add_subcommand(
+      "provision",
+      "Get N runners for one label: claim idle instances from the pool first, launch the rest (CreateFleet, spot "
+      "with on-demand fallback when allowed), wait until each registered, mark them running. Prints the label; in "
+      "GitHub Actions writes the step outputs label, instance-ids, warm, launched and a step summary. On timeout, "
+      "failure or SIGINT/SIGTERM, claimed instances drain back to the pool and launched ones are terminated.");
+  int count = 1;
+  std::string resource_class, usage_class, allowed_types, label, timeout;
+  provision->add_option("--count,-n", count, "How many runners (1..max_count)")->capture_default_str();
+  provision->add_option("--resource-class,-c", resource_class, "Resource class (default: default_resource_class)");
+  provision->add_option("--usage-class", usage_class, "spot or on-demand (default: usage_class)");
+  provision->add_option("--allowed-instance-types", allowed_types,
+                        "Instance type globs, e.g. 'c* m7i.*' (default: allowed_instance_types)");
+  provision->add_option("--label", label,
+                        "Assignment label (default: <pool>-<run id>-<attempt>-<job> in GitHub Actions, else random)");
+  provision->add_option("--timeout", timeout, "Give up after this long, e.g. 10m (default: provision_timeout)");
+
+  auto* release = app.add_subcommand(
+      "release",
+      "Return a label's instances to the pool: drain (the agent deregisters the runner), wait for drained, make "
+      "them idle and advertise them. Not drained in time: terminated. Idempotent; safe to run concurrently.");
+  std::string release_label, release_timeout;
+  release->add_option("--label", release_label, "The label provision printed")->required();
+  release->add_option("--timeout", release_timeout, "How long to wait for drained (default: release_timeout)");
+
+  auto* refresh = app.add_subcommand(
+      "refresh",
+      "Keep the fleet honest (run it on a schedule): expire whatever passed its deadline, finish half-done "
+      "handshakes, terminate tagged instances without a live record, close records of vanished instances, "
+      "re-advertise idle instances missing from the pool, remove ghost runners, delete old terminated records.");
+  bool dry_run = false;
+  refresh->add_flag("--dry-run", dry_run, "Only say what would be done");
+
+  auto* status = app.add_subcommand(
+      "status", "The pool's instances (state, label, class, type, age, heartbeat age, busy, deadline) and pool depth.");
+  bool status_all = false;
+  status->add_flag("--all", status_all, "Include terminated records");
+
+  auto* config_cmd = app.add_subcommand("config", "Show the effective configuration and where each value came from.");
+  bool reference = false;
+  config_cmd->add_flag("--reference", reference, "Print the Markdown reference of every key instead");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitUsage;
+  }
+
+  Config config(settings_schema());
+  Settings settings;
+  try {
+    if (!config_file.empty()) config.merge_file(config_file);
+    config.merge_env(env);
+    for (const auto& [key, value] : key_flags) {
+      if (!value.empty()) config.set(key, value, "--" + key);
+    }
+    for (const auto& kv : sets) {
+      auto eq = kv.find('=');
+      if (eq == std::string::npos) throw ConfigError("--set " + kv + ": expected key=value");
+      std::string key = kv.substr(0, eq);
+      for (const auto& spec : config.schema()) {
+        if (spec.key == key && spec.type == KeyType::kSecret) {
+          throw ConfigError("--set " + key + ": secrets are read from the environment or the config file only");
+        }
+      }
+      config.set(key, kv.substr(eq + 1), "--set " + key);
+    }
+    if (!log_format.empty()) config.set("log_format", log_format, "--log-format");
+    if (!log_level.empty()) config.set("log_level", log_level, "--log-level");
+    LogFormat format;
+    if (!parse_log_format(config.get_string("log_format"), &format) || format == LogFormat::kJournal) {
+      throw ConfigError("invalid value for log_format (from " + config.origin("log_format") + "): text or json");
+    }
+    std::string level = config.get_string("log_level");
+    if (spdlog::level::from_str(level) == spdlog::level::off && level != "off") {
+      throw ConfigError("invalid value for log_level (from " + config.origin("log_level") + "): '" + level + "'");
+    }
+    init_logging(format, level);
+    settings = load_settings(config, env);
+  } catch (const ConfigError& e) {
+    std::cerr << "runpoolctl: configuration error: " << e.what() << "\n";
+    return kExitUsage;
+  }
+
+  if (*config_cmd) {
+    std::cout << (reference ? config.reference_markdown() : settings_text(config));
+    return kExitOk;
+  }
+
+  install_signal_handlers();
+  try {
+    if (*provision || *init) require_launch(settings);
+    if (*provision || *release) require_github(settings);
+    Backend backend(settings);
+    Context ctx{settings, backend.clock(), backend.table(), backend.queue(), backend.compute(), backend.github(),
+                std::cout, g_cancelled};
+    if (*init) return run_init(settings, backend.dynamodb(), backend.sqs(), backend.ec2(), std::cout, json);
+    if (*provision) {
+      ProvisionOptions o;
+      o.count = count;
+      o.resource_class = resource_class;
+      o.usage = parse_usage(usage_class);
+      if (!allowed_types.empty()) o.allowed_types = split_globs(allowed_types);
+      o.label = label;
+      o.timeout = parse_timeout("--timeout", timeout);
+      o.actions = actions_files(env);
+      o.json = json;
+      o.getenv = env;
+      o.random = random_hex16;
+      return run_provision(ctx, o);
+    }
+    if (*release) {
+      return run_release(ctx, ReleaseOptions{release_label, parse_timeout("--timeout", release_timeout), json});
+    }
+    if (*status) return run_status(ctx, StatusOptions{json, status_all});
+    if (*refresh) {
+#ifdef RUNPOOL_HAVE_REFRESH
+      return run_refresh(ctx, RefreshOptions{dry_run, json});
+#else
+      std::cerr << "runpoolctl: refresh is not part of this build\n";
+      return kExitFailed;
+#endif
+    }
+  } catch (const ConfigError& e) {
+    std::cerr << "runpoolctl: configuration error: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const UsageError& e) {
+    std::cerr << "runpoolctl: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "runpoolctl: " << e.what() << "\n";
+    return kExitFailed;
+  }
+  return kExitFailed;
+}

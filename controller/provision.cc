@@ -1,0 +1,354 @@
+#include "controller/provision.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+
+#include "common/json.h"
+#include "common/pool/transitions.h"
+#include "controller/claim_pool.h"
+#include "controller/drain.h"
+#include "controller/label.h"
+#include "controller/launch.h"
+#include "controller/launch_plan.h"
+#include "controller/retire.h"
+
+namespace runpool::controller {
+namespace {
+
+using pool::State;
+using Steady = std::chrono::steady_clock::time_point;
+
+struct Tracked {
+  pool::InstanceRecord record;  // as we last wrote or read it
+  bool warm = false;            // claimed from the pool (else launched by this label)
+  bool running = false;
+  int64_t running_after_ms = 0;
+};
+
+std::string seconds(int64_t ms) { return fmt::format("{:.1f}s", static_cast<double>(ms) / 1000.0); }
+
+class Provision {
+ public:
+  Provision(Context& ctx, ProvisionReport& report) : ctx_(ctx), report_(report), start_(ctx.clock.steady_now()) {}
+
+  int64_t elapsed_ms() const {
+    return std::chrono::duration_cast<Duration>(ctx_.clock.steady_now() - start_).count();
+  }
+
+  // A re-run provision with the same label takes over what the first one left assigned to it.
+  void adopt() {
+    for (const auto& r : ctx_.table.by_label(report_.label)) {
+      if (r.pool != ctx_.settings.pool) continue;
+      if (r.state != State::kCreated && r.state != State::kClaimed && r.state != State::kRunning) continue;
+      if (static_cast<int>(tracked_.size()) >= report_.requested) break;
+      auto fresh = ctx_.table.get(r.instance_id);  // the index is eventually consistent
+      if (!fresh || fresh->label != report_.label || fresh->state == State::kDraining ||
+          fresh->state == State::kIdle || fresh->state == State::kTerminating || fresh->state == State::kTerminated) {
+        continue;
+      }
+      spdlog::info("instance {} is already assigned to {} ({}): keeping it", fresh->instance_id, report_.label,
+                   pool::state_name(fresh->state));
+      tracked_.push_back(Tracked{*fresh, fresh->generation > 1, false, 0});
+    }
+  }
+
+  void claim(const ResourceClass& rc, std::optional<pool::UsageClass> usage, const std::vector<std::string>& globs,
+             const Secret& token, const std::string& url, Steady deadline) {
+    int need = report_.requested - static_cast<int>(tracked_.size());
+    if (need <= 0) return;
+    ClaimPlan plan{rc.name, usage, globs, need, report_.label, token, url, deadline};
+    ClaimOutcome c = claim_from_pool(ctx_, plan);
+    for (const auto& r : c.claimed) tracked_.push_back(Tracked{r, true, false, 0});
+    spdlog::info("pool {}: claimed {} of {} (examined {}, dropped {} stale, left {} for others)", rc.name,
+                 c.claimed.size(), need, c.examined, c.dropped, c.released);
+  }
+
+  void launch(const ResourceClass& rc, const std::vector<std::string>& types, pool::UsageClass usage,
+              const Secret& token, const std::string& url, Steady deadline) {
+    int need = report_.requested - static_cast<int>(tracked_.size());
+    if (need <= 0 || ctx_.cancelled.load()) return;
+    LaunchOrder order;
+    order.resource_class = rc.name;
+    order.types = types;
+    order.usage = usage;
+    order.on_demand_fallback = ctx_.settings.on_demand_fallback;
+    order.count = need;
+    order.label = report_.label;
+    order.reg_token = token;
+    order.reg_url = url;
+    for (const auto& t : tracked_) order.known.insert(t.record.instance_id);
+    order.deadline = deadline;
+    LaunchOutcome out;
+    try {
+      launch_instances(ctx_, order, out);
+    } catch (...) {
+      for (const auto& r : out.records) tracked_.push_back(Tracked{r, false, false, 0});
+      throw;
+    }
+    for (const auto& r : out.records) tracked_.push_back(Tracked{r, false, false, 0});
+    if (static_cast<int>(out.records.size()) < need && !ctx_.cancelled.load()) {
+      std::string why;
+      for (const auto& p : out.problems) why += (why.empty() ? "" : "; ") + p;
+      throw std::runtime_error(fmt::format("launched {} of the {} instance(s) needed{}", out.records.size(), need,
+                                           why.empty() ? "" : " (" + why + ")"));
+    }
+  }
+
+  // Waits until every instance's agent reported `registered` for its generation, marking each
+  // running as it does. "" when all are running, else why not.
+  std::string wait_running(Steady deadline) {
+    while (true) {
+      bool all = true;
+      for (Tracked& t : tracked_) {
+        if (t.running) continue;
+        std::string problem = check(t);
+        if (!problem.empty()) return problem;
+        all = all && t.running;
+      }
+      if (all) return "";
+      if (ctx_.cancelled.load()) return "cancelled";
+      if (ctx_.clock.steady_now() >= deadline) {
+        std::vector<std::string> waiting;
+        for (const auto& t : tracked_) {
+          if (!t.running) waiting.push_back(t.record.instance_id);
+        }
+        return fmt::format("timed out after {} waiting for {} instance(s) to register: {}", seconds(elapsed_ms()),
+                           waiting.size(), fmt::join(waiting, ", "));
+      }
+      ctx_.clock.sleep_for(ctx_.settings.poll_interval);
+    }
+  }
+
+  // Nothing stays assigned to a failed provision: launched instances are terminated, claimed ones
+  // drain back to the pool (their agents deregister), waiting a bounded time for them.
+  void abandon() {
+    std::vector<pool::InstanceRecord> launched, claimed;
+    for (const auto& t : tracked_) (t.warm ? claimed : launched).push_back(t.record);
+    if (!launched.empty()) retire(ctx_, launched, "provision " + report_.label + " failed");
+    if (claimed.empty()) return;
+    DrainOptions options;
+    options.wait = ctx_.settings.cancel_drain_wait;
+    options.terminate_stragglers = false;  // refresh finishes them (drain deadline)
+    options.stop_on_cancel = false;
+    DrainOutcome d;
+    try {
+      d = drain_to_pool(ctx_, claimed, [&] { return ctx_.github.remove_token(); }, options);
+    } catch (const std::exception& e) {
+      spdlog::error("could not drain the claimed instances back ({}); terminating them", e.what());
+      retire(ctx_, claimed, "provision " + report_.label + " failed");
+      return;
+    }
+    if (!d.errors.empty()) {
+      // Without a remove token (GitHub unreachable) nothing started draining: terminate instead.
+      std::vector<pool::InstanceRecord> stuck;
+      for (const auto& r : claimed) {
+        auto cur = ctx_.table.get(r.instance_id);
+        if (cur && cur->generation == r.generation && cur->label == r.label &&
+            (cur->state == State::kClaimed || cur->state == State::kRunning)) {
+          stuck.push_back(*cur);
+        }
+      }
+      if (!stuck.empty()) retire(ctx_, stuck, "could not be drained back");
+    }
+    spdlog::info("claimed instances: {} back in the pool, {} still draining (refresh finishes them)",
+                 d.returned.size(), d.left.size());
+  }
+
+  std::vector<Tracked>& tracked() { return tracked_; }
+
+ private:
+  // One look at one instance; "" unless it can no longer become running.
+  std::string check(Tracked& t) {
+    std::optional<pool::InstanceRecord> r = ctx_.table.get(t.record.instance_id);
+    const std::string& id = t.record.instance_id;
+    if (!r) return "instance " + id + ": its record disappeared";
+    if (r->generation != t.record.generation || r->label != report_.label) {
+      return "instance " + id + " was taken over by another assignment";
+    }
+    if (r->state == State::kRunning) {
+      mark(t, *r);
+      return "";
+    }
+    if (r->state != State::kCreated && r->state != State::kClaimed) {
+      return fmt::format("instance {} is {} ({})", id, pool::state_name(r->state),
+                         r->signal_detail.empty() ? "before registering" : r->signal_detail);
+    }
+    if (pool::agent_reported(*r, pool::AgentSignal::kFailed)) {
+      return fmt::format("instance {}: its agent failed to register: {}", id, r->signal_detail);
+    }
+    if (pool::agent_reported(*r, pool::AgentSignal::kInterrupted)) {
+      return fmt::format("instance {} was interrupted before registering: {}", id, r->signal_detail);
+    }
+    if (!pool::agent_reported(*r, pool::AgentSignal::kRegistered)) return "";
+    pool::Step step = pool::mark_running(*r, ctx_.now_ms(), ctx_.settings.timeouts);
+    if (ctx_.table.transition(id, step.expect, step.change)) mark(t, *r);
+    return "";  // else it moved: the next look tells
+  }
+
+  void mark(Tracked& t, const pool::InstanceRecord& r) {
+    t.record = r;
+    t.record.state = State::kRunning;
+    t.running = true;
+    t.running_after_ms = elapsed_ms();
+    spdlog::info("instance {} is running for {} after {}", r.instance_id, report_.label, seconds(t.running_after_ms));
+  }
+
+  Context& ctx_;
+  ProvisionReport& report_;
+  Steady start_;
+  std::vector<Tracked> tracked_;
+};
+
+void emit(Context& ctx, const ProvisionOptions& o, const ProvisionReport& r) {
+  if (o.json) {
+    ctx.out << write_json(provision_json(r)) << "\n";
+  } else {
+    ctx.out << provision_text(r);
+  }
+  if (!o.actions.active()) return;
+  try {
+    if (r.ok) append_to_file(o.actions.output, github_output_text(provision_outputs(r), o.random));
+    if (!o.actions.summary.empty()) append_to_file(o.actions.summary, provision_summary(r));
+  } catch (const std::exception& e) {
+    spdlog::error("could not write the step's outputs: {}", e.what());
+  }
+}
+
+}  // namespace
+
+int ProvisionReport::warm() const {
+  return static_cast<int>(std::count_if(instances.begin(), instances.end(), [](const auto& i) { return i.warm; }));
+}
+int ProvisionReport::launched() const { return static_cast<int>(instances.size()) - warm(); }
+
+int run_provision(Context& ctx, const ProvisionOptions& o) {
+  const Settings& s = ctx.settings;
+  if (o.count < 1 || o.count > s.max_count) {
+    throw UsageError(fmt::format("--count must be between 1 and {} (max_count)", s.max_count));
+  }
+  std::string class_name = o.resource_class.empty() ? s.default_resource_class : o.resource_class;
+  const ResourceClass* rc = s.find_class(class_name);
+  if (!rc) throw UsageError("--resource-class: '" + class_name + "' is not one of resource_classes");
+  std::vector<std::string> globs = o.allowed_types.value_or(s.allowed_instance_types);
+  std::vector<std::string> types = launch_types(*rc, globs);
+  if (types.empty()) {
+    throw UsageError("--allowed-instance-types: no instance type of class " + rc->name + " (" +
+                     format_resource_classes({*rc}) + ") matches");
+  }
+  pool::UsageClass usage = o.usage.value_or(s.usage_class);
+  ProvisionReport report;
+  report.label = o.label.empty() ? derive_label(s.pool, o.getenv, o.random) : o.label;
+  if (std::string problem = label_problem(report.label); !problem.empty()) throw UsageError("--label: " + problem);
+  report.resource_class = rc->name;
+  report.requested = o.count;
+  Duration timeout = o.timeout.value_or(s.provision_timeout);
+
+  Provision p(ctx, report);
+  const Steady deadline = ctx.clock.steady_now() + timeout;
+  spdlog::info("provision {}: {} x {} ({}{})", report.label, o.count, rc->name, pool::usage_class_name(usage),
+               usage == pool::UsageClass::kSpot && s.on_demand_fallback ? ", on-demand fallback" : "");
+  std::string error;
+  try {
+    p.adopt();
+    Secret token = ctx.github.registration_token();
+    std::string url = ctx.github.registration_url();
+    p.claim(*rc, claim_usage_filter(usage, s.on_demand_fallback), globs, token, url, deadline);
+    p.launch(*rc, types, usage, token, url, deadline);
+    error = ctx.cancelled.load() ? "cancelled" : p.wait_running(deadline);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (error.empty() && ctx.cancelled.load()) error = "cancelled";
+
+  report.elapsed_ms = p.elapsed_ms();
+  for (const auto& t : p.tracked()) {
+    report.instances.push_back(ProvisionedInstance{t.record.instance_id, t.record.instance_type,
+                                                   t.record.usage_class, t.warm, t.record.generation,
+                                                   t.running_after_ms});
+  }
+  if (!error.empty()) {
+    report.error = error;
+    spdlog::error("provision {} failed: {}; cleaning up", report.label, error);
+    p.abandon();
+    report.elapsed_ms = p.elapsed_ms();
+    emit(ctx, o, report);
+    return kExitFailed;
+  }
+  report.ok = true;
+  emit(ctx, o, report);
+  return kExitOk;
+}
+
+std::string provision_text(const ProvisionReport& r) {
+  std::string out;
+  if (r.ok) {
+    out += fmt::format("provisioned {} runner(s) for label {} (class {}): {} warm, {} launched, running after {}\n",
+                       r.instances.size(), r.label, r.resource_class, r.warm(), r.launched(), seconds(r.elapsed_ms));
+  } else {
+    out += fmt::format("provision {} failed after {}: {}\n", r.label, seconds(r.elapsed_ms), r.error);
+    if (!r.instances.empty()) out += "cleaned up (claimed instances drain back to the pool, launched ones terminate):\n";
+  }
+  for (const auto& i : r.instances) {
+    out += fmt::format("  {:<20} {:<14} {:<10} {:<9} {}\n", i.instance_id, i.instance_type,
+                       pool::usage_class_name(i.usage), i.warm ? "warm" : "launched",
+                       i.running_after_ms ? "running after " + seconds(i.running_after_ms) : "");
+  }
+  return out;
+}
+
+Json::Value provision_json(const ProvisionReport& r) {
+  Json::Value v(Json::objectValue);
+  v["ok"] = r.ok;
+  if (!r.ok) v["error"] = r.error;
+  v["label"] = r.label;
+  v["resource_class"] = r.resource_class;
+  v["requested"] = r.requested;
+  v["warm"] = r.warm();
+  v["launched"] = r.launched();
+  v["elapsed_ms"] = static_cast<Json::Int64>(r.elapsed_ms);
+  v["instances"] = Json::Value(Json::arrayValue);
+  for (const auto& i : r.instances) {
+    Json::Value j(Json::objectValue);
+    j["instance_id"] = i.instance_id;
+    j["instance_type"] = i.instance_type;
+    j["usage_class"] = std::string(pool::usage_class_name(i.usage));
+    j["source"] = i.warm ? "warm" : "launched";
+    j["generation"] = static_cast<Json::Int64>(i.generation);
+    j["running_after_ms"] = static_cast<Json::Int64>(i.running_after_ms);
+    v["instances"].append(j);
+  }
+  return v;
+}
+
+Outputs provision_outputs(const ProvisionReport& r) {
+  std::string ids;
+  for (const auto& i : r.instances) ids += (ids.empty() ? "" : " ") + i.instance_id;
+  return {{"label", r.label},
+          {"instance-ids", ids},
+          {"warm", std::to_string(r.warm())},
+          {"launched", std::to_string(r.launched())}};
+}
+
+std::string provision_summary(const ProvisionReport& r) {
+  std::string out = "### runpool provision `" + markdown_cell(r.label) + "`\n\n";
+  if (!r.ok) out += "**Failed:** " + markdown_cell(r.error) + "\n\n";
+  if (!r.instances.empty()) {
+    out += "| instance | type | usage | source | running after |\n|---|---|---|---|---|\n";
+    for (const auto& i : r.instances) {
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", markdown_cell(i.instance_id), markdown_cell(i.instance_type),
+                         pool::usage_class_name(i.usage), i.warm ? "warm" : "launched",
+                         i.running_after_ms ? seconds(i.running_after_ms) : "–");
+    }
+    out += "\n";
+  }
+  if (r.ok) {
+    out += fmt::format("{} warm, {} launched ({}); all running after {}.\n\n", r.warm(), r.launched(),
+                       markdown_cell(r.resource_class), seconds(r.elapsed_ms));
+  }
+  return out;
+}
+
+}  // namespace runpool::controller

@@ -1,0 +1,63 @@
+// runpoolctl provision: N runners for one assignment label — claimed warm from the pool first,
+// the rest launched — each handed the provision's registration token through its own record,
+// waited for until its agent reports `registered` for this generation, then marked running. On
+// timeout, failure or cancellation nothing stays assigned to the dead run: claimed instances drain
+// back to the pool, launched ones are terminated.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <json/json.h>
+
+#include "controller/context.h"
+#include "controller/github_actions.h"
+
+namespace runpool::controller {
+
+struct ProvisionOptions {
+  int count = 1;
+  std::string resource_class;  // "": settings.default_resource_class
+  std::optional<pool::UsageClass> usage;
+  std::optional<std::vector<std::string>> allowed_types;  // globs; nullopt: settings.allowed_instance_types
+  std::string label;                                        // "": derive_label()
+  std::optional<Duration> timeout;                          // nullopt: settings.provision_timeout
+  bool json = false;
+  ActionsFiles actions;
+  std::function<const char*(const char*)> getenv;  // GITHUB_RUN_ID … for the label
+  std::function<std::string()> random;             // 16 hex digits (labels, output delimiters)
+};
+
+struct ProvisionedInstance {
+  std::string instance_id;
+  std::string instance_type;
+  pool::UsageClass usage = pool::UsageClass::kOnDemand;
+  bool warm = false;  // claimed from the pool (else launched)
+  int64_t generation = 0;
+  int64_t running_after_ms = 0;
+};
+
+struct ProvisionReport {
+  bool ok = false;
+  std::string error;
+  std::string label;
+  std::string resource_class;
+  int requested = 0;
+  std::vector<ProvisionedInstance> instances;
+  int64_t elapsed_ms = 0;
+  int warm() const;
+  int launched() const;
+};
+
+// Runs the whole provision. Returns the exit code; throws UsageError for bad options (exit 2).
+int run_provision(Context& ctx, const ProvisionOptions& options);
+
+// The report as readable text, JSON, step outputs and a step-summary section.
+std::string provision_text(const ProvisionReport& r);
+Json::Value provision_json(const ProvisionReport& r);
+Outputs provision_outputs(const ProvisionReport& r);
+std::string provision_summary(const ProvisionReport& r);
+
+}  // namespace runpool::controller

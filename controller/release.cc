@@ -1,0 +1,96 @@
+#include "controller/release.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+#include "common/json.h"
+#include "controller/label.h"
+
+namespace runpool::controller {
+
+int run_release(Context& ctx, const ReleaseOptions& o) {
+  if (std::string problem = label_problem(o.label); !problem.empty()) throw UsageError("--label: " + problem);
+  DrainOptions options;
+  options.wait = o.timeout.value_or(ctx.settings.release_timeout);
+  options.terminate_stragglers = true;
+  options.stop_on_cancel = true;
+
+  DrainOutcome total;
+  std::set<std::string> seen;
+  bool failed = false;
+  // The label index is eventually consistent: look again after a pass, until it shows nothing new.
+  for (int pass = 0; pass < 3; ++pass) {
+    std::vector<pool::InstanceRecord> todo;
+    try {
+      for (auto& r : ctx.table.by_label(o.label)) {
+        if (r.pool == ctx.settings.pool && seen.insert(r.instance_id).second) todo.push_back(std::move(r));
+      }
+    } catch (const std::exception& e) {
+      total.errors.push_back(std::string("reading the label index: ") + e.what());
+      failed = true;
+      break;
+    }
+    if (todo.empty()) break;
+    spdlog::info("release {}: {} instance(s)", o.label, todo.size());
+    DrainOutcome d;
+    try {
+      d = drain_to_pool(ctx, todo, [&] { return ctx.github.remove_token(); }, options);
+    } catch (const std::exception& e) {
+      total.errors.push_back(e.what());
+      failed = true;
+      break;
+    }
+    using Part = std::vector<std::string> DrainOutcome::*;
+    for (Part part : {&DrainOutcome::returned, &DrainOutcome::terminated, &DrainOutcome::left, &DrainOutcome::gone,
+                      &DrainOutcome::errors}) {
+      (total.*part).insert((total.*part).end(), (d.*part).begin(), (d.*part).end());
+    }
+    if (ctx.cancelled.load()) break;
+  }
+  failed = failed || !total.errors.empty() || !total.left.empty();
+  if (o.json) {
+    Json::Value v = release_json(o.label, total);
+    v["ok"] = !failed;
+    ctx.out << write_json(v) << "\n";
+  } else {
+    ctx.out << release_text(o.label, total);
+  }
+  return failed ? kExitFailed : kExitOk;
+}
+
+std::string release_text(const std::string& label, const DrainOutcome& d) {
+  size_t n = d.returned.size() + d.terminated.size() + d.left.size() + d.gone.size();
+  if (n == 0 && d.errors.empty()) return fmt::format("release {}: nothing assigned to this label\n", label);
+  std::string out = fmt::format("release {}: {} returned to the pool, {} terminated (not drained in time), {} already "
+                                "gone, {} still draining\n",
+                                label, d.returned.size(), d.terminated.size(), d.gone.size(), d.left.size());
+  auto list = [&](const char* what, const std::vector<std::string>& ids) {
+    if (!ids.empty()) out += fmt::format("  {}: {}\n", what, fmt::join(ids, " "));
+  };
+  list("returned", d.returned);
+  list("terminated", d.terminated);
+  list("gone", d.gone);
+  list("still draining", d.left);
+  for (const auto& e : d.errors) out += "  error: " + e + "\n";
+  return out;
+}
+
+Json::Value release_json(const std::string& label, const DrainOutcome& d) {
+  Json::Value v(Json::objectValue);
+  v["label"] = label;
+  auto arr = [](const std::vector<std::string>& ids) {
+    Json::Value a(Json::arrayValue);
+    for (const auto& id : ids) a.append(id);
+    return a;
+  };
+  v["returned"] = arr(d.returned);
+  v["terminated"] = arr(d.terminated);
+  v["gone"] = arr(d.gone);
+  v["draining"] = arr(d.left);
+  v["errors"] = arr(d.errors);
+  return v;
+}
+
+}  // namespace runpool::controller

@@ -1,0 +1,70 @@
+#include "controller/retire.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/pool/memory_state_table.h"  // pool::apply
+#include "common/pool/transitions.h"
+
+namespace runpool::controller {
+
+RetireOutcome retire(Context& ctx, const std::vector<pool::InstanceRecord>& records, const std::string& why) {
+  RetireOutcome out;
+  std::vector<pool::InstanceRecord> terminating;
+  for (const auto& original : records) {
+    std::optional<pool::InstanceRecord> r = original;
+    bool done = false;
+    for (int attempt = 0; attempt < 4 && r && !done; ++attempt) {
+      // Someone else finished it, returned it to the pool, or it moved on to a new assignment.
+      if (r->generation != original.generation || r->state == pool::State::kTerminated ||
+          r->state == pool::State::kIdle) {
+        break;
+      }
+      if (r->state == pool::State::kTerminating) {
+        terminating.push_back(*r);
+        done = true;
+        break;
+      }
+      pool::Step step = pool::begin_terminate(*r, ctx.now_ms(), ctx.settings.timeouts);
+      try {
+        if (ctx.table.transition(r->instance_id, step.expect, step.change)) {
+          pool::apply(*r, step.change);
+          terminating.push_back(*r);
+          done = true;
+          break;
+        }
+        r = ctx.table.get(r->instance_id);
+      } catch (const std::exception& e) {
+        spdlog::error("instance {}: could not mark it terminating: {}", original.instance_id, e.what());
+        break;
+      }
+    }
+    if (!done) out.skipped.push_back(original.instance_id);
+  }
+  if (terminating.empty()) return out;
+
+  std::vector<std::string> ids;
+  for (const auto& r : terminating) ids.push_back(r.instance_id);
+  try {
+    ctx.compute.terminate(ids);
+  } catch (const std::exception& e) {
+    spdlog::error("TerminateInstances failed ({}); refresh retries: {}", why, e.what());
+    for (const auto& id : ids) out.pending.push_back(id);
+    return out;
+  }
+  for (const auto& r : terminating) {
+    pool::Step step = pool::close_record(r, ctx.now_ms(), ctx.settings.timeouts);
+    try {
+      if (!ctx.table.transition(r.instance_id, step.expect, step.change)) {
+        spdlog::warn("instance {}: terminated, but its record had moved on; refresh closes it", r.instance_id);
+      }
+    } catch (const std::exception& e) {
+      spdlog::warn("instance {}: terminated, but closing its record failed ({}); refresh closes it", r.instance_id,
+                   e.what());
+    }
+    spdlog::info("instance {} terminated ({})", r.instance_id, why);
+    out.terminated.push_back(r.instance_id);
+  }
+  return out;
+}
+
+}  // namespace runpool::controller

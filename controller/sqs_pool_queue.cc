@@ -1,0 +1,62 @@
+#include "controller/sqs_pool_queue.h"
+
+#include <algorithm>
+
+namespace runpool::controller {
+
+std::map<std::string, std::string> pool_queue_attributes() {
+  return {{"MessageRetentionPeriod", "1209600"},  // 14 days: longer than any idle_ttl
+          {"VisibilityTimeout", "30"}};
+}
+
+SqsPoolQueue::SqsPoolQueue(aws::SqsClient& sqs, aws::SqsClient& long_poll, const Settings& settings)
+    : sqs_(sqs), long_poll_(long_poll), settings_(settings) {}
+
+std::string SqsPoolQueue::url(const std::string& resource_class) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = urls_.find(resource_class);
+  if (it != urls_.end()) return it->second;
+  std::string u = sqs_.get_queue_url(settings_.queue_name(resource_class));
+  urls_[resource_class] = u;
+  return u;
+}
+
+std::vector<QueuedMessage> SqsPoolQueue::receive(const std::string& resource_class, int max, Duration wait,
+                                                 Duration visibility) {
+  aws::ReceiveRequest r;
+  r.queue_url = url(resource_class);
+  r.max_messages = std::clamp(max, 1, 10);
+  r.wait_seconds = static_cast<int>(std::clamp<int64_t>(wait.count() / 1000, 0, 20));
+  r.visibility_timeout = static_cast<int>(std::max<int64_t>(1, visibility.count() / 1000));
+  std::vector<QueuedMessage> out;
+  for (auto& m : (r.wait_seconds > 0 ? long_poll_ : sqs_).receive_messages(r)) {
+    QueuedMessage q;
+    q.message_id = m.message_id;
+    q.receipt = m.receipt_handle;
+    q.body = m.body;
+    q.message = decode_pool_message(m.body);
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
+void SqsPoolQueue::remove(const std::string& resource_class, const std::string& receipt) {
+  sqs_.delete_message(url(resource_class), receipt);
+}
+
+void SqsPoolQueue::make_visible(const std::string& resource_class, const std::string& receipt) {
+  sqs_.change_message_visibility(url(resource_class), receipt, 0);
+}
+
+void SqsPoolQueue::advertise(const std::string& resource_class, const pool::PoolMessage& message) {
+  sqs_.send_message(url(resource_class), encode_pool_message(message));
+}
+
+QueueDepth SqsPoolQueue::depth(const std::string& resource_class) {
+  aws::QueueAttributes a = sqs_.get_queue_attributes(
+      url(resource_class), {"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"});
+  return QueueDepth{a.approximate_number_of_messages.value_or(0),
+                    a.approximate_number_of_messages_not_visible.value_or(0)};
+}
+
+}  // namespace runpool::controller

@@ -1,0 +1,40 @@
+// The pool queues on SQS. Long polls go through their own SqsClient (its own HTTP connection):
+// the curl client does one transfer at a time, and a poll must not hold up the table's calls.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "common/aws/sqs.h"
+#include "controller/pool_queue.h"
+#include "controller/settings.h"
+
+namespace runpool::controller {
+
+class SqsPoolQueue final : public PoolQueue {
+ public:
+  SqsPoolQueue(aws::SqsClient& sqs, aws::SqsClient& long_poll, const Settings& settings);
+
+  std::vector<QueuedMessage> receive(const std::string& resource_class, int max, Duration wait,
+                                     Duration visibility) override;
+  void remove(const std::string& resource_class, const std::string& receipt) override;
+  void make_visible(const std::string& resource_class, const std::string& receipt) override;
+  void advertise(const std::string& resource_class, const pool::PoolMessage& message) override;
+  QueueDepth depth(const std::string& resource_class) override;
+
+ private:
+  std::string url(const std::string& resource_class);  // GetQueueUrl once per class
+
+  aws::SqsClient& sqs_;
+  aws::SqsClient& long_poll_;
+  const Settings& settings_;
+  std::mutex mu_;
+  std::map<std::string, std::string> urls_;
+};
+
+// The attributes every pool queue is created with (init): fixed, so that CreateQueue stays
+// idempotent across runpoolctl versions and settings (receivers pass their own visibility).
+std::map<std::string, std::string> pool_queue_attributes();
+
+}  // namespace runpool::controller

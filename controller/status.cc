@@ -1,0 +1,131 @@
+#include "controller/status.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/json.h"
+
+namespace runpool::controller {
+
+std::string short_age(int64_t ms) {
+  if (ms < 0) return "-" + short_age(-ms);
+  int64_t s = ms / 1000;
+  if (s < 60) return std::to_string(s) + "s";
+  int64_t m = s / 60;
+  if (m < 60) return std::to_string(m) + "m" + (s % 60 ? std::to_string(s % 60) + "s" : "");
+  int64_t h = m / 60;
+  if (h < 24) return std::to_string(h) + "h" + (m % 60 ? std::to_string(m % 60) + "m" : "");
+  return std::to_string(h / 24) + "d" + (h % 24 ? std::to_string(h % 24) + "h" : "");
+}
+
+StatusView collect_status(Context& ctx, const StatusOptions& o) {
+  StatusView v;
+  v.now_ms = ctx.now_ms();
+  pool::ScanStats stats = ctx.table.scan([&](const pool::InstanceRecord& r) {
+    if (r.pool != ctx.settings.pool) return;
+    if (r.state == pool::State::kTerminated && !o.all) return;
+    v.records.push_back(r);
+  });
+  v.skipped = stats.skipped;
+  std::stable_sort(v.records.begin(), v.records.end(), [](const auto& a, const auto& b) {
+    if (a.state != b.state) return static_cast<int>(a.state) < static_cast<int>(b.state);
+    return a.created_ms < b.created_ms;
+  });
+  for (const auto& rc : ctx.settings.resource_classes) {
+    ClassDepth c;
+    c.resource_class = rc.name;
+    c.queue = ctx.settings.queue_name(rc.name);
+    c.idle_records = static_cast<int>(std::count_if(v.records.begin(), v.records.end(), [&](const auto& r) {
+      return r.state == pool::State::kIdle && r.resource_class == rc.name;
+    }));
+    try {
+      c.depth = ctx.queue.depth(rc.name);
+    } catch (const std::exception& e) {
+      c.error = e.what();
+    }
+    v.classes.push_back(std::move(c));
+  }
+  return v;
+}
+
+int run_status(Context& ctx, const StatusOptions& o) {
+  StatusView v = collect_status(ctx, o);
+  if (o.json) {
+    ctx.out << write_json(status_json(v)) << "\n";
+  } else {
+    ctx.out << status_text(v);
+  }
+  return kExitOk;
+}
+
+std::string status_text(const StatusView& v) {
+  std::string out;
+  if (v.records.empty()) {
+    out += "no instances\n";
+  } else {
+    out += fmt::format("{:<20} {:<11} {:<28} {:<8} {:<12} {:>7} {:>9} {:<4} {:>8}\n", "INSTANCE", "STATE", "LABEL",
+                       "CLASS", "TYPE", "AGE", "HEARTBEAT", "BUSY", "DEADLINE");
+    for (const auto& r : v.records) {
+      out += fmt::format("{:<20} {:<11} {:<28} {:<8} {:<12} {:>7} {:>9} {:<4} {:>8}\n", r.instance_id,
+                         pool::state_name(r.state), r.label.empty() ? "-" : r.label, r.resource_class,
+                         r.instance_type, short_age(v.now_ms - r.created_ms),
+                         r.heartbeat_ms ? short_age(v.now_ms - r.heartbeat_ms) : "-", r.busy ? "yes" : "no",
+                         r.deadline_ms ? short_age(r.deadline_ms - v.now_ms) : "-");
+    }
+  }
+  out += "\nPOOL\n";
+  for (const auto& c : v.classes) {
+    if (c.depth) {
+      out += fmt::format("  {:<12} {:>3} message(s) visible, {} in flight; {} idle record(s)  ({})\n",
+                         c.resource_class, c.depth->visible, c.depth->in_flight, c.idle_records, c.queue);
+    } else {
+      out += fmt::format("  {:<12} depth unknown: {}\n", c.resource_class, c.error);
+    }
+  }
+  if (v.skipped) out += fmt::format("({} foreign or corrupted item(s) skipped)\n", v.skipped);
+  return out;
+}
+
+Json::Value status_json(const StatusView& v) {
+  Json::Value root(Json::objectValue);
+  root["now_ms"] = static_cast<Json::Int64>(v.now_ms);
+  root["instances"] = Json::Value(Json::arrayValue);
+  for (const auto& r : v.records) {
+    Json::Value j(Json::objectValue);
+    j["instance_id"] = r.instance_id;
+    j["state"] = std::string(pool::state_name(r.state));
+    j["label"] = r.label;
+    j["generation"] = static_cast<Json::Int64>(r.generation);
+    j["resource_class"] = r.resource_class;
+    j["usage_class"] = std::string(pool::usage_class_name(r.usage_class));
+    j["instance_type"] = r.instance_type;
+    j["age_ms"] = static_cast<Json::Int64>(v.now_ms - r.created_ms);
+    if (r.heartbeat_ms) j["heartbeat_age_ms"] = static_cast<Json::Int64>(v.now_ms - r.heartbeat_ms);
+    j["busy"] = r.busy;
+    if (r.deadline_ms) j["deadline_ms"] = static_cast<Json::Int64>(r.deadline_ms);
+    if (r.signal != pool::AgentSignal::kNone) {
+      j["signal"] = std::string(pool::agent_signal_name(r.signal));
+      j["signal_generation"] = static_cast<Json::Int64>(r.signal_generation);
+    }
+    root["instances"].append(j);
+  }
+  root["pool"] = Json::Value(Json::arrayValue);
+  for (const auto& c : v.classes) {
+    Json::Value j(Json::objectValue);
+    j["resource_class"] = c.resource_class;
+    j["queue"] = c.queue;
+    j["idle_records"] = c.idle_records;
+    if (c.depth) {
+      j["visible"] = static_cast<Json::Int64>(c.depth->visible);
+      j["in_flight"] = static_cast<Json::Int64>(c.depth->in_flight);
+    } else {
+      j["error"] = c.error;
+    }
+    root["pool"].append(j);
+  }
+  root["skipped"] = static_cast<Json::Int64>(v.skipped);
+  return root;
+}
+
+}  // namespace runpool::controller
