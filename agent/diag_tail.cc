@@ -4,15 +4,18 @@
 #include <filesystem>
 #include <fstream>
 
+#include <sys/stat.h>
+
 namespace runpool::agent {
 
 namespace fs = std::filesystem;
 
 DiagTail::DiagTail(std::string dir, std::string prefix) : dir_(std::move(dir)), prefix_(std::move(prefix)) {
   for (const auto& name : matching_files()) {
-    std::error_code ec;
-    auto size = fs::file_size(fs::path(dir_) / name, ec);
-    files_[name].offset = ec ? 0 : size;
+    struct stat st {};
+    if (stat((fs::path(dir_) / name).c_str(), &st) != 0) continue;
+    files_[name].offset = static_cast<uint64_t>(st.st_size);
+    files_[name].inode = static_cast<uint64_t>(st.st_ino);
   }
 }
 
@@ -34,11 +37,15 @@ std::vector<std::string> DiagTail::poll() {
   std::vector<std::string> lines;
   for (const auto& name : matching_files()) {
     FileState& st = files_[name];
-    std::ifstream in(fs::path(dir_) / name, std::ios::binary);
+    const fs::path path = fs::path(dir_) / name;
+    struct stat info {};
+    if (stat(path.c_str(), &info) != 0) continue;
+    std::ifstream in(path, std::ios::binary);
     if (!in) continue;
     in.seekg(0, std::ios::end);
     const auto size = static_cast<uint64_t>(in.tellg());
-    if (size < st.offset) {  // truncated or replaced: start over
+    if (size < st.offset || static_cast<uint64_t>(info.st_ino) != st.inode) {  // truncated or replaced: start over
+      st.inode = static_cast<uint64_t>(info.st_ino);
       st.offset = 0;
       st.partial.clear();
     }

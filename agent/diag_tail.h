@@ -21,6 +21,7 @@ class DiagTail {
  private:
   struct FileState {
     uint64_t offset = 0;
+    uint64_t inode = 0;   // a replaced file (new inode) starts over
     std::string partial;  // a line not yet ended by '\n'
   };
   std::vector<std::string> matching_files() const;

@@ -232,7 +232,7 @@ void LocalRunnerHost::end_user_processes() {
 }
 
 void LocalRunnerHost::clean() {
-  end_user_processes();
+  if (s_.end_processes) end_user_processes();
   for (const auto& f : runner_config_files()) remove_path(path(f));
   for (const char* f : {".drain", "_diag", "_work", "_home"}) remove_path(path(f));
   // Everything else the runner created in the root (.env, .path, anything a job dropped there):

@@ -25,6 +25,9 @@ struct RunnerHostSettings {
   std::string lang = "C.UTF-8";
   Duration registration_timeout{std::chrono::minutes(2)};
   Duration cleanup_timeout{std::chrono::seconds(30)};
+  // Whether clean() ends the runner user's processes. Always on an instance (one agent per host);
+  // tests of the file handling on a shared machine turn it off.
+  bool end_processes = true;
 };
 
 class LocalRunnerHost final : public RunnerHost {

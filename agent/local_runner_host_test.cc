@@ -1,0 +1,252 @@
+// The runner root on disk and its processes, with a small fake runner (bash scripts) run as the
+// real runpool-runner user. Needs root and that user (scripts/setup.sh); skipped otherwise.
+#include "agent/local_runner_host.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace runpool::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+const char* kListener = R"SH(#!/bin/bash
+cd "$(dirname "$0")/.." || exit 1
+mkdir -p _diag
+log="_diag/Runner_$(date +%Y%m%d-%H%M%S%N)-utc.log"
+echo "Current runner version: '2.336.0'"
+echo "$(date -u '+%Y-%m-%d %H:%M:%SZ'): Listening for Jobs"
+echo "[2026-01-01 10:00:00Z INFO BrokerMessageListener] Acknowledging runner request '5'." >> "$log"
+trap 'echo Exiting...; exit 0' INT
+while :; do sleep 0.05; done
+)SH";
+
+const char* kConfig = R"SH(#!/bin/bash
+cd "$(dirname "$0")" || exit 1
+{ echo "uid=$(id -u)"; echo "args=$*"; env | sort; } > .config-call
+if [ "$1" = remove ]; then rm -f .runner .credentials .credentials_rsaparams; exit 0; fi
+name=""
+while [ $# -gt 0 ]; do [ "$1" = --name ] && name="$2"; shift; done
+[ -e .runner ] && { echo "already configured"; exit 1; }
+printf '\xef\xbb\xbf{"agentId": 5, "agentName": "%s"}' "$name" > .runner
+echo '{}' > .credentials
+echo '{}' > .credentials_rsaparams
+echo "Settings Saved."
+)SH";
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class LocalRunnerHostTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    user_ = lookup_user("runpool-runner");
+    if (geteuid() != 0 || !user_) GTEST_SKIP() << "needs root and the runpool-runner user (scripts/setup.sh)";
+    char tmpl[] = "/tmp/runner-host-XXXXXX";
+    base_ = mkdtemp(tmpl);
+    chmod(base_.c_str(), 0755);
+    tpl_ = base_ / "template";
+    fs::create_directories(tpl_ / "bin");
+    std::ofstream(tpl_ / "bin" / "Runner.Listener") << kListener;
+    std::ofstream(tpl_ / "config.sh") << kConfig;
+    fs::permissions(tpl_ / "bin" / "Runner.Listener", fs::perms(0755));
+    fs::permissions(tpl_ / "config.sh", fs::perms(0755));
+    std::ofstream(tpl_ / ".standin.json") << R"({"mode":"drain"})";
+  }
+  void TearDown() override {
+    if (!base_.empty()) fs::remove_all(base_);
+  }
+
+  RunnerHostSettings settings(const fs::path& root) {
+    RunnerHostSettings s;
+    s.root = root.string();
+    s.template_dir = tpl_.string();
+    s.user = *user_;
+    s.path = "/usr/local/bin:/usr/bin:/bin";
+    s.registration_timeout = 20s;
+    s.cleanup_timeout = 2s;
+    s.end_processes = false;  // a shared machine: never end every process of the user here
+    return s;
+  }
+
+  std::optional<UserIdentity> user_;
+  fs::path base_, tpl_;
+};
+
+TEST_F(LocalRunnerHostTest, ARootTheRunnerCannotReachIsRefusedClearly) {
+  fs::create_directories(base_ / "private");
+  chmod((base_ / "private").c_str(), 0700);
+  LocalRunnerHost host(settings(base_ / "private" / "runner"), nullptr);
+  try {
+    host.prepare();
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("not searchable"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(LocalRunnerHostTest, PrepareInstallsTheTemplateRootOwnedInAStickyRoot) {
+  const fs::path root = base_ / "i-1" / "runner";
+  LocalRunnerHost host(settings(root), nullptr);
+  host.prepare();
+  struct stat st {};
+  ASSERT_EQ(stat(root.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_gid, user_->gid);
+  EXPECT_EQ(st.st_mode & 07777, 01770u);
+  ASSERT_EQ(stat((root / "bin" / "Runner.Listener").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u) << "the installation stays root's";
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+  ASSERT_EQ(stat((root / "_work").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, user_->uid);
+  EXPECT_TRUE(fs::exists(root / ".standin.json"));
+  EXPECT_FALSE(fs::exists(root.string() + ".staging-" + std::to_string(getpid())));
+  // Idempotent, and a root with a Listener is not copied over again.
+  fs::remove(root / ".standin.json");
+  host.prepare();
+  EXPECT_FALSE(fs::exists(root / ".standin.json"));
+}
+
+TEST_F(LocalRunnerHostTest, ConfigureRunsAsTheRunnerWithTheTokenInTheEnvironmentOnly) {
+  const fs::path root = base_ / "runner";
+  LocalRunnerHost host(settings(root), nullptr);
+  host.prepare();
+  std::ofstream(root / ".runner_migrated") << "stale";
+  setenv("RUNPOOL_TABLE", "leak", 1);
+  setenv("AWS_ACCESS_KEY_ID", "leak", 1);
+  CommandResult r = host.configure({"https://github.com/o/r", "run-9", "ci-i-1-g3", Secret("s3cr3t-token")});
+  unsetenv("RUNPOOL_TABLE");
+  unsetenv("AWS_ACCESS_KEY_ID");
+  ASSERT_TRUE(r.ok()) << r.output;
+  EXPECT_FALSE(fs::exists(root / ".runner_migrated")) << "stale configuration goes first";
+  std::string call = read_file(root / ".config-call");
+  EXPECT_NE(call.find("uid=" + std::to_string(user_->uid)), std::string::npos) << call;
+  EXPECT_NE(call.find("args=--url https://github.com/o/r --labels run-9 --no-default-labels --name ci-i-1-g3 "
+                      "--unattended --replace --work _work --disableupdate"),
+            std::string::npos)
+      << call;
+  EXPECT_NE(call.find("ACTIONS_RUNNER_INPUT_TOKEN=s3cr3t-token"), std::string::npos);
+  const size_t args_at = call.find("args=");
+  const std::string args_line = call.substr(args_at, call.find('\n', args_at) - args_at);
+  EXPECT_EQ(args_line.find("s3cr3t"), std::string::npos) << "never in argv: " << args_line;
+  EXPECT_NE(call.find("HOME=" + (root / "_home").string()), std::string::npos);
+  EXPECT_EQ(call.find("RUNPOOL_"), std::string::npos) << call;
+  EXPECT_EQ(call.find("AWS_"), std::string::npos) << call;
+  auto id = host.configured();
+  ASSERT_TRUE(id);
+  EXPECT_EQ(id->id, 5);
+  EXPECT_EQ(id->name, "ci-i-1-g3");
+
+  CommandResult removed = host.remove(Secret("remove-token"));
+  ASSERT_TRUE(removed.ok()) << removed.output;
+  EXPECT_NE(read_file(root / ".config-call").find("ACTIONS_RUNNER_INPUT_TOKEN=remove-token"), std::string::npos);
+  EXPECT_NE(read_file(root / ".config-call").find("args=remove\n"), std::string::npos);
+  EXPECT_FALSE(host.configured());
+}
+
+TEST_F(LocalRunnerHostTest, TheListenerRunsAsTheRunnerAndItsOutputBecomesEvents) {
+  const fs::path root = base_ / "runner";
+  LocalRunnerHost host(settings(root), nullptr);
+  host.prepare();
+  fs::create_directories(root / "_diag");
+  ASSERT_EQ(chown((root / "_diag").c_str(), user_->uid, user_->gid), 0);
+  std::ofstream(root / "_diag" / "Runner_0-old.log") << "[x INFO BrokerMessageListener] Acknowledging runner request '1'.\n";
+  auto listener = host.start_listener();
+  struct KillOnExit {
+    ListenerProcess& l;
+    ~KillOnExit() { l.kill(); }
+  } guard{*listener};
+  std::vector<RunnerEvent> events;
+  for (int i = 0; i < 100 && events.size() < 2; ++i) {
+    for (auto& e : listener->poll_events()) events.push_back(e);
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(events.size(), 2u);
+  bool listening = false, requested = false;
+  for (const auto& e : events) {
+    listening = listening || e.kind == RunnerEvent::kListening;
+    requested = requested || (e.kind == RunnerEvent::kJobRequested && e.job == "5");
+  }
+  EXPECT_TRUE(listening);
+  EXPECT_TRUE(requested) << "only the new Listener's _diag lines count";
+  EXPECT_FALSE(listener->exit_status());
+  auto strays = host.stray_listeners();
+  EXPECT_FALSE(strays.empty()) << "a Listener of the runner user is visible as such";
+  listener->interrupt();
+  std::optional<ExitStatus> status;
+  for (int i = 0; i < 100 && !status; ++i) {
+    listener->poll_events();
+    status = listener->exit_status();
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(status);
+  EXPECT_EQ(*status, (ExitStatus{false, 0}));
+  EXPECT_NE(listener->output_tail().find("Exiting..."), std::string::npos) << listener->output_tail();
+}
+
+TEST_F(LocalRunnerHostTest, TheSentinelBelongsToTheRunnerAndAPlantedSymlinkIsNotFollowed) {
+  const fs::path root = base_ / "runner";
+  LocalRunnerHost host(settings(root), nullptr);
+  host.prepare();
+  host.set_drain_sentinel(true);
+  struct stat st {};
+  ASSERT_EQ(lstat((root / ".drain").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_uid, user_->uid);
+  host.set_drain_sentinel(false);
+  EXPECT_FALSE(fs::exists(root / ".drain"));
+
+  const fs::path target = base_ / "precious";
+  std::ofstream(target) << "root's";
+  fs::create_symlink(target, root / ".drain");
+  host.set_drain_sentinel(true);
+  ASSERT_EQ(lstat((root / ".drain").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode)) << "the link was replaced";
+  ASSERT_EQ(stat(target.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u) << "its target untouched";
+}
+
+TEST_F(LocalRunnerHostTest, CleanRemovesEverythingTheRunnerLeftAndKeepsTheInstallation) {
+  const fs::path root = base_ / "runner";
+  LocalRunnerHost host(settings(root), nullptr);
+  host.prepare();
+  ASSERT_TRUE(host.configure({"https://github.com/o/r", "l", "ci-i-1-g1", Secret("t")}).ok());
+  host.set_drain_sentinel(true);
+  fs::create_directories(root / "_diag" / "pages");
+  fs::create_directories(root / "_work" / "repo" / "repo");
+  std::ofstream(root / "_work" / "repo" / "repo" / "left-behind.txt") << "x";
+  std::ofstream(root / "_home" / ".cache") << "x";
+  std::ofstream(root / ".env") << "LD_PRELOAD=/tmp/evil.so\n";
+  std::ofstream(root / "planted") << "x";
+  for (const char* f : {".env", "planted"}) {
+    ASSERT_EQ(lchown((root / f).c_str(), user_->uid, user_->gid), 0);
+  }
+  host.clean();
+  for (const char* gone : {".runner", ".credentials", ".credentials_rsaparams", ".drain", "_diag", ".env", "planted",
+                           ".config-call", "_work/repo", "_home/.cache"}) {
+    EXPECT_FALSE(fs::exists(root / gone)) << gone;
+  }
+  for (const char* kept : {"bin/Runner.Listener", "config.sh", ".standin.json", "_work", "_home"}) {
+    EXPECT_TRUE(fs::exists(root / kept)) << kept;
+  }
+  struct stat st {};
+  ASSERT_EQ(stat((root / "_work").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, user_->uid);
+  EXPECT_FALSE(host.configured());
+}
+
+}  // namespace
+}  // namespace runpool::agent
