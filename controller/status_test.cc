@@ -1,0 +1,69 @@
+#include "controller/status.h"
+
+#include <gtest/gtest.h>
+
+#include "common/json.h"
+#include "controller/test_fakes.h"
+
+namespace runpool::controller {
+namespace {
+
+using testing::World;
+
+TEST(Status, ShortAge) {
+  EXPECT_EQ(short_age(0), "0s");
+  EXPECT_EQ(short_age(59'999), "59s");
+  EXPECT_EQ(short_age(60'000), "1m");
+  EXPECT_EQ(short_age(61'000), "1m1s");
+  EXPECT_EQ(short_age(3'600'000), "1h");
+  EXPECT_EQ(short_age(3'900'000), "1h5m");
+  EXPECT_EQ(short_age(86'400'000 + 3'600'000), "1d1h");
+  EXPECT_EQ(short_age(-90'000), "-1m30s");
+}
+
+TEST(Status, TableAndPoolDepth) {
+  World w;
+  w.add_idle("i-00000000000000aa1");
+  auto running = testing::idle_record("i-00000000000000aa2", w.now());
+  running.state = pool::State::kRunning;
+  running.label = "ci-9-1-x";
+  running.busy = true;
+  w.table.inner.create(running);
+  auto foreign = testing::idle_record("i-00000000000000aa3", w.now());
+  foreign.pool = "elsewhere";
+  w.table.inner.create(foreign);
+  auto gone = testing::idle_record("i-00000000000000aa4", w.now());
+  gone.state = pool::State::kTerminated;
+  w.table.inner.create(gone);
+
+  ASSERT_EQ(run_status(w.ctx, {false, false}), kExitOk);
+  std::string text = w.out.str();
+  EXPECT_NE(text.find("i-00000000000000aa1"), std::string::npos);
+  EXPECT_NE(text.find("ci-9-1-x"), std::string::npos);
+  EXPECT_EQ(text.find("i-00000000000000aa3"), std::string::npos);  // another pool
+  EXPECT_EQ(text.find("i-00000000000000aa4"), std::string::npos);  // terminated, without --all
+  EXPECT_NE(text.find("1 message(s) visible, 0 in flight; 1 idle record(s)"), std::string::npos) << text;
+  // Running sorts before idle.
+  EXPECT_LT(text.find("i-00000000000000aa2"), text.find("i-00000000000000aa1"));
+
+  w.out.str("");
+  ASSERT_EQ(run_status(w.ctx, {true, true}), kExitOk);
+  Json::Value j = parse_json(w.out.str(), "status");
+  EXPECT_EQ(j["instances"].size(), 3u);
+  EXPECT_EQ(j["pool"].size(), 2u);
+  EXPECT_EQ(j["pool"][0]["resource_class"].asString(), "small");
+  EXPECT_EQ(j["pool"][0]["visible"].asInt(), 1);
+  EXPECT_EQ(j["instances"][0]["state"].asString(), "running");
+  EXPECT_TRUE(j["instances"][0]["busy"].asBool());
+  EXPECT_EQ(j["instances"][0]["heartbeat_age_ms"].asInt(), 1000);
+}
+
+TEST(Status, EmptyPoolAndUnreadableDepth) {
+  World w;
+  w.queue.fail_receive = true;  // depth still works: only receive fails
+  ASSERT_EQ(run_status(w.ctx, {false, false}), kExitOk);
+  EXPECT_NE(w.out.str().find("no instances"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace runpool::controller

@@ -1,0 +1,328 @@
+// In-memory stand-ins for the controller's unit tests: the pool queues (with SQS's visibility
+// semantics), EC2 (CreateFleet with scripted capacity and ClientToken replay), GitHub (token
+// counters), a clock whose sleeps advance time and let a simulated agent act, and a state table
+// wrapper that injects failures and races. Only tests include this.
+#pragma once
+
+#include <cstdio>
+#include <deque>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "common/aws/aws_error.h"
+#include "common/pool/memory_state_table.h"
+#include "common/pool/transitions.h"
+#include "controller/context.h"
+
+namespace runpool::controller::testing {
+
+// A FakeClock whose sleep_for first runs `on_sleep` (the world moving on while we wait).
+class TickingClock final : public Clock {
+ public:
+  WallTime now() const override { return clock.now(); }
+  std::chrono::steady_clock::time_point steady_now() const override { return clock.steady_now(); }
+  void sleep_for(Duration d) override {
+    clock.sleep_for(d);
+    ++sleeps;
+    if (on_sleep) on_sleep();
+  }
+  FakeClock clock{from_epoch_ms(1'800'000'000'000)};
+  std::function<void()> on_sleep;
+  int sleeps = 0;
+};
+
+class MemoryQueue final : public PoolQueue {
+ public:
+  struct Msg {
+    std::string id, body, receipt;
+    int64_t hidden_until = 0;
+  };
+  explicit MemoryQueue(Clock& clock) : clock_(clock) {}
+
+  std::vector<QueuedMessage> receive(const std::string& c, int max, Duration, Duration visibility) override {
+    ++receives;
+    if (fail_receive) throw aws::AwsError("sqs", "ReceiveMessage", 500, "InternalFailure", "injected");
+    std::vector<QueuedMessage> out;
+    for (auto& m : queues[c]) {
+      if (static_cast<int>(out.size()) >= max) break;
+      if (m.hidden_until > now()) continue;
+      m.receipt = "rh-" + std::to_string(++counter_);
+      m.hidden_until = now() + visibility.count();
+      out.push_back({m.id, m.receipt, m.body, decode_pool_message(m.body)});
+    }
+    return out;
+  }
+  void remove(const std::string& c, const std::string& receipt) override {
+    ++removes;
+    std::erase_if(queues[c], [&](const Msg& m) { return m.receipt == receipt; });
+  }
+  void make_visible(const std::string& c, const std::string& receipt) override {
+    for (auto& m : queues[c]) {
+      if (m.receipt == receipt) m.hidden_until = 0;
+    }
+  }
+  void advertise(const std::string& c, const pool::PoolMessage& message) override {
+    if (fail_advertise) throw aws::AwsError("sqs", "SendMessage", 500, "InternalFailure", "injected");
+    send(c, encode_pool_message(message));
+  }
+  QueueDepth depth(const std::string& c) override {
+    QueueDepth d;
+    for (const auto& m : queues[c]) (m.hidden_until > now() ? d.in_flight : d.visible)++;
+    return d;
+  }
+
+  void send(const std::string& c, const std::string& body) { queues[c].push_back({"m-" + std::to_string(++counter_), body, "", 0}); }
+  std::vector<std::string> bodies(const std::string& c) {
+    std::vector<std::string> out;
+    for (const auto& m : queues[c]) out.push_back(m.body);
+    return out;
+  }
+  bool all_visible() {
+    for (auto& [c, q] : queues) {
+      for (auto& m : q) {
+        if (m.hidden_until > now()) return false;
+      }
+    }
+    return true;
+  }
+
+  std::map<std::string, std::deque<Msg>> queues;
+  int receives = 0, removes = 0;
+  bool fail_advertise = false, fail_receive = false;
+
+ private:
+  int64_t now() const { return to_epoch_ms(clock_.now()); }
+  Clock& clock_;
+  int counter_ = 0;
+};
+
+class FakeCompute final : public Compute {
+ public:
+  // How many more launches of (type, "spot"/"on-demand") succeed; absent: unlimited.
+  std::map<std::pair<std::string, std::string>, int> capacity;
+  // At most this many instances per CreateFleet call (partial fulfilment); 0: no limit.
+  int per_call_limit = 0;
+  std::optional<aws::AwsError> fail_next;
+
+  aws::CreateFleetResult create_fleet(const aws::CreateFleetRequest& r) override {
+    requests.push_back(r);
+    if (fail_next) {
+      auto e = *fail_next;
+      fail_next.reset();
+      throw e;
+    }
+    if (auto it = by_token.find(r.client_token); it != by_token.end()) return it->second;  // replay
+    aws::CreateFleetResult out;
+    out.fleet_id = "fleet-" + std::to_string(requests.size());
+    int64_t left = r.total_target_capacity;
+    std::string usage = r.default_target_capacity_type;
+    for (const auto& ov : r.launch_template_configs.at(0).overrides) {
+      while (left > 0 && (per_call_limit == 0 || r.total_target_capacity - left < per_call_limit)) {
+        auto cap = capacity.find({ov.instance_type, usage});
+        if (cap != capacity.end() && cap->second <= 0) break;
+        if (cap != capacity.end()) --cap->second;
+        char id[32];
+        std::snprintf(id, sizeof id, "i-%017x", ++counter_);
+        launched.push_back(id);
+        tags[id] = r.tag_specifications.empty() ? std::vector<aws::Tag>{} : r.tag_specifications[0].tags;
+        if (out.instances.empty() || out.instances.back().instance_type != ov.instance_type) {
+          out.instances.push_back({{}, ov.instance_type, usage, ov.subnet_id});
+        }
+        out.instances.back().instance_ids.push_back(id);
+        --left;
+      }
+    }
+    if (left > 0) out.errors.push_back({"InsufficientInstanceCapacity", "no capacity", usage, "", ""});
+    by_token[r.client_token] = out;
+    return out;
+  }
+  void terminate(const std::vector<std::string>& ids) override {
+    if (fail_terminate) throw aws::AwsError("ec2", "TerminateInstances", 500, "InternalError", "injected");
+    terminated.insert(ids.begin(), ids.end());
+  }
+  std::vector<aws::Instance> describe(const std::vector<std::string>& ids) override {
+    std::vector<aws::Instance> out;
+    for (const auto& id : ids) {
+      if (std::find(launched.begin(), launched.end(), id) == launched.end()) continue;
+      aws::Instance i;
+      i.instance_id = id;
+      i.state = terminated.count(id) ? aws::InstanceState{48, "terminated"} : aws::InstanceState{16, "running"};
+      out.push_back(i);
+    }
+    return out;
+  }
+  std::vector<aws::Instance> pool_instances() override { return describe(launched); }
+
+  std::vector<aws::CreateFleetRequest> requests;
+  std::vector<std::string> launched;
+  std::set<std::string> terminated;
+  std::map<std::string, std::vector<aws::Tag>> tags;
+  bool fail_terminate = false;
+
+ private:
+  std::map<std::string, aws::CreateFleetResult> by_token;
+  unsigned counter_ = 0;
+};
+
+class FakeRunners final : public Runners {
+ public:
+  Secret registration_token() override {
+    ++registration_tokens;
+    return Secret("reg-" + std::to_string(registration_tokens));
+  }
+  Secret remove_token() override {
+    ++remove_tokens;
+    if (fail_remove_token) throw std::runtime_error("GitHub is down");
+    return Secret("rm-" + std::to_string(remove_tokens));
+  }
+  std::string registration_url() override { return "https://github.com/acme/app"; }
+  std::vector<github::Runner> list() override { return {}; }
+  github::DeleteOutcome remove(int64_t) override { return github::DeleteOutcome::kDeleted; }
+
+  int registration_tokens = 0, remove_tokens = 0;
+  bool fail_remove_token = false;
+};
+
+// A MemoryStateTable with hooks: a failing create, and a `before_transition` callback (a
+// competitor's write slipped in between our read and our write).
+class HookedTable final : public pool::StateTable {
+ public:
+  std::optional<pool::InstanceRecord> get(const std::string& id) override { return inner.get(id); }
+  bool create(const pool::InstanceRecord& r) override {
+    if (fail_create) throw aws::AwsError("dynamodb", "PutItem", 500, "InternalServerError", "injected");
+    return inner.create(r);
+  }
+  bool transition(const std::string& id, const pool::Expect& e, const pool::LifecycleChange& c) override {
+    if (before_transition) before_transition(id, e, c);
+    bool ok = inner.transition(id, e, c);
+    if (ok && lose_answer_once) {  // applied, but the answer was lost and the retry failed its condition
+      lose_answer_once = false;
+      return false;
+    }
+    return ok;
+  }
+  std::vector<pool::InstanceRecord> by_label(const std::string& label) override { return inner.by_label(label); }
+  pool::ScanStats scan(const std::function<void(const pool::InstanceRecord&)>& v) override { return inner.scan(v); }
+  bool remove(const std::string& id, const pool::Expect& e) override { return inner.remove(id, e); }
+  bool report(const std::string& id, const pool::AgentReport& r) override { return inner.report(id, r); }
+
+  pool::MemoryStateTable inner;
+  bool fail_create = false;
+  bool lose_answer_once = false;
+  std::function<void(const std::string&, const pool::Expect&, const pool::LifecycleChange&)> before_transition;
+};
+
+// What agents do, driven by the clock's ticks: heartbeat; report `registered` for a new
+// assignment (created/claimed), `drained` when draining. Switch parts off to make them misbehave.
+struct AgentSim {
+  pool::StateTable& table;
+  Clock& clock;
+  bool register_ok = true;
+  bool drain_ok = true;
+  std::set<std::string> failing;  // these report failed
+
+  void tick() {
+    std::vector<pool::InstanceRecord> all;
+    table.scan([&](const pool::InstanceRecord& r) { all.push_back(r); });
+    int64_t now = to_epoch_ms(clock.now());
+    for (const auto& r : all) {
+      if (r.state == pool::State::kTerminating || r.state == pool::State::kTerminated) continue;
+      pool::AgentReport a;
+      a.heartbeat_ms = now;
+      a.generation = r.generation;
+      if (failing.count(r.instance_id) && !pool::agent_reported(r, pool::AgentSignal::kFailed)) {
+        a.signal = pool::AgentSignal::kFailed;
+        a.signal_detail = "config.sh failed";
+      } else if ((r.state == pool::State::kCreated || r.state == pool::State::kClaimed) && register_ok &&
+                 !pool::agent_reported(r, pool::AgentSignal::kRegistered)) {
+        a.signal = pool::AgentSignal::kRegistered;
+        a.take_reg_token = true;
+      } else if (r.state == pool::State::kDraining && drain_ok && !pool::agent_reported(r, pool::AgentSignal::kDrained)) {
+        a.signal = pool::AgentSignal::kDrained;
+        a.take_remove_token = true;
+      }
+      table.report(r.instance_id, a);
+    }
+  }
+};
+
+// An idle instance, as release leaves one: advertised in its class's queue.
+inline pool::InstanceRecord idle_record(const std::string& id, int64_t now_ms, int64_t generation = 2,
+                                        const std::string& cls = "small",
+                                        pool::UsageClass usage = pool::UsageClass::kSpot,
+                                        const std::string& type = "c7i.large") {
+  pool::InstanceRecord r;
+  r.instance_id = id;
+  r.pool = "ci";
+  r.state = pool::State::kIdle;
+  r.generation = generation;
+  r.resource_class = cls;
+  r.usage_class = usage;
+  r.instance_type = type;
+  r.created_ms = now_ms - 600'000;
+  r.state_since_ms = now_ms - 60'000;
+  r.deadline_ms = now_ms + 3'600'000;
+  r.heartbeat_ms = now_ms - 1'000;
+  r.signal = pool::AgentSignal::kDrained;
+  r.signal_generation = generation;
+  return r;
+}
+
+// Settings of the tests' pool "ci": classes small (c7i.large, m7i.large) and large (m7i.2xlarge).
+inline Settings test_settings() {
+  Settings s;
+  s.table = "runpool";
+  s.pool = "ci";
+  s.region = "us-east-1";
+  s.github_owner = "acme/app";
+  s.resource_classes = {{"small", {"c7i.large", "m7i.large"}}, {"large", {"m7i.2xlarge"}}};
+  s.default_resource_class = "small";
+  s.usage_class = pool::UsageClass::kSpot;
+  s.on_demand_fallback = true;
+  s.launch_template = "runpool-ci";
+  s.spot_allocation_strategy = "price-capacity-optimized";
+  s.poll_interval = std::chrono::milliseconds(500);
+  s.provision_timeout = std::chrono::minutes(5);
+  s.release_timeout = std::chrono::minutes(2);
+  s.cancel_drain_wait = std::chrono::seconds(30);
+  return s;
+}
+
+// Everything a command needs, in memory.
+struct World {
+  Settings settings = test_settings();
+  TickingClock clock;
+  HookedTable table;
+  MemoryQueue queue{clock};
+  FakeCompute compute;
+  FakeRunners github;
+  std::ostringstream out;
+  std::atomic<bool> cancelled{false};
+  AgentSim agents{table, clock, true, true, {}};
+  Context ctx{settings, clock, table, queue, compute, github, out, cancelled};
+
+  World() {
+    clock.on_sleep = [this] {
+      if (agents_on) agents.tick();
+      if (on_tick) on_tick();
+    };
+  }
+  int64_t now() const { return to_epoch_ms(clock.now()); }
+
+  // An idle, advertised instance of the pool.
+  pool::InstanceRecord add_idle(const std::string& id, int64_t generation = 2, const std::string& cls = "small",
+                                pool::UsageClass usage = pool::UsageClass::kSpot, const std::string& type = "c7i.large") {
+    pool::InstanceRecord r = idle_record(id, now(), generation, cls, usage, type);
+    table.inner.create(r);
+    queue.advertise(cls, {id, generation});
+    return r;
+  }
+  pool::InstanceRecord record(const std::string& id) { return *table.get(id); }
+
+  bool agents_on = true;
+  std::function<void()> on_tick;
+};
+
+}  // namespace runpool::controller::testing
