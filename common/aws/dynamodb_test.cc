@@ -2,42 +2,19 @@
 
 #include <gtest/gtest.h>
 
-#include <deque>
-
 #include "common/json.h"
+#include "common/testing/expect_malformed.h"
+#include "common/testing/fake_http.h"
 
 namespace runpool::aws {
 namespace {
 
-// Canned answers in order; records every request.
-class FakeHttp final : public HttpClient {
- public:
-  HttpResponse send(const HttpRequest& request) override {
-    requests.push_back(request);
-    if (answers.empty()) throw std::logic_error("FakeHttp: no answer left");
-    HttpResponse r = answers.front();
-    answers.pop_front();
-    if (r.status == 0) throw HttpTransportError("connection refused", false);
-    return r;
-  }
-  void answer(long status, std::string body, std::map<std::string, std::string> headers = {}) {
-    answers.push_back(HttpResponse{status, std::move(headers), std::move(body)});
-  }
-  void ok(const std::string& body) { answer(200, body); }
-  void error(long status, const std::string& type, const std::string& message = "msg") {
-    answer(status, R"({"__type":"com.amazonaws.dynamodb.v20120810#)" + type + R"(","message":")" + message + R"("})");
-  }
-  Json::Value body(size_t i) const { return parse_json(requests.at(i).body, "request body"); }
-  std::string header(size_t i, const std::string& name) const {
-    for (const auto& [k, v] : requests.at(i).headers) {
-      if (k == name) return v;
-    }
-    return "";
-  }
+using runpool::testing::FakeHttp;
 
-  std::vector<HttpRequest> requests;
-  std::deque<HttpResponse> answers;
-};
+// An error answer's body in DynamoDB's JSON protocol.
+std::string ddb_error(const std::string& type, const std::string& message = "msg") {
+  return R"({"__type":"com.amazonaws.dynamodb.v20120810#)" + type + R"(","message":")" + message + R"("})";
+}
 
 class DynamoDbTest : public ::testing::Test {
  protected:
@@ -56,34 +33,34 @@ class DynamoDbTest : public ::testing::Test {
 Item key(const std::string& id) { return Item{{"id", AttributeValue::string(id)}}; }
 
 TEST_F(DynamoDbTest, GetItemRequestShapeAndResult) {
-  http_.ok(R"({"Item":{"id":{"S":"i-1"},"gen":{"N":"4"}}})");
+  http_.push(200, R"({"Item":{"id":{"S":"i-1"},"gen":{"N":"4"}}})");
   GetItemRequest req{"pool", key("i-1"), true, "#i, gen", {{"#i", "id"}}};
   std::optional<Item> item = ddb_.get_item(req);
   ASSERT_TRUE(item);
   EXPECT_EQ(get_int(*item, "gen"), 4);
 
-  ASSERT_EQ(http_.requests.size(), 1u);
-  const HttpRequest& r = http_.requests[0];
+  ASSERT_EQ(http_.count(), 1u);
+  HttpRequest r = http_.request(0);
   EXPECT_EQ(r.method, "POST");
   EXPECT_EQ(r.url, "http://127.0.0.1:9/");
   EXPECT_EQ(http_.header(0, "X-Amz-Target"), "DynamoDB_20120810.GetItem");
   EXPECT_EQ(http_.header(0, "Content-Type"), "application/x-amz-json-1.0");
   ASSERT_TRUE(r.sigv4);
   EXPECT_EQ(r.sigv4->service, "dynamodb");
-  EXPECT_EQ(write_json(http_.body(0)),
+  EXPECT_EQ(write_json(http_.body_json(0)),
             R"({"ConsistentRead":true,"ExpressionAttributeNames":{"#i":"id"},"Key":{"id":{"S":"i-1"}},)"
             R"("ProjectionExpression":"#i, gen","TableName":"pool"})");
 }
 
 TEST_F(DynamoDbTest, GetItemOfAMissingItemIsNullopt) {
-  http_.ok("{}");
+  http_.push(200, "{}");
   EXPECT_EQ(ddb_.get_item({"pool", key("i-2")}), std::nullopt);
   // Neither optional field is sent when unset.
-  EXPECT_EQ(write_json(http_.body(0)), R"({"Key":{"id":{"S":"i-2"}},"TableName":"pool"})");
+  EXPECT_EQ(write_json(http_.body_json(0)), R"({"Key":{"id":{"S":"i-2"}},"TableName":"pool"})");
 }
 
 TEST_F(DynamoDbTest, PutItemWithConditionAndReturnValues) {
-  http_.ok(R"({"Attributes":{"id":{"S":"i-1"},"state":{"S":"idle"}}})");
+  http_.push(200, R"({"Attributes":{"id":{"S":"i-1"},"state":{"S":"idle"}}})");
   PutItemRequest req;
   req.table = "pool";
   req.item = {{"id", AttributeValue::string("i-1")}, {"state", AttributeValue::string("claimed")}};
@@ -96,15 +73,15 @@ TEST_F(DynamoDbTest, PutItemWithConditionAndReturnValues) {
   ASSERT_TRUE(r.attributes);
   EXPECT_EQ(get_string(*r.attributes, "state"), "idle");
   EXPECT_EQ(http_.header(0, "X-Amz-Target"), "DynamoDB_20120810.PutItem");
-  EXPECT_EQ(write_json(http_.body(0)),
+  EXPECT_EQ(write_json(http_.body_json(0)),
             R"({"ConditionExpression":"#s = :idle","ExpressionAttributeNames":{"#s":"state"},)"
             R"("ExpressionAttributeValues":{":idle":{"S":"idle"}},"Item":{"id":{"S":"i-1"},"state":{"S":"claimed"}},)"
             R"("ReturnValues":"ALL_OLD","TableName":"pool"})");
 }
 
 TEST_F(DynamoDbTest, UpdateAndDeleteRequestShapes) {
-  http_.ok(R"({"Attributes":{"gen":{"N":"5"}}})");
-  http_.ok("{}");
+  http_.push(200, R"({"Attributes":{"gen":{"N":"5"}}})");
+  http_.push(200, "{}");
   UpdateItemRequest u;
   u.table = "pool";
   u.key = key("i-1");
@@ -118,7 +95,7 @@ TEST_F(DynamoDbTest, UpdateAndDeleteRequestShapes) {
   WriteResult r = ddb_.update_item(u);
   EXPECT_TRUE(r.applied);
   EXPECT_EQ(get_int(*r.attributes, "gen"), 5);
-  Json::Value b = http_.body(0);
+  Json::Value b = http_.body_json(0);
   EXPECT_EQ(b["UpdateExpression"].asString(), "SET #s = :c ADD gen :one");
   EXPECT_EQ(b["ConditionExpression"].asString(), "gen = :g");
   EXPECT_EQ(b["ReturnValues"].asString(), "UPDATED_NEW");
@@ -133,39 +110,38 @@ TEST_F(DynamoDbTest, UpdateAndDeleteRequestShapes) {
   EXPECT_TRUE(dr.applied);
   EXPECT_FALSE(dr.attributes);
   EXPECT_EQ(http_.header(1, "X-Amz-Target"), "DynamoDB_20120810.DeleteItem");
-  EXPECT_EQ(write_json(http_.body(1)),
+  EXPECT_EQ(write_json(http_.body_json(1)),
             R"j({"ConditionExpression":"attribute_exists(id)","Key":{"id":{"S":"i-1"}},"TableName":"pool"})j");
 }
 
 TEST_F(DynamoDbTest, ConditionalCheckFailedIsAResultSentOnce) {
   for (const char* op : {"put", "update", "delete"}) {
-    http_.requests.clear();
-    http_.error(400, "ConditionalCheckFailedException", "The conditional request failed");
-    http_.ok("{}");  // would be consumed by a (wrong) retry
+    http_.clear();
+    http_.push(400, ddb_error("ConditionalCheckFailedException", "The conditional request failed"));
+    http_.push(200, "{}");  // would be consumed by a (wrong) retry
     WriteResult r;
     if (std::string(op) == "put") r = ddb_.put_item({"pool", key("i-1"), "attribute_not_exists(id)"});
     if (std::string(op) == "update") r = ddb_.update_item({"pool", key("i-1"), "SET a = :a", "gen = :g"});
     if (std::string(op) == "delete") r = ddb_.delete_item({"pool", key("i-1"), "gen = :g"});
     EXPECT_FALSE(r.applied) << op;
     EXPECT_FALSE(r.attributes) << op;
-    EXPECT_EQ(http_.requests.size(), 1u) << op;
+    EXPECT_EQ(http_.count(), 1u) << op;
     EXPECT_EQ(clock_.total_slept(), Duration{0});
-    http_.answers.clear();
   }
 }
 
 TEST_F(DynamoDbTest, ThrottlingIsRetried) {
-  http_.error(400, "ProvisionedThroughputExceededException");
-  http_.answer(0, "");  // a transport error
-  http_.error(500, "InternalServerError");
-  http_.ok(R"({"Item":{"id":{"S":"i-1"}}})");
+  http_.push(400, ddb_error("ProvisionedThroughputExceededException"));
+  http_.push_transport_error();
+  http_.push(500, ddb_error("InternalServerError"));
+  http_.push(200, R"({"Item":{"id":{"S":"i-1"}}})");
   EXPECT_TRUE(ddb_.get_item({"pool", key("i-1")}));
-  EXPECT_EQ(http_.requests.size(), 4u);
+  EXPECT_EQ(http_.count(), 4u);
   EXPECT_EQ(caller_.requests_sent(), 4);
 }
 
 TEST_F(DynamoDbTest, DistinctErrors) {
-  http_.error(400, "ResourceNotFoundException", "Requested resource not found");
+  http_.push(400, ddb_error("ResourceNotFoundException", "Requested resource not found"));
   try {
     ddb_.get_item({"nope", key("i-1")});
     ADD_FAILURE();
@@ -174,17 +150,17 @@ TEST_F(DynamoDbTest, DistinctErrors) {
     EXPECT_EQ(e.operation(), "GetItem");
     EXPECT_EQ(e.status(), 400);
   }
-  http_.error(400, "ResourceNotFoundException");
+  http_.push(400, ddb_error("ResourceNotFoundException"));
   EXPECT_EQ(ddb_.describe_table("nope"), std::nullopt);
-  http_.error(400, "ResourceNotFoundException");
+  http_.push(400, ddb_error("ResourceNotFoundException"));
   EXPECT_FALSE(ddb_.delete_table("nope"));
 
-  http_.error(400, "ResourceInUseException", "Table already exists: pool");
+  http_.push(400, ddb_error("ResourceInUseException", "Table already exists: pool"));
   EXPECT_FALSE(ddb_.create_table({"pool", {"id", ""}, {{"id", ScalarType::kString}}}));
-  http_.error(400, "ResourceInUseException", "Attempt to change a resource which is still in use");
+  http_.push(400, ddb_error("ResourceInUseException", "Attempt to change a resource which is still in use"));
   EXPECT_THROW(ddb_.update_table({"pool"}), ResourceInUseError);
 
-  http_.error(400, "ValidationException", "Invalid UpdateExpression");
+  http_.push(400, ddb_error("ValidationException", "Invalid UpdateExpression"));
   try {
     ddb_.update_item({"pool", key("i-1"), "SET"});
     ADD_FAILURE();
@@ -192,11 +168,11 @@ TEST_F(DynamoDbTest, DistinctErrors) {
     EXPECT_EQ(e.code(), "ValidationException");
     EXPECT_EQ(e.message(), "Invalid UpdateExpression");
   }
-  EXPECT_EQ(http_.requests.size(), 6u);  // none of these is retried
+  EXPECT_EQ(http_.count(), 6u);  // none of these is retried
 }
 
 TEST_F(DynamoDbTest, QueryPageRequestShape) {
-  http_.ok(
+  http_.push(200, 
       R"({"Items":[{"id":{"S":"i-1"}}],"Count":1,"ScannedCount":2,"LastEvaluatedKey":{"id":{"S":"i-1"},"label":{"S":"r-1"}}})");
   QueryRequest q;
   q.table = "pool";
@@ -215,7 +191,7 @@ TEST_F(DynamoDbTest, QueryPageRequestShape) {
   ASSERT_TRUE(p.last_evaluated_key);
   EXPECT_EQ(get_string(*p.last_evaluated_key, "id"), "i-1");
   EXPECT_EQ(http_.header(0, "X-Amz-Target"), "DynamoDB_20120810.Query");
-  EXPECT_EQ(write_json(http_.body(0)),
+  EXPECT_EQ(write_json(http_.body_json(0)),
             R"({"ExclusiveStartKey":{"id":{"S":"i-0"},"label":{"S":"r-1"}},)"
             R"("ExpressionAttributeNames":{"#l":"label","#s":"state"},)"
             R"("ExpressionAttributeValues":{":l":{"S":"r-1"},":t":{"S":"terminated"}},)"
@@ -225,9 +201,9 @@ TEST_F(DynamoDbTest, QueryPageRequestShape) {
 
 // Three pages: i-0,i-1 | i-2,i-3 | i-4.
 void three_pages(FakeHttp& http) {
-  http.ok(R"({"Items":[{"id":{"S":"i-0"}},{"id":{"S":"i-1"}}],"LastEvaluatedKey":{"id":{"S":"i-1"}}})");
-  http.ok(R"({"Items":[{"id":{"S":"i-2"}},{"id":{"S":"i-3"}}],"LastEvaluatedKey":{"id":{"S":"i-3"}}})");
-  http.ok(R"({"Items":[{"id":{"S":"i-4"}}]})");
+  http.push(200, R"({"Items":[{"id":{"S":"i-0"}},{"id":{"S":"i-1"}}],"LastEvaluatedKey":{"id":{"S":"i-1"}}})");
+  http.push(200, R"({"Items":[{"id":{"S":"i-2"}},{"id":{"S":"i-3"}}],"LastEvaluatedKey":{"id":{"S":"i-3"}}})");
+  http.push(200, R"({"Items":[{"id":{"S":"i-4"}}]})");
 }
 
 TEST_F(DynamoDbTest, ScanPagesFollowsLastEvaluatedKey) {
@@ -241,11 +217,11 @@ TEST_F(DynamoDbTest, ScanPagesFollowsLastEvaluatedKey) {
   EXPECT_EQ(r.pages, 3);
   EXPECT_FALSE(r.last_evaluated_key);
   EXPECT_EQ(ids, (std::vector<std::string>{"i-0", "i-1", "i-2", "i-3", "i-4"}));
-  ASSERT_EQ(http_.requests.size(), 3u);
-  EXPECT_FALSE(http_.body(0).isMember("ExclusiveStartKey"));
-  EXPECT_EQ(write_json(http_.body(1)["ExclusiveStartKey"]), R"({"id":{"S":"i-1"}})");
-  EXPECT_EQ(write_json(http_.body(2)["ExclusiveStartKey"]), R"({"id":{"S":"i-3"}})");
-  EXPECT_EQ(http_.body(2)["Limit"].asInt(), 2);
+  ASSERT_EQ(http_.count(), 3u);
+  EXPECT_FALSE(http_.body_json(0).isMember("ExclusiveStartKey"));
+  EXPECT_EQ(write_json(http_.body_json(1)["ExclusiveStartKey"]), R"({"id":{"S":"i-1"}})");
+  EXPECT_EQ(write_json(http_.body_json(2)["ExclusiveStartKey"]), R"({"id":{"S":"i-3"}})");
+  EXPECT_EQ(http_.body_json(2)["Limit"].asInt(), 2);
   EXPECT_EQ(http_.header(2, "X-Amz-Target"), "DynamoDB_20120810.Scan");
 }
 
@@ -255,12 +231,12 @@ TEST_F(DynamoDbTest, VisitorCanStopAndResume) {
   EXPECT_FALSE(r.complete);
   EXPECT_EQ(r.pages, 1);
   ASSERT_TRUE(r.last_evaluated_key);
-  EXPECT_EQ(http_.requests.size(), 1u);
+  EXPECT_EQ(http_.count(), 1u);
   ScanRequest resume{"pool"};
   resume.exclusive_start_key = r.last_evaluated_key;
   std::vector<Item> rest = ddb_.scan_all(resume);
   EXPECT_EQ(rest.size(), 3u);
-  EXPECT_EQ(write_json(http_.body(1)["ExclusiveStartKey"]), R"({"id":{"S":"i-1"}})");
+  EXPECT_EQ(write_json(http_.body_json(1)["ExclusiveStartKey"]), R"({"id":{"S":"i-1"}})");
 }
 
 TEST_F(DynamoDbTest, PageCountIsBounded) {
@@ -269,19 +245,18 @@ TEST_F(DynamoDbTest, PageCountIsBounded) {
       {"pool", "", "id = :i"}, [](Page&) { return true; }, 2);
   EXPECT_FALSE(r.complete);
   EXPECT_EQ(r.pages, 2);
-  EXPECT_EQ(http_.requests.size(), 2u);
+  EXPECT_EQ(http_.count(), 2u);
 
-  http_.requests.clear();
-  http_.answers.clear();
+  http_.clear();
   three_pages(http_);
   EXPECT_THROW(ddb_.scan_all({"pool"}, 2), std::runtime_error);  // never a silently partial result
-  http_.answers.clear();
+  http_.clear();
   three_pages(http_);
   EXPECT_EQ(ddb_.query_all({"pool", "", "id = :i"}, 3).size(), 5u);
 }
 
 TEST_F(DynamoDbTest, CreateTableRequestShape) {
-  http_.ok(R"({"TableDescription":{"TableName":"pool","TableStatus":"CREATING"}})");
+  http_.push(200, R"({"TableDescription":{"TableName":"pool","TableStatus":"CREATING"}})");
   CreateTableRequest c;
   c.table = "pool";
   c.key = {"id", ""};
@@ -291,7 +266,7 @@ TEST_F(DynamoDbTest, CreateTableRequestShape) {
   EXPECT_TRUE(ddb_.create_table(c));
   EXPECT_EQ(http_.header(0, "X-Amz-Target"), "DynamoDB_20120810.CreateTable");
   EXPECT_EQ(
-      write_json(http_.body(0)),
+      write_json(http_.body_json(0)),
       R"({"AttributeDefinitions":[{"AttributeName":"id","AttributeType":"S"},{"AttributeName":"label","AttributeType":"S"},)"
       R"({"AttributeName":"at","AttributeType":"N"}],"BillingMode":"PAY_PER_REQUEST",)"
       R"("GlobalSecondaryIndexes":[{"IndexName":"by-label","KeySchema":[{"AttributeName":"label","KeyType":"HASH"},)"
@@ -299,12 +274,12 @@ TEST_F(DynamoDbTest, CreateTableRequestShape) {
       R"({"IndexName":"by-at","KeySchema":[{"AttributeName":"at","KeyType":"HASH"}],"Projection":{"ProjectionType":"KEYS_ONLY"}}],)"
       R"("KeySchema":[{"AttributeName":"id","KeyType":"HASH"}],"TableName":"pool"})");
 
-  http_.ok("{}");
+  http_.push(200, "{}");
   c.pay_per_request = false;
   c.read_capacity = 3;
   c.write_capacity = 4;
   EXPECT_TRUE(ddb_.create_table(c));
-  Json::Value b = http_.body(1);
+  Json::Value b = http_.body_json(1);
   EXPECT_EQ(b["BillingMode"].asString(), "PROVISIONED");
   EXPECT_EQ(write_json(b["ProvisionedThroughput"]), R"({"ReadCapacityUnits":3,"WriteCapacityUnits":4})");
   EXPECT_EQ(write_json(b["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"]),
@@ -324,10 +299,10 @@ const char* kDescribed = R"({"Table":{"TableName":"pool","TableStatus":"ACTIVE",
   "ItemCount":12,"BillingModeSummary":{"BillingMode":"PAY_PER_REQUEST"}}})";
 
 TEST_F(DynamoDbTest, DescribeTableParsesEverything) {
-  http_.ok(kDescribed);
+  http_.push(200, kDescribed);
   std::optional<TableDescription> d = ddb_.describe_table("pool");
   ASSERT_TRUE(d);
-  EXPECT_EQ(write_json(http_.body(0)), R"({"TableName":"pool"})");
+  EXPECT_EQ(write_json(http_.body_json(0)), R"({"TableName":"pool"})");
   EXPECT_EQ(d->name, "pool");
   EXPECT_EQ(d->status, "ACTIVE");
   EXPECT_EQ(d->arn, "arn:aws:dynamodb:us-east-1:000000000000:table/pool");
@@ -349,7 +324,7 @@ TEST_F(DynamoDbTest, DescribeTableParsesEverything) {
 }
 
 TEST_F(DynamoDbTest, UpdateTableAddsAnIndex) {
-  http_.ok(R"({"TableDescription":{"TableName":"pool","TableStatus":"UPDATING",
+  http_.push(200, R"({"TableDescription":{"TableName":"pool","TableStatus":"UPDATING",
     "KeySchema":[{"AttributeName":"id","KeyType":"HASH"}],
     "GlobalSecondaryIndexes":[{"IndexName":"by-at","IndexStatus":"CREATING",
       "KeySchema":[{"AttributeName":"at","KeyType":"HASH"}],"Projection":{"ProjectionType":"ALL"}}]}})");
@@ -364,7 +339,7 @@ TEST_F(DynamoDbTest, UpdateTableAddsAnIndex) {
   EXPECT_EQ(d.billing_mode, "PROVISIONED");  // no BillingModeSummary
   EXPECT_EQ(http_.header(0, "X-Amz-Target"), "DynamoDB_20120810.UpdateTable");
   EXPECT_EQ(
-      write_json(http_.body(0)),
+      write_json(http_.body_json(0)),
       R"({"AttributeDefinitions":[{"AttributeName":"at","AttributeType":"N"}],)"
       R"("GlobalSecondaryIndexUpdates":[{"Create":{"IndexName":"by-at","KeySchema":[{"AttributeName":"at","KeyType":"HASH"}],)"
       R"("Projection":{"ProjectionType":"ALL"}}},{"Delete":{"IndexName":"old"}}],"TableName":"pool"})");
@@ -379,18 +354,18 @@ std::string table_with(const std::string& status, const std::string& index_statu
 }
 
 TEST_F(DynamoDbTest, WaitUntilActiveWaitsForTheIndexesToo) {
-  http_.error(400, "ResourceNotFoundException");  // not visible yet right after CreateTable
-  http_.ok(table_with("CREATING", "CREATING"));
-  http_.ok(table_with("ACTIVE", "CREATING"));
-  http_.ok(table_with("ACTIVE", "ACTIVE"));
+  http_.push(400, ddb_error("ResourceNotFoundException"));  // not visible yet right after CreateTable
+  http_.push(200, table_with("CREATING", "CREATING"));
+  http_.push(200, table_with("ACTIVE", "CREATING"));
+  http_.push(200, table_with("ACTIVE", "ACTIVE"));
   TableDescription d = ddb_.wait_until_active("pool", std::chrono::seconds(10), std::chrono::milliseconds(100));
   EXPECT_TRUE(d.all_active());
-  EXPECT_EQ(http_.requests.size(), 4u);
+  EXPECT_EQ(http_.count(), 4u);
   EXPECT_EQ(clock_.total_slept(), std::chrono::milliseconds(300));
 }
 
 TEST_F(DynamoDbTest, WaitUntilActiveIsBounded) {
-  for (int i = 0; i < 20; ++i) http_.ok(table_with("CREATING", "CREATING"));
+  for (int i = 0; i < 20; ++i) http_.push(200, table_with("CREATING", "CREATING"));
   try {
     ddb_.wait_until_active("pool", std::chrono::seconds(1), std::chrono::milliseconds(300));
     ADD_FAILURE();
@@ -398,21 +373,17 @@ TEST_F(DynamoDbTest, WaitUntilActiveIsBounded) {
     EXPECT_EQ(e.code(), "WaitTimeout");
     EXPECT_NE(std::string(e.what()).find("CREATING"), std::string::npos);
   }
-  EXPECT_EQ(http_.requests.size(), 5u);  // at 0, 300, 600, 900 and 1000 ms
+  EXPECT_EQ(http_.count(), 5u);  // at 0, 300, 600, 900 and 1000 ms
   EXPECT_EQ(clock_.total_slept(), std::chrono::seconds(1));
 }
 
 TEST_F(DynamoDbTest, MalformedAnswersAreClearErrors) {
-  struct Case {
-    std::function<void(DynamoDbClient&)> call;
-    const char* body;
-    const char* expected;
-  };
+  using Case = runpool::testing::MalformedCase<DynamoDbClient>;
   auto get = [](DynamoDbClient& d) { d.get_item({"pool", key("i-1")}); };
   auto scan = [](DynamoDbClient& d) { d.scan_page({"pool"}); };
   auto describe = [](DynamoDbClient& d) { d.describe_table("pool"); };
   auto put = [](DynamoDbClient& d) { d.put_item({"pool", key("i-1")}); };
-  const Case cases[] = {
+  const std::vector<Case> cases = {
       {get, "{", "malformed JSON"},
       {get, R"({"Item":{"id":{"S":"i-1"})", "malformed JSON"},  // truncated
       {get, "[]", "expected a JSON object"},
@@ -444,24 +415,11 @@ TEST_F(DynamoDbTest, MalformedAnswersAreClearErrors) {
          "ItemCount":"many"}})",
        "ItemCount"},
   };
-  for (const auto& c : cases) {
-    http_.requests.clear();
-    http_.ok(c.body);
-    try {
-      c.call(ddb_);
-      ADD_FAILURE() << "accepted " << c.body;
-    } catch (const AwsError& e) {
-      EXPECT_EQ(e.code(), "MalformedResponse") << c.body;
-      EXPECT_EQ(e.service(), "dynamodb");
-      EXPECT_NE(std::string(e.what()).find(c.expected), std::string::npos) << c.body << " -> " << e.what();
-    }
-    EXPECT_EQ(http_.requests.size(), 1u);
-    http_.answers.clear();
-  }
+  runpool::testing::expect_malformed_answers(http_, ddb_, "dynamodb", cases);
 }
 
 TEST_F(DynamoDbTest, UnreadableErrorAnswersStillBecomeAwsErrors) {
-  http_.answer(400, "not json at all");
+  http_.push(400, "not json at all");
   try {
     ddb_.get_item({"pool", key("i-1")});
     ADD_FAILURE();
@@ -469,19 +427,19 @@ TEST_F(DynamoDbTest, UnreadableErrorAnswersStillBecomeAwsErrors) {
     EXPECT_EQ(e.code(), "HTTP400");
     EXPECT_EQ(e.status(), 400);
   }
-  http_.answer(400, R"({"__type":5,"message":["x"]})");
+  http_.push(400, R"({"__type":5,"message":["x"]})");
   EXPECT_THROW(ddb_.get_item({"pool", key("i-1")}), AwsError);
 }
 
 TEST_F(DynamoDbTest, RetriesAreBoundedByThePolicy) {
-  for (int i = 0; i < 10; ++i) http_.error(400, "ThrottlingException");
+  for (int i = 0; i < 10; ++i) http_.push(400, ddb_error("ThrottlingException"));
   try {
     ddb_.describe_table("pool");
     ADD_FAILURE();
   } catch (const AwsError& e) {
     EXPECT_EQ(e.code(), "ThrottlingException");
   }
-  EXPECT_EQ(http_.requests.size(), static_cast<size_t>(RetryPolicy{}.max_attempts));
+  EXPECT_EQ(http_.count(), static_cast<size_t>(RetryPolicy{}.max_attempts));
 }
 
 }  // namespace

@@ -2,27 +2,24 @@
 
 #include <gtest/gtest.h>
 
-#include <deque>
 #include <map>
 
 #include "common/aws/credentials.h"
+#include "common/testing/fake_http.h"
 
 namespace runpool::aws {
 namespace {
 
-// A small IMDSv2 in memory: PUT /latest/api/token issues numbered tokens; GETs need the current
-// one. Paths answer 200 with their document, or 404 when unknown; `fail_next` queues statuses
-// that the next requests get instead.
-class FakeImds final : public HttpClient {
- public:
-  HttpResponse send(const HttpRequest& req) override {
-    requests.push_back(req);
+using runpool::testing::FakeHttp;
+using runpool::testing::header_of;
+using runpool::testing::secret_header_of;
+
+// A small IMDSv2 in memory, the FakeHttp's fallback: PUT /latest/api/token issues numbered tokens;
+// GETs need the current one. Paths answer 200 with their document, or 404 when unknown. Answers
+// pushed on the FakeHttp go to the next requests instead.
+struct ImdsServer {
+  HttpResponse answer(const HttpRequest& req) {
     HttpResponse r;
-    if (!fail_next.empty()) {
-      r.status = fail_next.front();
-      fail_next.pop_front();
-      return r;
-    }
     const std::string prefix = "http://imds.test/latest/";
     if (req.url.rfind(prefix, 0) != 0) {
       r.status = 400;
@@ -30,7 +27,7 @@ class FakeImds final : public HttpClient {
     }
     std::string path = req.url.substr(prefix.size());
     if (req.method == "PUT" && path == "api/token") {
-      ttl_headers.push_back(header(req, "X-aws-ec2-metadata-token-ttl-seconds"));
+      ttl_headers.push_back(header_of(req, "X-aws-ec2-metadata-token-ttl-seconds"));
       token = "token-" + std::to_string(++issued);
       r.status = 200;
       r.body = token;
@@ -41,10 +38,7 @@ class FakeImds final : public HttpClient {
       r.status = 405;
       return r;
     }
-    std::string sent;
-    for (const auto& [name, value] : req.secret_headers) {
-      if (name == "X-aws-ec2-metadata-token") sent = value.reveal();
-    }
+    std::string sent = secret_header_of(req, "X-aws-ec2-metadata-token");
     tokens_seen.push_back(sent);
     if (sent.empty() || sent != token || reject_tokens) {
       if (reject_tokens > 0) --reject_tokens;
@@ -57,34 +51,26 @@ class FakeImds final : public HttpClient {
     return r;
   }
 
-  static std::string header(const HttpRequest& req, const std::string& name) {
-    for (const auto& [n, v] : req.headers) {
-      if (n == name) return v;
-    }
-    return "";
-  }
-
   std::map<std::string, std::string> docs;
-  std::deque<long> fail_next;
   int reject_tokens = 0;  // answer 401 to this many GETs whatever their token
   std::string granted_ttl;  // echoed in the token answer when set
   std::string token;
   int issued = 0;
   std::vector<std::string> ttl_headers;
   std::vector<std::string> tokens_seen;
-  std::vector<HttpRequest> requests;
 };
 
 class ImdsTest : public ::testing::Test {
  protected:
-  ImdsTest() : imds_(fake_, clock_, options()) {
-    fake_.docs["meta-data/instance-id"] = "i-0123456789abcdef0";
-    fake_.docs["meta-data/placement/region"] = "eu-west-1";
-    fake_.docs["meta-data/instance-type"] = "m5.large";
-    fake_.docs["user-data"] = "#!/bin/sh\necho hi\n";
-    fake_.docs["meta-data/tags/instance/runpool%3Apool"] = "linux-x64";
-    fake_.docs["meta-data/iam/security-credentials/"] = "runner-role";
-    fake_.docs["meta-data/iam/security-credentials/runner-role"] =
+  ImdsTest() : imds_(http_, clock_, options()) {
+    http_.on([this](const HttpRequest& req) { return server_.answer(req); });
+    server_.docs["meta-data/instance-id"] = "i-0123456789abcdef0";
+    server_.docs["meta-data/placement/region"] = "eu-west-1";
+    server_.docs["meta-data/instance-type"] = "m5.large";
+    server_.docs["user-data"] = "#!/bin/sh\necho hi\n";
+    server_.docs["meta-data/tags/instance/runpool%3Apool"] = "linux-x64";
+    server_.docs["meta-data/iam/security-credentials/"] = "runner-role";
+    server_.docs["meta-data/iam/security-credentials/runner-role"] =
         R"({"Code":"Success","LastUpdated":"2024-04-26T16:39:16Z","Type":"AWS-HMAC",)"
         R"("AccessKeyId":"ASIAIOSFODNN7EXAMPLE","SecretAccessKey":"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",)"
         R"("Token":"IQoJb3JpZ2luX2VjEXAMPLETOKEN","Expiration":"2024-04-26T22:39:16Z"})";
@@ -97,7 +83,8 @@ class ImdsTest : public ::testing::Test {
     return o;
   }
 
-  FakeImds fake_;
+  FakeHttp http_;
+  ImdsServer server_;
   FakeClock clock_;
   ImdsClient imds_;
 };
@@ -109,12 +96,12 @@ TEST_F(ImdsTest, FetchesATokenWithItsTtlAndReusesIt) {
   EXPECT_EQ(imds_.user_data(), "#!/bin/sh\necho hi\n");
   EXPECT_EQ(imds_.endpoint(), "http://imds.test");
   EXPECT_EQ(imds_.token_fetches(), 1);
-  EXPECT_EQ(fake_.ttl_headers, std::vector<std::string>{"60"});
-  EXPECT_EQ(fake_.requests[0].method, "PUT");
-  EXPECT_EQ(fake_.requests[0].url, "http://imds.test/latest/api/token");
-  EXPECT_EQ(fake_.tokens_seen, (std::vector<std::string>(4, "token-1")));
+  EXPECT_EQ(server_.ttl_headers, std::vector<std::string>{"60"});
+  EXPECT_EQ(http_.request(0).method, "PUT");
+  EXPECT_EQ(http_.request(0).url, "http://imds.test/latest/api/token");
+  EXPECT_EQ(server_.tokens_seen, (std::vector<std::string>(4, "token-1")));
   // The token travels as a secret header, never a plain one.
-  for (const HttpRequest& r : fake_.requests) EXPECT_EQ(FakeImds::header(r, "X-aws-ec2-metadata-token"), "");
+  for (const HttpRequest& r : http_.requests()) EXPECT_EQ(header_of(r, "X-aws-ec2-metadata-token"), "");
 }
 
 TEST_F(ImdsTest, RefreshesTheTokenBeforeItsTtlRunsOut) {
@@ -125,13 +112,13 @@ TEST_F(ImdsTest, RefreshesTheTokenBeforeItsTtlRunsOut) {
   clock_.advance(std::chrono::seconds(5));  // 55 s: past the margin
   imds_.instance_id();
   EXPECT_EQ(imds_.token_fetches(), 2);
-  EXPECT_EQ(fake_.tokens_seen.back(), "token-2");
+  EXPECT_EQ(server_.tokens_seen.back(), "token-2");
 }
 
 TEST_F(ImdsTest, ShortTtlStillKeepsAMargin) {
   ImdsOptions o = options();
   o.token_ttl = std::chrono::seconds(5);
-  ImdsClient imds(fake_, clock_, o);
+  ImdsClient imds(http_, clock_, o);
   imds.instance_id();
   clock_.advance(std::chrono::milliseconds(4600));  // past 4.5 s: refresh rather than risk expiry
   imds.instance_id();
@@ -139,12 +126,12 @@ TEST_F(ImdsTest, ShortTtlStillKeepsAMargin) {
 }
 
 TEST_F(ImdsTest, AShorterGrantedTtlWins) {
-  fake_.granted_ttl = "10";  // asked for 60
+  server_.granted_ttl = "10";  // asked for 60
   imds_.instance_id();
   clock_.advance(std::chrono::milliseconds(9100));  // past 90% of the granted 10 s
   imds_.instance_id();
   EXPECT_EQ(imds_.token_fetches(), 2);
-  fake_.granted_ttl = "oops";  // garbage is ignored: the asked-for TTL stands
+  server_.granted_ttl = "oops";  // garbage is ignored: the asked-for TTL stands
   clock_.advance(std::chrono::seconds(20));
   imds_.instance_id();
   EXPECT_EQ(imds_.token_fetches(), 3);
@@ -155,20 +142,20 @@ TEST_F(ImdsTest, AShorterGrantedTtlWins) {
 
 TEST_F(ImdsTest, A401DropsTheTokenAndRetriesOnceWithANewOne) {
   imds_.instance_id();
-  fake_.token = "rotated-by-imds";  // IMDS restarted: our token is no longer known
+  server_.token = "rotated-by-imds";  // IMDS restarted: our token is no longer known
   EXPECT_EQ(imds_.region(), "eu-west-1");
   EXPECT_EQ(imds_.token_fetches(), 2);
-  EXPECT_EQ(fake_.tokens_seen, (std::vector<std::string>{"token-1", "token-1", "token-2"}));
+  EXPECT_EQ(server_.tokens_seen, (std::vector<std::string>{"token-1", "token-1", "token-2"}));
 }
 
 TEST_F(ImdsTest, RepeatedRejectionIsAnErrorNotALoop) {
-  fake_.reject_tokens = 100;
+  server_.reject_tokens = 100;
   EXPECT_THROW(imds_.instance_id(), ImdsError);
-  EXPECT_LE(fake_.requests.size(), 6u);
+  EXPECT_LE(http_.count(), 6u);
   // With a single attempt allowed, a 401 is still a clear ImdsError.
   ImdsOptions o = options();
   o.retry.max_attempts = 1;
-  ImdsClient once(fake_, clock_, o);
+  ImdsClient once(http_, clock_, o);
   try {
     once.instance_id();
     FAIL() << "expected ImdsError";
@@ -178,7 +165,7 @@ TEST_F(ImdsTest, RepeatedRejectionIsAnErrorNotALoop) {
 }
 
 TEST_F(ImdsTest, NotFoundIsNullopt) {
-  fake_.docs.erase("user-data");
+  server_.docs.erase("user-data");
   EXPECT_FALSE(imds_.user_data());
   EXPECT_FALSE(imds_.spot_instance_action());
   EXPECT_FALSE(imds_.rebalance_notice_time());
@@ -188,32 +175,31 @@ TEST_F(ImdsTest, NotFoundIsNullopt) {
 }
 
 TEST_F(ImdsTest, RequiredDocumentsMissingAreErrors) {
-  fake_.docs.erase("meta-data/instance-id");
+  server_.docs.erase("meta-data/instance-id");
   EXPECT_THROW(imds_.instance_id(), ImdsError);
 }
 
 TEST_F(ImdsTest, ServerErrorsAreRetried) {
-  fake_.fail_next = {500};  // the token PUT
+  http_.push(500);  // the token PUT
   EXPECT_EQ(imds_.instance_id(), "i-0123456789abcdef0");
-  fake_.fail_next = {503, 503};  // GETs
+  http_.push(503);  // GETs
+  http_.push(503);
   EXPECT_EQ(imds_.region(), "eu-west-1");
   EXPECT_GT(clock_.total_slept().count(), 0);
-  fake_.fail_next = {500, 500, 500, 500, 500, 500};
+  for (int i = 0; i < 6; ++i) http_.push(500);
   EXPECT_THROW(imds_.instance_type(), ImdsError);
 }
 
 TEST_F(ImdsTest, UnreachableIsAnImdsError) {
-  class Down final : public HttpClient {
-   public:
-    HttpResponse send(const HttpRequest&) override { throw HttpTransportError("connection refused", false); }
-  } down;
+  FakeHttp down;
+  down.on(FakeHttp::refused());
   ImdsClient imds(down, clock_, options());
   EXPECT_THROW(imds.instance_id(), ImdsError);
 }
 
 TEST_F(ImdsTest, SpotAndRebalanceNoticesParse) {
-  fake_.docs["meta-data/spot/instance-action"] = R"({"action": "terminate", "time": "2017-09-18T08:22:00Z"})";
-  fake_.docs["meta-data/events/recommendations/rebalance"] = R"({"noticeTime": "2020-10-27T08:22:00Z"})";
+  server_.docs["meta-data/spot/instance-action"] = R"({"action": "terminate", "time": "2017-09-18T08:22:00Z"})";
+  server_.docs["meta-data/events/recommendations/rebalance"] = R"({"noticeTime": "2020-10-27T08:22:00Z"})";
   auto action = imds_.spot_instance_action();
   ASSERT_TRUE(action);
   EXPECT_EQ(action->action, "terminate");
@@ -222,13 +208,13 @@ TEST_F(ImdsTest, SpotAndRebalanceNoticesParse) {
 }
 
 TEST_F(ImdsTest, MalformedNoticesAreImdsErrors) {
-  fake_.docs["meta-data/spot/instance-action"] = R"({"action": )";
+  server_.docs["meta-data/spot/instance-action"] = R"({"action": )";
   EXPECT_THROW(imds_.spot_instance_action(), ImdsError);
-  fake_.docs["meta-data/spot/instance-action"] = R"({"time": "2017-09-18T08:22:00Z"})";
+  server_.docs["meta-data/spot/instance-action"] = R"({"time": "2017-09-18T08:22:00Z"})";
   EXPECT_THROW(imds_.spot_instance_action(), ImdsError);
-  fake_.docs["meta-data/events/recommendations/rebalance"] = "[1,2]";
+  server_.docs["meta-data/events/recommendations/rebalance"] = "[1,2]";
   EXPECT_NO_THROW(imds_.rebalance_notice_time());  // a list has no noticeTime: empty, not a crash
-  fake_.docs["meta-data/events/recommendations/rebalance"] = R"({"noticeTime": 5})";
+  server_.docs["meta-data/events/recommendations/rebalance"] = R"({"noticeTime": 5})";
   EXPECT_THROW(imds_.rebalance_notice_time(), ImdsError);
 }
 
@@ -245,7 +231,7 @@ TEST_F(ImdsTest, RoleCredentialsParse) {
 TEST_F(ImdsTest, MalformedRoleCredentialsAreClearErrorsWithoutTheSecret) {
   const std::string secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
   const std::string key = "meta-data/iam/security-credentials/runner-role";
-  std::string full = fake_.docs[key];
+  std::string full = server_.docs[key];
   for (std::string body : {full.substr(0, full.size() - 20), std::string("[]"), std::string(""),
                            std::string(R"({"Code":"Success","AccessKeyId":"A","SecretAccessKey":")") + secret +
                                R"(","Token":"T"})",
@@ -254,7 +240,7 @@ TEST_F(ImdsTest, MalformedRoleCredentialsAreClearErrorsWithoutTheSecret) {
                            std::string(R"({"Code":"AssumeRoleUnauthorizedAccess","Message":"denied"})"),
                            std::string(R"({"Code":"Success","AccessKeyId":7,"SecretAccessKey":"s","Token":"t",)"
                                        R"("Expiration":"2024-04-26T22:39:16Z"})")}) {
-    fake_.docs[key] = body;
+    server_.docs[key] = body;
     try {
       imds_.role_credentials();
       FAIL() << "expected ImdsError for " << body.size() << " bytes";
@@ -263,7 +249,7 @@ TEST_F(ImdsTest, MalformedRoleCredentialsAreClearErrorsWithoutTheSecret) {
       EXPECT_NE(std::string(e.what()).find("IMDS"), std::string::npos) << e.what();
     }
   }
-  fake_.docs.erase("meta-data/iam/security-credentials/");
+  server_.docs.erase("meta-data/iam/security-credentials/");
   EXPECT_THROW(imds_.role_credentials(), ImdsError);  // no role attached
 }
 
@@ -271,7 +257,7 @@ TEST_F(ImdsTest, CredentialsProviderCachesUntilShortlyBeforeExpiration) {
   WallTime expiration;
   ASSERT_TRUE(parse_iso8601("2024-04-26T22:39:16Z", &expiration));
   FakeClock clock(expiration - std::chrono::minutes(30));
-  ImdsClient imds(fake_, clock, options());
+  ImdsClient imds(http_, clock, options());
   ImdsCredentialsProvider provider(imds, clock, std::chrono::minutes(5));
   EXPECT_EQ(provider.get().access_key_id, "ASIAIOSFODNN7EXAMPLE");
   provider.get();

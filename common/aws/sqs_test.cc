@@ -2,38 +2,14 @@
 
 #include <gtest/gtest.h>
 
-#include <deque>
-
 #include "common/json.h"
+#include "common/testing/expect_malformed.h"
+#include "common/testing/fake_http.h"
 
 namespace runpool::aws {
 namespace {
 
-// Canned answers in order; records every request.
-class FakeHttp final : public HttpClient {
- public:
-  HttpResponse send(const HttpRequest& request) override {
-    requests.push_back(request);
-    if (answers.empty()) throw std::logic_error("FakeHttp: no answer left");
-    HttpResponse r = answers.front();
-    answers.pop_front();
-    return r;
-  }
-  void answer(long status, std::string body, std::map<std::string, std::string> headers = {}) {
-    answers.push_back(HttpResponse{status, std::move(headers), std::move(body)});
-  }
-  void ok(const std::string& body) { answer(200, body); }
-  Json::Value body(size_t i) const { return parse_json(requests.at(i).body, "request body"); }
-  std::string header(size_t i, const std::string& name) const {
-    for (const auto& [k, v] : requests.at(i).headers) {
-      if (k == name) return v;
-    }
-    return "";
-  }
-
-  std::vector<HttpRequest> requests;
-  std::deque<HttpResponse> answers;
-};
+using runpool::testing::FakeHttp;
 
 const std::string kUrl = "http://127.0.0.1:4566/000000000000/pool-small";
 
@@ -53,10 +29,10 @@ class SqsTest : public ::testing::Test {
 };
 
 TEST_F(SqsTest, CreateQueueRequestShape) {
-  http_.ok(R"({"QueueUrl":")" + kUrl + R"("})");
+  http_.push(200, R"({"QueueUrl":")" + kUrl + R"("})");
   EXPECT_EQ(sqs_.create_queue("pool-small", {{"VisibilityTimeout", "30"}, {"ReceiveMessageWaitTimeSeconds", "20"}}),
             kUrl);
-  const HttpRequest& r = http_.requests.at(0);
+  HttpRequest r = http_.request(0);
   EXPECT_EQ(r.method, "POST");
   EXPECT_EQ(r.url, "http://127.0.0.1:9/");  // the endpoint, never the queue URL's host
   EXPECT_EQ(http_.header(0, "X-Amz-Target"), "AmazonSQS.CreateQueue");
@@ -65,19 +41,19 @@ TEST_F(SqsTest, CreateQueueRequestShape) {
   EXPECT_EQ(r.sigv4->service, "sqs");
   EXPECT_EQ(r.timeout, std::chrono::seconds(5));
   EXPECT_EQ(
-      write_json(http_.body(0)),
+      write_json(http_.body_json(0)),
       R"({"Attributes":{"ReceiveMessageWaitTimeSeconds":"20","VisibilityTimeout":"30"},"QueueName":"pool-small"})");
 
-  http_.ok(R"({"QueueUrl":")" + kUrl + R"("})");
+  http_.push(200, R"({"QueueUrl":")" + kUrl + R"("})");
   sqs_.create_queue("pool-small");
-  EXPECT_EQ(write_json(http_.body(1)), R"({"QueueName":"pool-small"})");
+  EXPECT_EQ(write_json(http_.body_json(1)), R"({"QueueName":"pool-small"})");
 }
 
 TEST_F(SqsTest, QueueDoesNotExistInTheJsonForm) {
   // What SQS (and local-aws-sqs) send: __type plus the query-compatible header.
-  http_.answer(400,
-               R"({"__type":"com.amazonaws.sqs#QueueDoesNotExist","message":"The specified queue does not exist."})",
-               {{"x-amzn-query-error", "AWS.SimpleQueueService.NonExistentQueue;Sender"}});
+  http_.push(400,
+             R"({"__type":"com.amazonaws.sqs#QueueDoesNotExist","message":"The specified queue does not exist."})",
+             {{"x-amzn-query-error", "AWS.SimpleQueueService.NonExistentQueue;Sender"}});
   try {
     sqs_.get_queue_url("nope");
     ADD_FAILURE();
@@ -86,27 +62,27 @@ TEST_F(SqsTest, QueueDoesNotExistInTheJsonForm) {
     EXPECT_EQ(e.operation(), "GetQueueUrl");
     EXPECT_EQ(e.message(), "The specified queue does not exist.");
   }
-  EXPECT_EQ(write_json(http_.body(0)), R"({"QueueName":"nope"})");
-  EXPECT_EQ(http_.requests.size(), 1u);  // not retried
+  EXPECT_EQ(write_json(http_.body_json(0)), R"({"QueueName":"nope"})");
+  EXPECT_EQ(http_.count(), 1u);  // not retried
 }
 
 TEST_F(SqsTest, QueueDoesNotExistInTheHeaderOnlyForm) {
-  http_.answer(400, "", {{"x-amzn-query-error", "AWS.SimpleQueueService.NonExistentQueue;Sender"}});
+  http_.push(400, "", {{"x-amzn-query-error", "AWS.SimpleQueueService.NonExistentQueue;Sender"}});
   try {
     sqs_.send_message(kUrl, "hello");
     ADD_FAILURE();
   } catch (const QueueDoesNotExistError& e) {
     EXPECT_EQ(e.code(), "AWS.SimpleQueueService.NonExistentQueue");
   }
-  http_.answer(400, "{}", {{"x-amzn-query-error", "AWS.SimpleQueueService.NonExistentQueue;Sender"}});
+  http_.push(400, "{}", {{"x-amzn-query-error", "AWS.SimpleQueueService.NonExistentQueue;Sender"}});
   EXPECT_THROW(sqs_.receive_messages({kUrl}), QueueDoesNotExistError);
-  EXPECT_EQ(http_.requests.size(), 2u);
+  EXPECT_EQ(http_.count(), 2u);
 }
 
 TEST_F(SqsTest, OtherErrorsStayPlainAwsErrors) {
-  http_.answer(400,
-               R"({"__type":"com.amazonaws.sqs#QueueNameExists","message":"already exists with different attributes"})",
-               {{"x-amzn-query-error", "QueueAlreadyExists;Sender"}});
+  http_.push(400,
+             R"({"__type":"com.amazonaws.sqs#QueueNameExists","message":"already exists with different attributes"})",
+             {{"x-amzn-query-error", "QueueAlreadyExists;Sender"}});
   try {
     sqs_.create_queue("pool-small", {{"VisibilityTimeout", "31"}});
     ADD_FAILURE();
@@ -119,17 +95,17 @@ TEST_F(SqsTest, OtherErrorsStayPlainAwsErrors) {
 }
 
 TEST_F(SqsTest, ThrottlingAndServerErrorsAreRetried) {
-  http_.answer(403, R"({"__type":"com.amazonaws.sqs#RequestThrottled","message":"Rate exceeded"})",
-               {{"x-amzn-query-error", "RequestThrottled;Sender"}});
-  http_.answer(500, R"({"__type":"com.amazon.coral.service#InternalFailure","message":"x"})");
-  http_.answer(503, "<html>busy</html>");
-  http_.ok(R"({"MessageId":"m-1","MD5OfMessageBody":"x"})");
+  http_.push(403, R"({"__type":"com.amazonaws.sqs#RequestThrottled","message":"Rate exceeded"})",
+             {{"x-amzn-query-error", "RequestThrottled;Sender"}});
+  http_.push(500, R"({"__type":"com.amazon.coral.service#InternalFailure","message":"x"})");
+  http_.push(503, "<html>busy</html>");
+  http_.push(200, R"({"MessageId":"m-1","MD5OfMessageBody":"x"})");
   EXPECT_EQ(sqs_.send_message(kUrl, "hello"), "m-1");
-  EXPECT_EQ(http_.requests.size(), 4u);
+  EXPECT_EQ(http_.count(), 4u);
 }
 
 TEST_F(SqsTest, SendMessageRequestShape) {
-  http_.ok(R"({"MessageId":"m-1"})");
+  http_.push(200, R"({"MessageId":"m-1"})");
   SendMessageRequest s;
   s.queue_url = kUrl;
   s.body = R"({"instance":"i-1"})";
@@ -137,18 +113,18 @@ TEST_F(SqsTest, SendMessageRequestShape) {
   s.attributes = {{"gen", {"Number", "4", ""}}, {"blob", {"Binary", "", "AAE="}}};
   EXPECT_EQ(sqs_.send_message(s), "m-1");
   EXPECT_EQ(http_.header(0, "X-Amz-Target"), "AmazonSQS.SendMessage");
-  EXPECT_EQ(write_json(http_.body(0)),
+  EXPECT_EQ(write_json(http_.body_json(0)),
             R"({"DelaySeconds":3,"MessageAttributes":{"blob":{"BinaryValue":"AAE=","DataType":"Binary"},)"
             R"("gen":{"DataType":"Number","StringValue":"4"}},"MessageBody":"{\"instance\":\"i-1\"}",)"
             R"("QueueUrl":")" +
                 kUrl + R"("})");
   s.delay_seconds = 901;
   EXPECT_THROW(sqs_.send_message(s), std::invalid_argument);
-  EXPECT_EQ(http_.requests.size(), 1u);
+  EXPECT_EQ(http_.count(), 1u);
 }
 
 TEST_F(SqsTest, ReceiveMessageRequestShapeAndParsing) {
-  http_.ok(R"({"Messages":[
+  http_.push(200, R"({"Messages":[
     {"MessageId":"m-1","ReceiptHandle":"rh-1","MD5OfBody":"x","Body":"one",
      "Attributes":{"ApproximateReceiveCount":"2","SentTimestamp":"1700000000123","ApproximateFirstReceiveTimestamp":""},
      "MessageAttributes":{"gen":{"DataType":"Number","StringValue":"4"}}},
@@ -175,29 +151,29 @@ TEST_F(SqsTest, ReceiveMessageRequestShapeAndParsing) {
 
   EXPECT_EQ(http_.header(0, "X-Amz-Target"), "AmazonSQS.ReceiveMessage");
   EXPECT_EQ(
-      write_json(http_.body(0)),
+      write_json(http_.body_json(0)),
       R"({"AttributeNames":["ApproximateReceiveCount","SentTimestamp"],"MaxNumberOfMessages":10,)"
       R"("MessageAttributeNames":["All"],"MessageSystemAttributeNames":["ApproximateReceiveCount","SentTimestamp"],)"
       R"("QueueUrl":")" +
           kUrl + R"(","VisibilityTimeout":60,"WaitTimeSeconds":20})");
   // The long poll's HTTP timeout outlasts the 20 s wait although the service's is 5 s.
-  EXPECT_EQ(http_.requests[0].timeout, std::chrono::seconds(30));
+  EXPECT_EQ(http_.request(0).timeout, std::chrono::seconds(30));
 }
 
 TEST_F(SqsTest, ReceiveTimeoutCoversTheQueueDefaultWaitAndOnlyThatCall) {
-  http_.ok("");
-  http_.ok(R"({"Messages":[]})");
-  http_.ok("{}");
+  http_.push(200, "");
+  http_.push(200, R"({"Messages":[]})");
+  http_.push(200, "{}");
   EXPECT_TRUE(sqs_.receive_messages({kUrl}).empty());  // empty body: local-aws-sqs's empty answer
   ReceiveRequest shortpoll{kUrl};
   shortpoll.wait_seconds = 0;
   EXPECT_TRUE(sqs_.receive_messages(shortpoll).empty());
   sqs_.delete_queue(kUrl);
-  EXPECT_EQ(http_.requests[0].timeout, std::chrono::seconds(30));  // no explicit wait: up to 20 s
-  EXPECT_FALSE(http_.body(0).isMember("WaitTimeSeconds"));
-  EXPECT_EQ(write_json(http_.body(0)), R"({"MaxNumberOfMessages":1,"QueueUrl":")" + kUrl + R"("})");
-  EXPECT_EQ(http_.requests[1].timeout, std::chrono::seconds(10));
-  EXPECT_EQ(http_.requests[2].timeout, std::chrono::seconds(5));  // other calls keep the service's
+  EXPECT_EQ(http_.request(0).timeout, std::chrono::seconds(30));  // no explicit wait: up to 20 s
+  EXPECT_FALSE(http_.body_json(0).isMember("WaitTimeSeconds"));
+  EXPECT_EQ(write_json(http_.body_json(0)), R"({"MaxNumberOfMessages":1,"QueueUrl":")" + kUrl + R"("})");
+  EXPECT_EQ(http_.request(1).timeout, std::chrono::seconds(10));
+  EXPECT_EQ(http_.request(2).timeout, std::chrono::seconds(5));  // other calls keep the service's
 }
 
 class SqsLongTimeoutTest : public SqsTest {
@@ -206,11 +182,11 @@ class SqsLongTimeoutTest : public SqsTest {
 };
 
 TEST_F(SqsLongTimeoutTest, ALongerServiceTimeoutIsKept) {
-  http_.ok("");
+  http_.push(200, "");
   ReceiveRequest r{kUrl};
   r.wait_seconds = 1;
   sqs_.receive_messages(r);
-  EXPECT_EQ(http_.requests[0].timeout, std::chrono::seconds(60));
+  EXPECT_EQ(http_.request(0).timeout, std::chrono::seconds(60));
 }
 
 TEST_F(SqsTest, ReceiveArgumentsAreChecked) {
@@ -226,28 +202,28 @@ TEST_F(SqsTest, ReceiveArgumentsAreChecked) {
   EXPECT_THROW(sqs_.receive_messages(r), std::invalid_argument);
   EXPECT_THROW(sqs_.change_message_visibility(kUrl, "rh", -1), std::invalid_argument);
   EXPECT_THROW(sqs_.change_message_visibility(kUrl, "rh", 43201), std::invalid_argument);
-  EXPECT_TRUE(http_.requests.empty());
+  EXPECT_EQ(http_.count(), 0u);
 }
 
 TEST_F(SqsTest, DeleteAndVisibilityRequestShapes) {
-  http_.ok("{}");
-  http_.ok("");
+  http_.push(200, "{}");
+  http_.push(200, "");
   sqs_.delete_message(kUrl, "rh-1");
   sqs_.change_message_visibility(kUrl, "rh-1", 0);
   EXPECT_EQ(http_.header(0, "X-Amz-Target"), "AmazonSQS.DeleteMessage");
-  EXPECT_EQ(write_json(http_.body(0)), R"({"QueueUrl":")" + kUrl + R"(","ReceiptHandle":"rh-1"})");
+  EXPECT_EQ(write_json(http_.body_json(0)), R"({"QueueUrl":")" + kUrl + R"(","ReceiptHandle":"rh-1"})");
   EXPECT_EQ(http_.header(1, "X-Amz-Target"), "AmazonSQS.ChangeMessageVisibility");
-  EXPECT_EQ(write_json(http_.body(1)),
+  EXPECT_EQ(write_json(http_.body_json(1)),
             R"({"QueueUrl":")" + kUrl + R"(","ReceiptHandle":"rh-1","VisibilityTimeout":0})");
 }
 
 TEST_F(SqsTest, QueueAttributesAreTyped) {
-  http_.ok(R"({"Attributes":{"ApproximateNumberOfMessages":"3","ApproximateNumberOfMessagesNotVisible":"1",
+  http_.push(200, R"({"Attributes":{"ApproximateNumberOfMessages":"3","ApproximateNumberOfMessagesNotVisible":"1",
     "ApproximateNumberOfMessagesDelayed":"0","VisibilityTimeout":"30","MessageRetentionPeriod":"345600",
     "ReceiveMessageWaitTimeSeconds":"20","DelaySeconds":"0","QueueArn":"arn:aws:sqs:us-east-1:000000000000:pool-small",
     "SqsManagedSseEnabled":"true"}})");
   QueueAttributes a = sqs_.get_queue_attributes(kUrl);
-  EXPECT_EQ(write_json(http_.body(0)), R"({"AttributeNames":["All"],"QueueUrl":")" + kUrl + R"("})");
+  EXPECT_EQ(write_json(http_.body_json(0)), R"({"AttributeNames":["All"],"QueueUrl":")" + kUrl + R"("})");
   EXPECT_EQ(http_.header(0, "X-Amz-Target"), "AmazonSQS.GetQueueAttributes");
   EXPECT_EQ(a.approximate_number_of_messages, 3);
   EXPECT_EQ(a.approximate_number_of_messages_not_visible, 1);
@@ -261,24 +237,20 @@ TEST_F(SqsTest, QueueAttributesAreTyped) {
   EXPECT_THROW(a.get_int("SqsManagedSseEnabled"), JsonError);
   EXPECT_EQ(a.get_int("Nope"), std::nullopt);
 
-  http_.ok("{}");  // nothing matched
+  http_.push(200, "{}");  // nothing matched
   QueueAttributes none = sqs_.get_queue_attributes(kUrl, {"ApproximateNumberOfMessages"});
   EXPECT_TRUE(none.all.empty());
   EXPECT_EQ(none.approximate_number_of_messages, std::nullopt);
-  EXPECT_EQ(write_json(http_.body(1)["AttributeNames"]), R"(["ApproximateNumberOfMessages"])");
+  EXPECT_EQ(write_json(http_.body_json(1)["AttributeNames"]), R"(["ApproximateNumberOfMessages"])");
 }
 
 TEST_F(SqsTest, MalformedAnswersAreClearErrors) {
-  struct Case {
-    std::function<void(SqsClient&)> call;
-    const char* body;
-    const char* expected;
-  };
+  using Case = runpool::testing::MalformedCase<SqsClient>;
   auto receive = [](SqsClient& s) { s.receive_messages({kUrl}); };
   auto url = [](SqsClient& s) { s.get_queue_url("q"); };
   auto attrs = [](SqsClient& s) { s.get_queue_attributes(kUrl); };
   auto send = [](SqsClient& s) { s.send_message(kUrl, "b"); };
-  const Case cases[] = {
+  const std::vector<Case> cases = {
       {receive, "{", "malformed JSON"},
       {receive, R"({"Messages":[{"MessageId":"m","ReceiptHandle":"r","Body":"b"})", "malformed JSON"},  // truncated
       {receive, "null", "expected a JSON object"},
@@ -300,20 +272,7 @@ TEST_F(SqsTest, MalformedAnswersAreClearErrors) {
        "'ApproximateNumberOfMessages' is not an integer"},
       {attrs, R"({"Attributes":{"VisibilityTimeout":"30s"}})", "'VisibilityTimeout' is not an integer"},
   };
-  for (const auto& c : cases) {
-    http_.requests.clear();
-    http_.ok(c.body);
-    try {
-      c.call(sqs_);
-      ADD_FAILURE() << "accepted " << c.body;
-    } catch (const AwsError& e) {
-      EXPECT_EQ(e.code(), "MalformedResponse") << c.body;
-      EXPECT_EQ(e.service(), "sqs");
-      EXPECT_NE(std::string(e.what()).find(c.expected), std::string::npos) << c.body << " -> " << e.what();
-    }
-    EXPECT_EQ(http_.requests.size(), 1u);
-    http_.answers.clear();
-  }
+  runpool::testing::expect_malformed_answers(http_, sqs_, "sqs", cases);
 }
 
 TEST_F(SqsTest, ErrorParserReadsBothForms) {

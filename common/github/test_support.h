@@ -1,6 +1,6 @@
-// Test helpers for the GitHub client's unit tests (header only; not part of the library):
-// a scripted HttpClient, an RSA key generated on the fly (no private key is committed), and a
-// capture of everything spdlog writes.
+// Test helpers for the GitHub client's unit tests (header only; not part of the library): an RSA
+// key generated on the fly (no private key is committed), a capture of everything spdlog writes,
+// and the shared scripted HttpClient (common/testing/fake_http.h) under this namespace.
 #pragma once
 
 #include <openssl/evp.h>
@@ -8,96 +8,20 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
-#include <deque>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
-#include "common/http.h"
-#include "common/secret.h"
+#include "common/testing/fake_http.h"
 
 namespace runpool::github::testing {
 
-inline HttpResponse reply(long status, std::string body = "", std::map<std::string, std::string> headers = {}) {
-  HttpResponse r;
-  r.status = status;
-  r.body = std::move(body);
-  r.headers = std::move(headers);
-  return r;
-}
-
-// Answers from a queue first, then from the handler; records every request.
-class FakeHttp final : public HttpClient {
- public:
-  using Handler = std::function<HttpResponse(const HttpRequest&)>;
-
-  void push(HttpResponse r) {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back([r](const HttpRequest&) { return r; });
-  }
-  void push_transport_error() {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back([](const HttpRequest& req) -> HttpResponse {
-      throw HttpTransportError(req.method + " " + req.url + ": Connection refused", false);
-    });
-  }
-  void on(Handler h) {
-    std::lock_guard<std::mutex> lock(mu_);
-    handler_ = std::move(h);
-  }
-
-  HttpResponse send(const HttpRequest& request) override {
-    Handler h;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      requests_.push_back(request);
-      if (!queue_.empty()) {
-        h = queue_.front();
-        queue_.pop_front();
-      } else {
-        h = handler_;
-      }
-    }
-    if (!h) throw std::logic_error("FakeHttp: no answer scripted for " + request.method + " " + request.url);
-    return h(request);
-  }
-
-  std::vector<HttpRequest> requests() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return requests_;
-  }
-  HttpRequest last() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return requests_.back();
-  }
-  size_t count() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return requests_.size();
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::deque<Handler> queue_;
-  Handler handler_;
-  std::vector<HttpRequest> requests_;
-};
-
-inline std::string header_of(const HttpRequest& r, const std::string& name) {
-  for (const auto& [k, v] : r.headers) {
-    if (k == name) return v;
-  }
-  return "";
-}
-inline std::string authorization_of(const HttpRequest& r) {
-  for (const auto& [k, v] : r.secret_headers) {
-    if (k == "Authorization") return v.reveal();
-  }
-  return "";
-}
+// The scripted HttpClient is shared with the AWS clients' tests.
+using runpool::testing::authorization_of;
+using runpool::testing::FakeHttp;
+using runpool::testing::header_of;
+using runpool::testing::reply;
 
 // A fresh RSA key pair for the test binary: the EVP_PKEY (to verify with) and its PEM forms.
 struct TestKey {
