@@ -16,7 +16,9 @@ namespace {
 
 constexpr const char* kFingerprintPrefix = "runpool ";
 
-bool ensure_table(const Settings& s, aws::DynamoDbClient& db, Duration wait, InitReport& report) {
+}  // namespace
+
+void ensure_state_table(const Settings& s, aws::DynamoDbClient& db, Duration wait, InitReport& report) {
   aws::CreateTableRequest req = pool::DynamoStateTable::create_table_request(s.table);
   report.table_created = db.create_table(req);  // false: it existed (or a concurrent init made it)
   aws::TableDescription t = db.wait_until_active(s.table, wait);
@@ -39,8 +41,9 @@ bool ensure_table(const Settings& s, aws::DynamoDbClient& db, Duration wait, Ini
     t = db.wait_until_active(s.table, wait);
   }
   if (!t.index(pool::kLabelIndex)) throw std::runtime_error("table " + s.table + " still has no by_label index");
-  return true;
 }
+
+namespace {
 
 void ensure_template(const Settings& s, aws::Ec2Client& ec2, InitReport& report) {
   aws::LaunchTemplateData data = launch_template_data(s);
@@ -133,7 +136,7 @@ InitReport init_pool(const Settings& s, aws::DynamoDbClient& db, aws::SqsClient&
     throw ConfigError(std::string("user_data_template: ") + e.what());
   }
   InitReport report;
-  ensure_table(s, db, table_wait, report);
+  ensure_state_table(s, db, table_wait, report);
   for (const auto& rc : s.resource_classes) {
     std::string name = s.queue_name(rc.name);
     report.queues.emplace_back(name, sqs.create_queue(name, pool_queue_attributes()));

@@ -31,6 +31,10 @@ aws::LaunchTemplateData launch_template_data(const Settings& s);
 // told from an unchanged one without relying on how EC2 echoes each field.
 std::string launch_template_fingerprint(const aws::LaunchTemplateData& data);
 
+// The table (created if missing) with its by_label index (added with UpdateTable if missing),
+// waiting until both are ACTIVE.
+void ensure_state_table(const Settings& s, aws::DynamoDbClient& db, Duration wait, InitReport& report);
+
 InitReport init_pool(const Settings& s, aws::DynamoDbClient& db, aws::SqsClient& sqs, aws::Ec2Client& ec2,
                      Duration table_wait);
 

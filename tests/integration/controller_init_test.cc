@@ -1,0 +1,97 @@
+// runpoolctl init against the local cloud: idempotent, safe concurrently, adds a missing label
+// index, and keeps the launch template's default version in step with the rendered user data.
+#include <gtest/gtest.h>
+
+#include "common/json.h"
+#include "common/pool/record_codec.h"
+#include "controller/integration_harness.h"
+
+namespace runpool::controller {
+namespace {
+
+using testing::CtlPool;
+using testing::describe;
+
+class ControllerInit : public ::testing::Test {
+ protected:
+  runpool::testing::LocalCloud& cloud_ = runpool::testing::LocalCloud::shared();
+  testing::CloudClients aws_{cloud_};
+};
+
+TEST_F(ControllerInit, CreatesTableQueuesAndTemplateThenChangesNothing) {
+  CtlPool p(cloud_, "init1", "ctl-init-1");
+  auto first = p.run({"--json", "init"});
+  ASSERT_EQ(first.exit_code, 0) << describe(first);
+  Json::Value j = parse_json(first.out, "init");
+  EXPECT_TRUE(j["table_created"].asBool());
+  EXPECT_EQ(j["launch_template"].asString(), "created");
+  EXPECT_TRUE(j["queues"].isMember("init1-small"));
+  EXPECT_TRUE(j["queues"].isMember("init1-large"));
+
+  auto t = aws_.db.describe_table("ctl-init-1");
+  ASSERT_TRUE(t);
+  EXPECT_TRUE(t->index(pool::kLabelIndex));
+  EXPECT_NO_THROW(aws_.sqs.get_queue_url("init1-small"));
+
+  auto versions = aws_.ec2.describe_launch_template_versions({"", "runpool-init1", ""}, {"$Default"});
+  ASSERT_EQ(versions.size(), 1u);
+  const auto& d = versions[0].data;
+  EXPECT_EQ(d.image_id, "ami-12345678");
+  EXPECT_TRUE(d.require_imdsv2);
+  EXPECT_TRUE(d.instance_metadata_tags);
+  EXPECT_EQ(d.instance_initiated_shutdown_behavior, "terminate");
+  EXPECT_EQ(d.iam_instance_profile_name, "runpool-agent");
+  EXPECT_NE(d.user_data.find("table = ctl-init-1\n"), std::string::npos) << d.user_data;
+  EXPECT_NE(d.user_data.find("pool = init1\n"), std::string::npos);
+  EXPECT_NE(d.user_data.find("endpoint_dynamodb = " + cloud_.dynamodb()), std::string::npos);
+  EXPECT_NE(d.user_data.find("# /usr/bin/runpool-agent"), std::string::npos);
+  EXPECT_EQ(d.user_data.find("ghp_"), std::string::npos);  // no GitHub credential in user data
+
+  auto second = p.run({"--json", "init"});
+  ASSERT_EQ(second.exit_code, 0) << describe(second);
+  Json::Value j2 = parse_json(second.out, "init");
+  EXPECT_FALSE(j2["table_created"].asBool());
+  EXPECT_EQ(j2["launch_template"].asString(), "unchanged");
+  EXPECT_EQ(j2["launch_template_version"].asInt(), j["launch_template_version"].asInt());
+}
+
+TEST_F(ControllerInit, ConcurrentInitsAllSucceed) {
+  CtlPool p(cloud_, "init2", "ctl-init-2");
+  std::vector<std::unique_ptr<testing::CtlProcess>> runs;
+  for (int i = 0; i < 3; ++i) runs.push_back(p.start({"init"}));
+  for (auto& r : runs) {
+    auto res = r->wait();
+    EXPECT_EQ(res.exit_code, 0) << describe(res);
+  }
+  auto t = aws_.db.describe_table("ctl-init-2");
+  ASSERT_TRUE(t);
+  EXPECT_TRUE(t->index(pool::kLabelIndex));
+  auto again = p.run({"--json", "init"});
+  ASSERT_EQ(again.exit_code, 0) << describe(again);
+  EXPECT_EQ(parse_json(again.out, "init")["launch_template"].asString(), "unchanged");
+}
+
+TEST_F(ControllerInit, ChangedUserDataMakesANewDefaultVersion) {
+  CtlPool p(cloud_, "init4", "ctl-init-4");
+  auto a = p.run({"--json", "init"});
+  ASSERT_EQ(a.exit_code, 0) << describe(a);
+  auto b = p.run({"--json", "--set", "agent_drain_capable=true", "init"});
+  ASSERT_EQ(b.exit_code, 0) << describe(b);
+  Json::Value jb = parse_json(b.out, "init");
+  EXPECT_EQ(jb["launch_template"].asString(), "updated");
+  EXPECT_GT(jb["launch_template_version"].asInt(), parse_json(a.out, "init")["launch_template_version"].asInt());
+  auto v = aws_.ec2.describe_launch_template_versions({"", "runpool-init4", ""}, {"$Default"});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_NE(v[0].data.user_data.find("drain_capable = true"), std::string::npos);
+}
+
+TEST_F(ControllerInit, ABadTemplateIsAConfigurationError) {
+  CtlPool p(cloud_, "init5", "ctl-init-5", "user_data_template = /nonexistent/user-data.sh.in\n");
+  auto res = p.run({"init"});
+  EXPECT_EQ(res.exit_code, 2) << describe(res);
+  EXPECT_NE(res.err.find("user_data_template"), std::string::npos) << res.err;
+  EXPECT_FALSE(aws_.db.describe_table("ctl-init-5"));  // nothing created
+}
+
+}  // namespace
+}  // namespace runpool::controller
