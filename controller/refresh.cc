@@ -192,7 +192,11 @@ class Refresh {
     for (int64_t i = 0; i < rounds; ++i) {
       std::vector<QueuedMessage> batch = ctx_.queue.receive(resource_class, 10, kSweepWait, kSweepVisibility);
       if (batch.empty()) {
-        view.complete = true;
+        // Messages another receiver held when the sweep began were not seen: their records are
+        // not known to be missing from the pool.
+        view.complete = depth.in_flight == 0;
+        if (!view.complete) spdlog::info("refresh: {} messages of {} in flight elsewhere; nothing re-advertised",
+                                         depth.in_flight, s_.queue_name(resource_class));
         break;
       }
       for (auto& m : batch) {

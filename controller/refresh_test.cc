@@ -398,6 +398,19 @@ TEST_F(RefreshTest, SweepDeletesStaleAndMalformedAndReadvertisesTheLost) {
   EXPECT_EQ(queue.receives, receives);
 }
 
+TEST_F(RefreshTest, MessagesInFlightElsewhereAreNotTakenForLost) {
+  InstanceRecord a = put(1, State::kIdle);
+  put(2, State::kIdle);
+  queue.send("small", "not json");  // depth 3, idle 2: a sweep
+  // A provision holds a's message (received, judging it) while refresh sweeps.
+  auto held = queue.receive("small", 1, Duration(0), Duration(30'000));
+  ASSERT_EQ(held.size(), 1u);
+  ASSERT_EQ(pool::parse_pool_message(held[0].body)->instance_id, a.instance_id);
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(outcome("advertise", a.instance_id), "<none>") << out.str();
+  EXPECT_EQ(queue.bodies("small").size(), 2u) << "the malformed one deleted, nothing duplicated";
+}
+
 TEST_F(RefreshTest, BusyGhostIsKeptAndReported) {
   runners.add(7, pool::runner_name("ci", id_of(9), 1));
   runners.busy = {7};

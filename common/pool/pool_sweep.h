@@ -34,8 +34,9 @@ struct PoolView {
   // Every message received, in order. SQS may hand the same message out twice (its visibility ran
   // out between rounds); the latest receipt is the one that counts.
   std::vector<ReceivedMessage> messages;
-  // The sweep ended on an empty receive: every visible message was seen. Only then is an idle
-  // record with no message known to be missing from the pool (others may be in flight).
+  // The sweep ended on an empty receive and no message was in flight elsewhere (held by a
+  // provision's receive or another refresh) when it began: every message was seen. Only then is
+  // an idle record with no message known to be missing from the pool.
   bool complete = false;
   // Records re-read (consistently) after the receive: every instance a message names and every
   // idle record of the class; nullopt: no item. Queue decisions are taken on these only: a message
