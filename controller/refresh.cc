@@ -251,7 +251,7 @@ class Refresh {
     for (auto& a : actions) {
       Result r{std::move(a), {}};
       if (ctx_.cancelled.load()) {
-        r.outcome = {Outcome::kSkipped, "cancelled"};
+        r.outcome = {Outcome::kFailed, "cancelled before it was carried out"};
         results.push_back(std::move(r));
         continue;
       }
