@@ -531,8 +531,12 @@ void AgentLoop::update_status() {
                  (busy_.load() ? "busy" : "idle") + ": " + drain_reason_);
       break;
     case Phase::kStopped:
-      set_status("runner stopped for " + what + (stop_detail_.empty() ? "" : ": " + clip(stop_detail_, 120)) +
-                 ", waiting for the controller");
+      if (reachable_ && record_ && record_->generation == st_.generation && record_->state == State::kDraining) {
+        set_status("runner stopped for " + what + ", deregistering and cleaning");
+      } else {
+        set_status("runner stopped for " + what + (stop_detail_.empty() ? "" : ": " + clip(stop_detail_, 120)) +
+                   ", waiting for the controller");
+      }
       break;
     case Phase::kTerminating:
       break;

@@ -233,6 +233,7 @@ void LocalRunnerHost::end_user_processes() {
 
 void LocalRunnerHost::clean() {
   if (s_.end_processes) end_user_processes();
+  if (!fs::exists(s_.root)) return;  // never installed: nothing on disk to clean
   for (const auto& f : runner_config_files()) remove_path(path(f));
   for (const char* f : {".drain", "_diag", "_work", "_home"}) remove_path(path(f));
   // Everything else the runner created in the root (.env, .path, anything a job dropped there):
