@@ -171,6 +171,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // An unknown command is left over as an extra argument: say so, rather than only that a
+    // command is required.
+    for (const auto& extra : app.remaining()) std::cerr << "runpoolctl: unknown command or argument '" << extra << "'\n";
     app.exit(e);
     return kExitUsage;
   }
