@@ -111,14 +111,20 @@ bool AgentLoop::tick() {
     spdlog::info("{}", line);
     last_decision_ = line;
   }
-  act(d);
-  switch (st_.phase) {
-    case Phase::kServing: supervise(); break;
-    case Phase::kDraining: drain_progress(); break;
-    case Phase::kStopped:
-      if (failed_ && !failure_reported_) fail_assignment(stop_detail_);
-      break;
-    default: break;
+  try {
+    act(d);
+    switch (st_.phase) {
+      case Phase::kServing: supervise(); break;
+      case Phase::kDraining: drain_progress(); break;
+      case Phase::kStopped:
+        if (failed_ && !failure_reported_) fail_assignment(stop_detail_);
+        break;
+      default: break;
+    }
+  } catch (const std::exception& e) {
+    // A step that failed in an unforeseen way (a file that cannot be removed, …) is retried on
+    // the next tick; the loop itself, and with it self-termination, must keep running.
+    spdlog::error("{} ({}): {}", action_name(d.action), phase_name(st_.phase), e.what());
   }
   update_status();
   return true;
