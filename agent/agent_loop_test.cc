@@ -78,6 +78,7 @@ class FakeHost final : public RunnerHost {
   }
   void remove_local() override {
     ++remove_locals;
+    if (!remove_local_error.empty()) throw std::runtime_error(remove_local_error);
     identity.reset();
   }
   std::unique_ptr<ListenerProcess> start_listener() override {
@@ -122,7 +123,7 @@ class FakeHost final : public RunnerHost {
   std::deque<int> remove_results;
   bool remove_makes_listener_exit = true;
   int remove_locals = 0, starts = 0, ends = 0, cleans = 0, prepares = 0, sentinels_set = 0;
-  std::string prepare_error, clean_error;
+  std::string prepare_error, clean_error, remove_local_error;
   bool start_error = false;
   std::shared_ptr<FakeListener::Shared> listener;
   bool sentinel = false;
@@ -484,6 +485,29 @@ TEST_F(AgentLoopTest, ADrainOfAnAssignmentItNeverServedIsFinished) {
   EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kDrained));
   EXPECT_TRUE(record().remove_token.empty());
   EXPECT_TRUE(host_.removes.empty());
+}
+
+TEST_F(AgentLoopTest, AFailedCleaningIsReportedAndRetriedUntilItWorks) {
+  serve();
+  host_.clean_error = "3 processes of runpool-runner would not end";
+  step(pool::start_drain(record(), Secret("remove-1"), now(), timeouts_));
+  ASSERT_TRUE(tick_until([&] { return pool::agent_reported(record(), AgentSignal::kFailed); }));
+  EXPECT_NE(record().signal_detail.find("would not end"), std::string::npos);
+  EXPECT_EQ(loop().state().phase, Phase::kStopped) << "never reused uncleaned";
+  host_.clean_error.clear();
+  ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }, 30));
+  EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kDrained));
+}
+
+TEST_F(AgentLoopTest, AnUnexpectedErrorInAStepDoesNotEndTheLoop) {
+  drain_capable_ = false;
+  serve();
+  ASSERT_TRUE(memory_.transition(kId, {}, {.state = State::kIdle, .generation = 5, .label = ""}));
+  host_.remove_local_error = "Permission denied";
+  ticks(20);
+  EXPECT_EQ(loop().state().phase, Phase::kStopped) << "cleaning is retried";
+  host_.remove_local_error.clear();
+  ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
 }
 
 // ---- self-termination
