@@ -67,7 +67,7 @@ std::vector<KeySpec> agent_schema() {
       {"runner_template", KeyType::kString, "",
        "a runner installation copied into runner_root when it has no bin/Runner.Listener; empty: none"},
       {"runner_user", KeyType::kString, "runpool-runner", "the unprivileged user the runner runs as (must exist; never root)"},
-      {"drain_capable", KeyType::kBool, "false", "the runner honours <runner_root>/.drain (exits after the job in hand)"},
+      {"drain_capable", KeyType::kBool, "false", "the runner honours the .drain sentinel in runner_root (exits after the job in hand)"},
       {"runner_disable_update", KeyType::kBool, "true", "configure the runner with --disableupdate (the image pins its version)"},
       {"runner_path", KeyType::kString, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
        "PATH of the runner's processes"},
