@@ -7,6 +7,10 @@
 
 #include "common/github/endpoint.h"
 
+#ifndef RUNPOOL_USER_DATA_TEMPLATE
+#define RUNPOOL_USER_DATA_TEMPLATE "/usr/local/share/runpool/user-data.sh.in"
+#endif
+
 namespace runpool::controller {
 namespace {
 
@@ -156,9 +160,10 @@ std::vector<KeySpec> settings_schema() {
       {"security_groups", K::kList, "", "security group ids"},
       {"launch_template", K::kString, "", "launch template name (default: runpool-<pool>)"},
       {"spot_allocation_strategy", K::kString, "price-capacity-optimized", "CreateFleet's spot allocation strategy"},
-      {"user_data_template", K::kString, "/usr/share/runpool/user-data.sh.in",
+      {"user_data_template", K::kString, RUNPOOL_USER_DATA_TEMPLATE,
        "the user-data template (@AGENT_CONFIG@ and @AGENT_BINARY@ are filled in)"},
-      {"agent_binary", K::kString, "/usr/bin/runpool-agent", "where the agent binary is on the instance"},
+      {"agent_binary", K::kString, "",
+       "the agent binary's absolute path on the instance; empty: the packaged runpool-agent.service runs it"},
       {"agent_runner_root", K::kString, "", "agent: runner_root (may hold {instance_id}); unset: the agent's default"},
       {"agent_runner_template", K::kString, "", "agent: runner_template, the unpacked runner copied into the root"},
       {"agent_runner_user", K::kString, "", "agent: runner_user, the unprivileged user running the runner"},
@@ -317,6 +322,13 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   s.spot_allocation_strategy = c.get_string("spot_allocation_strategy");
   s.user_data_template = c.get_string("user_data_template");
   s.agent_binary = c.get_string("agent_binary");
+  if (!s.agent_binary.empty() &&
+      (s.agent_binary[0] != '/' || !std::all_of(s.agent_binary.begin(), s.agent_binary.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '/' || ch == '.' || ch == '_' || ch == '-' ||
+               ch == '+';
+      }))) {
+    bad(c, "agent_binary", "'" + s.agent_binary + "' must be an absolute path of letters, digits and / . _ - +");
+  }
   s.agent_config = {{"table", s.table}, {"pool", s.pool}};
   if (!s.region.empty()) s.agent_config.emplace_back("region", s.region);
   if (!s.endpoint_dynamodb.empty()) s.agent_config.emplace_back("endpoint_dynamodb", s.endpoint_dynamodb);

@@ -126,6 +126,8 @@ TEST(Settings, ErrorsNameTheKey) {
            {"agent_extra = nokey\n", "agent_extra"},
            {"max_heartbeat_age = 5s\nagent_heartbeat_interval = 10s\n", "max_heartbeat_age"},
            {"agent_drain_capable = maybe\n", "agent_drain_capable"},
+           {"agent_binary = runpool-agent\n", "agent_binary"},
+           {"agent_binary = /usr/bin/agent'x\n", "agent_binary"},
            {"github_token = t\ngithub_app_id = 1\n", "github_app_id"},
            {"no_such_key = 1\n", "no_such_key"},
        }) {

@@ -1,5 +1,7 @@
 #include "controller/user_data.h"
 
+#include "agent/user_data.h"
+
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -13,12 +15,6 @@ bool has_control(const std::string& s) {
   return std::any_of(s.begin(), s.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
 }
 
-std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-  for (size_t pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size())) {
-    text.replace(pos, from.size(), to);
-  }
-  return text;
-}
 
 }  // namespace
 
@@ -37,15 +33,8 @@ std::string agent_config_text(const std::vector<std::pair<std::string, std::stri
 
 std::string render_user_data(const std::string& template_text, const std::string& agent_config,
                              const std::string& agent_binary) {
-  if (template_text.find("@AGENT_CONFIG@") == std::string::npos) {
-    throw std::invalid_argument("the user-data template has no @AGENT_CONFIG@");
-  }
-  if (has_control(agent_binary)) throw std::invalid_argument("agent_binary has control characters");
-  // The config is a block of lines: drop its final newline so that "@AGENT_CONFIG@\n" in the
-  // template stays one block.
-  std::string config = agent_config;
-  if (!config.empty() && config.back() == '\n') config.pop_back();
-  std::string out = replace_all(replace_all(template_text, "@AGENT_CONFIG@", config), "@AGENT_BINARY@", agent_binary);
+  // The template's own renderer (cloud-init's side) knows which characters may go where.
+  std::string out = agent::render_user_data(template_text, agent_config, agent_binary);
   if (out.size() > 16 * 1024) {
     throw std::invalid_argument("the rendered user-data is " + std::to_string(out.size()) +
                                 " bytes, more than EC2's 16 KiB");

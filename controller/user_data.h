@@ -13,8 +13,9 @@ namespace runpool::controller {
 // read back as the same pair (control characters, '=' or '#' in a key, a value with a newline).
 std::string agent_config_text(const std::vector<std::pair<std::string, std::string>>& config);
 
-// Replaces every @AGENT_CONFIG@ and @AGENT_BINARY@. Throws std::invalid_argument when the template
-// lacks @AGENT_CONFIG@, or the result passes EC2's 16 KiB user-data limit.
+// Fills @AGENT_CONFIG@ and @AGENT_BINARY@ with agent/user_data.h's renderer (which keeps both from
+// escaping their places in the script). Throws std::invalid_argument on what it refuses, or when
+// the result passes EC2's 16 KiB user-data limit.
 std::string render_user_data(const std::string& template_text, const std::string& agent_config,
                              const std::string& agent_binary);
 
