@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/testing/local_cloud_agent.h"
+#include "common/json.h"
 
 namespace runpool::agent::testing {
 namespace {
@@ -53,6 +54,35 @@ TEST_F(AgentResilience, NoRecordAfterTheBootGraceTerminatesTheInstance) {
   ASSERT_TRUE(terminated_itself(id, 20s)) << env_->console(id);
   EXPECT_GE(std::chrono::steady_clock::now() - start, 3s) << "not before the boot grace";
   EXPECT_NE(env_->console(id).find("no record for this instance after the boot grace"), std::string::npos);
+}
+
+TEST_F(AgentResilience, TerminateInstancesFailingFallsBackToTheOsShutdown) {
+  const std::string id = env_->launch();
+  Json::Value fault;
+  fault["service"] = "ec2";
+  fault["errorRate"] = 1.0;  // every EC2 call fails: TerminateInstances cannot work
+  env_->cloud().control("POST", "/_control/faults", fault);
+  ASSERT_TRUE(terminated_itself(id, 25s)) << env_->console(id);
+  env_->cloud().clear_faults();
+  EXPECT_NE(env_->console(id).find("TerminateInstances failed"), std::string::npos) << env_->console(id);
+  ASSERT_TRUE(eventually([&] { return env_->state_of(id) == "terminated"; }, 15s));
+  EXPECT_EQ(env_->instance(id)["stateReason"]["code"].asString(), "Client.InstanceInitiatedShutdown")
+      << write_json(env_->instance(id)["stateReason"]);
+}
+
+TEST_F(AgentResilience, ATableUnreachableBeyondTheLimitTerminatesTheInstance) {
+  const std::string id = env_->launch({.drain_capable = true, .extra_config = "table_unreachable_limit = 3s\n"});
+  env_->write_launched_record(id, "run-unreachable");
+  env_->wait_registered_and_mark_running(id, 1);
+  Json::Value fault;
+  fault["service"] = "dynamodb";
+  fault["errorRate"] = 1.0;
+  env_->cloud().control("POST", "/_control/faults", fault);
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(terminated_itself(id, 20s)) << env_->console(id);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 3s) << "not before the limit";
+  env_->cloud().clear_faults();
+  EXPECT_NE(env_->console(id).find("the table has been unreachable"), std::string::npos) << env_->console(id);
 }
 
 TEST_F(AgentResilience, AKilledListenerIsRestartedAndKeepsServing) {
