@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
+#include <sstream>
 
 namespace runpool::controller {
 namespace {
@@ -167,6 +169,23 @@ TEST(Settings, AgentConfigCarriesWhereThePoolLivesAndTheAgentKeysThatAreSet) {
 TEST(Settings, SecretsAreNotEchoed) {
   std::string e = error_of("github_token = hunter2\ngithub_app_id = 1\n");
   EXPECT_EQ(e.find("hunter2"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace runpool::controller
+
+namespace runpool::controller {
+namespace {
+
+// docs/runpoolctl.md lists every key (its table is `runpoolctl config --reference`).
+TEST(Settings, TheDocsListEveryKey) {
+  std::ifstream in(std::string(RUNPOOL_SOURCE_DIR) + "/docs/runpoolctl.md");
+  ASSERT_TRUE(in) << "docs/runpoolctl.md";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  for (const auto& spec : settings_schema()) {
+    EXPECT_NE(ss.str().find("| `" + spec.key + "` |"), std::string::npos) << spec.key << " is not in docs/runpoolctl.md";
+  }
 }
 
 }  // namespace
