@@ -30,9 +30,12 @@ class AgentLifecycle : public ::testing::Test {
 // cleanup (RUNNER_TRACKING_ID cleared): the agent's cleaning must remove both.
 std::string littering_job(const std::string& marker) {
   return "[ -z \"$(ls -A \"$GITHUB_WORKSPACE\")\" ]\n"
-         "! pgrep -f 'sleep 31[3]' > /dev/null\n"
+         "! pgrep -f 'sleep 31[3]|stubborn-31[5]' > /dev/null\n"
          "echo left > \"$GITHUB_WORKSPACE/" + marker + "\"\n"
-         "(RUNNER_TRACKING_ID= setsid sleep 313 > /dev/null 2>&1 &)\n";
+         "(RUNNER_TRACKING_ID= setsid sleep 313 > /dev/null 2>&1 &)\n"
+         // and one that ignores SIGTERM: only the SIGKILL after cleanup_timeout ends it
+         "(RUNNER_TRACKING_ID= setsid bash -c 'trap \"\" TERM; while :; do sleep 0.2; done; : stubborn-315' "
+         "> /dev/null 2>&1 &)\n";
 }
 
 void serve_one_assignment(AgentCloud& env, const std::string& id, const std::string& label, int64_t gen) {
@@ -60,6 +63,7 @@ void serve_one_assignment(AgentCloud& env, const std::string& id, const std::str
   ASSERT_TRUE(eventually([&] { return fs::exists(workspace / marker); }, 10s));
   ASSERT_TRUE(eventually([&] { return !env.pids_matching(id, "sleep 313").empty(); }, 10s))
       << "the job leaves a process behind";
+  ASSERT_TRUE(eventually([&] { return !env.pids_matching(id, "stubborn-315").empty(); }, 10s));
 
   // Release while the job runs: it is never cut short. drain → deregistered → cleaned → drained.
   ASSERT_TRUE(env.drain(id)) << env.console(id);
@@ -76,6 +80,7 @@ void serve_one_assignment(AgentCloud& env, const std::string& id, const std::str
   EXPECT_FALSE(fs::exists(env.root_of(id) / ".drain"));
   EXPECT_FALSE(fs::exists(env.root_of(id) / "_diag"));
   EXPECT_TRUE(env.pids_matching(id, "sleep 313").empty()) << "the leftover process was ended";
+  EXPECT_TRUE(env.pids_matching(id, "stubborn-315").empty()) << "even one that ignores SIGTERM";
   EXPECT_TRUE(env.runner_user_pids(id).empty()) << "nothing of the runner user runs between assignments";
   EXPECT_TRUE(fs::exists(env.root_of(id) / "bin" / "Runner.Listener")) << "the installation stays";
 }
