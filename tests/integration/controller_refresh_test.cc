@@ -237,6 +237,11 @@ class ControllerRefresh : public ::testing::Test {
     return found.empty() ? "<missing>" : found[0].state.name;
   }
 
+  bool alive(const std::string& id) {
+    std::string s = ec2_state(id);
+    return s == "pending" || s == "running";
+  }
+
   bool stopping_or_gone(const std::string& id) {
     std::string s = ec2_state(id);
     return s == "shutting-down" || s == "terminated";
@@ -385,9 +390,9 @@ TEST_F(ControllerRefresh, ExpiredRecordsInEveryStateAreRetired) {
   InstanceRecord drained = record(running);
   EXPECT_EQ(drained.state, State::kDraining);
   EXPECT_FALSE(drained.remove_token.empty());
-  EXPECT_EQ(ec2_state(running), "running");
+  EXPECT_TRUE(alive(running));
   EXPECT_EQ(record(healthy).state, State::kIdle);
-  EXPECT_EQ(ec2_state(healthy), "running");
+  EXPECT_TRUE(alive(healthy));
   EXPECT_EQ(r.json["summary"]["terminate"].asInt(), 5) << r.out;
   EXPECT_EQ(r.json["summary"]["drain"].asInt(), 1) << r.out;
 
@@ -407,8 +412,8 @@ TEST_F(ControllerRefresh, UntrackedInstancesAreTerminatedAfterTheGraceOnly) {
 
   CtlResult spared = refresh();  // default grace: 5 minutes
   EXPECT_RAN(spared, 0);
-  EXPECT_EQ(ec2_state(orphan), "running");
-  EXPECT_EQ(ec2_state(closed), "running");
+  EXPECT_TRUE(alive(orphan));
+  EXPECT_TRUE(alive(closed));
   EXPECT_GE(spared.json["notes"].size(), 2u) << spared.out;
 
   std::this_thread::sleep_for(1100ms);
@@ -547,8 +552,8 @@ TEST_F(ControllerRefresh, DryRunChangesNothing) {
   InstanceRecord after = record(expired);
   EXPECT_EQ(after.state, before.state);
   EXPECT_EQ(after.deadline_ms, before.deadline_ms);
-  EXPECT_EQ(ec2_state(expired), "running");
-  EXPECT_EQ(ec2_state(orphan), "running");
+  EXPECT_TRUE(alive(expired));
+  EXPECT_TRUE(alive(orphan));
   EXPECT_EQ(runner_names(), (std::set<std::string>{ghost}));
   EXPECT_EQ(visible_messages(), 2) << "swept messages are handed back at once";
   EXPECT_EQ(queue_bodies().size(), 2u);
