@@ -171,6 +171,14 @@ void AgentLoop::resume() {
     } else if (st_.phase == Phase::kStopped) {
       failed_ = record_ && pool::agent_reported(*record_, AgentSignal::kFailed);
       failure_reported_ = failed_;
+      if (!strays_.empty()) {
+        // A Listener of an assignment that is over (or failed): retired like an abandoned one,
+        // gracefully, before the cleaning.
+        st_.phase = Phase::kDraining;
+        drain_reason_ = "retiring the Listener of an earlier agent";
+        stopping_ = true;
+        init_drain_state();
+      }
     }
   }
   if (record_) {

@@ -650,6 +650,24 @@ TEST_F(AgentLoopTest, RetiresAStrayDrainCapableListenerWithTheSentinel) {
   EXPECT_TRUE(host_.signals.empty());
 }
 
+TEST_F(AgentLoopTest, AStrayListenerOfAnAssignmentThatIsOverIsRetiredThenCleaned) {
+  drain_capable_ = false;
+  launch();
+  ASSERT_TRUE(memory_.transition(kId, {}, {.state = State::kIdle, .generation = 2, .label = ""}));
+  host_.identity = RunnerIdentity{77, std::string("ci-") + kId + "-g1", ""};
+  host_.strays = {4242};
+  host_.worker = true;
+  ticks(3);
+  EXPECT_EQ(loop().state().phase, Phase::kDraining);
+  EXPECT_TRUE(host_.signals.empty()) << "its job runs to its end";
+  host_.worker = false;
+  ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
+  ASSERT_EQ(host_.signals.size(), 1u);
+  EXPECT_EQ(host_.signals[0].second, 2);
+  EXPECT_GE(host_.cleans, 1);
+  EXPECT_EQ(loop().state().last_served, 1);
+}
+
 TEST_F(AgentLoopTest, ResumesADrain) {
   launch();
   memory_.report(kId, {.signal = AgentSignal::kRegistered, .take_reg_token = true, .generation = 1});
