@@ -100,6 +100,7 @@ class Provision {
   // Waits until every instance's agent reported `registered` for its generation, marking each
   // running as it does. "" when all are running, else why not.
   std::string wait_running(Steady deadline) {
+    Steady next_ec2_look = ctx_.clock.steady_now();
     while (true) {
       bool all = true;
       for (Tracked& t : tracked_) {
@@ -109,6 +110,12 @@ class Provision {
         all = all && t.running;
       }
       if (all) return "";
+      // An instance that died (spot reclaimed, killed, its agent's self-termination) never
+      // registers: EC2 says so long before the deadline does.
+      if (ctx_.clock.steady_now() >= next_ec2_look) {
+        next_ec2_look = ctx_.clock.steady_now() + kEc2LookInterval;
+        if (std::string dead = dead_instances(); !dead.empty()) return dead;
+      }
       if (ctx_.cancelled.load()) return "cancelled";
       if (ctx_.clock.steady_now() >= deadline) {
         std::vector<std::string> waiting;
@@ -160,6 +167,30 @@ class Provision {
   std::vector<Tracked>& tracked() { return tracked_; }
 
  private:
+  static constexpr Duration kEc2LookInterval{std::chrono::seconds(5)};
+
+  // "" unless EC2 reports a waited-for instance stopped or gone.
+  std::string dead_instances() {
+    std::vector<std::string> ids;
+    for (const auto& t : tracked_) {
+      if (!t.running) ids.push_back(t.record.instance_id);
+    }
+    std::vector<aws::Instance> seen;
+    try {
+      seen = ctx_.compute.describe(ids);
+    } catch (const std::exception& e) {
+      spdlog::warn("could not look at the instances in EC2 ({}); waiting on", e.what());
+      return "";
+    }
+    for (const auto& i : seen) {
+      const std::string& st = i.state.name;
+      if (st == "shutting-down" || st == "terminated" || st == "stopping" || st == "stopped") {
+        return "instance " + i.instance_id + " is " + st + " in EC2";
+      }
+    }
+    return "";
+  }
+
   // One look at one instance; "" unless it can no longer become running.
   std::string check(Tracked& t) {
     std::optional<pool::InstanceRecord> r = ctx_.table.get(t.record.instance_id);
@@ -182,7 +213,15 @@ class Provision {
     if (pool::agent_reported(*r, pool::AgentSignal::kInterrupted)) {
       return fmt::format("instance {} was interrupted before registering: {}", id, r->signal_detail);
     }
-    if (!pool::agent_reported(*r, pool::AgentSignal::kRegistered)) return "";
+    if (!pool::agent_reported(*r, pool::AgentSignal::kRegistered)) {
+      // A claimed instance's agent was beating when we claimed it: silence now means it is gone.
+      if (t.warm && r->heartbeat_ms != 0 &&
+          ctx_.now_ms() - r->heartbeat_ms > ctx_.settings.max_heartbeat_age.count()) {
+        return fmt::format("instance {}: its agent has been silent for {}", id,
+                           seconds(ctx_.now_ms() - r->heartbeat_ms));
+      }
+      return "";
+    }
     pool::Step step = pool::mark_running(*r, ctx_.now_ms(), ctx_.settings.timeouts);
     if (ctx_.table.transition(id, step.expect, step.change)) mark(t, *r);
     return "";  // else it moved: the next look tells

@@ -268,6 +268,28 @@ TEST(Provision, AnAgentThatFailsEndsTheWaitAtOnce) {
   EXPECT_EQ(w.compute.terminated.size(), 1u);
 }
 
+TEST(Provision, AnInstanceThatDiesWhileBootingEndsTheWaitEarly) {
+  World w;
+  w.settings.usage_class = UsageClass::kOnDemand;
+  w.agents.register_ok = false;
+  w.on_tick = [&] {
+    for (const auto& id : w.compute.launched) w.compute.terminated.insert(id);  // e.g. spot reclaimed
+  };
+  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitFailed);
+  EXPECT_NE(w.out.str().find("terminated in EC2"), std::string::npos) << w.out.str();
+  EXPECT_LT(w.clock.clock.total_slept(), std::chrono::seconds(30));
+}
+
+TEST(Provision, AClaimedInstanceWhoseAgentFallsSilentEndsTheWait) {
+  World w;
+  w.add_idle("i-00000000000000aa1", 2);
+  w.agents_on = false;  // no heartbeat, no registration: the instance died after it was advertised
+  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitFailed);
+  EXPECT_NE(w.out.str().find("silent"), std::string::npos) << w.out.str();
+  EXPECT_LT(w.clock.clock.total_slept(), w.settings.provision_timeout);
+  EXPECT_EQ(w.record("i-00000000000000aa1").state, State::kDraining);  // left for refresh to retire
+}
+
 TEST(Provision, AnInstanceWhoseRecordCannotBeWrittenIsTerminatedAtOnce) {
   World w;
   w.settings.usage_class = UsageClass::kOnDemand;

@@ -55,7 +55,10 @@ class Lifecycle : public ::testing::Test {
                         "agent_extra = notice_poll_interval=500ms; boot_grace=60s; drain_timeout=60s; "
                         "registration_timeout=60s; cleanup_timeout=2s; terminate_wait=5s\n" +
                         "provision_timeout = 120s\nrelease_timeout = 90s\nmax_heartbeat_age = 30s\n";
-    pool_ = std::make_unique<CtlPool>(cloud_, "e2e", "ctl-e2e", extra);
+    // A pool and table of its own per test: nothing of one test is claimable by the next.
+    static int n = 0;
+    pool_name_ = "e2e" + std::to_string(++n);
+    pool_ = std::make_unique<CtlPool>(cloud_, pool_name_, "ctl-" + pool_name_, extra);
     auto init = pool_->run({"init"});
     ASSERT_EQ(init.exit_code, 0) << describe(init);
     table_ = std::make_unique<pool::DynamoStateTable>(aws_.db, pool_->table());
@@ -101,7 +104,7 @@ class Lifecycle : public ::testing::Test {
   std::vector<std::string> registered_runners() {
     std::vector<std::string> out;
     for (const auto& r : cloud_.control("GET", "/_control/github/runners")["runners"]) {
-      if (r["name"].asString().rfind("e2e-", 0) == 0) out.push_back(r["name"].asString());
+      if (r["name"].asString().rfind(pool_name_ + "-", 0) == 0) out.push_back(r["name"].asString());
     }
     return out;
   }
@@ -120,6 +123,7 @@ class Lifecycle : public ::testing::Test {
   runpool::testing::LocalCloud& cloud_ = runpool::testing::LocalCloud::shared();
   testing::CloudClients aws_{cloud_};
   std::string base_;
+  std::string pool_name_;
   std::unique_ptr<CtlPool> pool_;
   std::unique_ptr<pool::DynamoStateTable> table_;
 };
@@ -173,6 +177,43 @@ TEST_F(Lifecycle, ColdThenWarmWithJobsAndNothingLeftBehind) {
   int idle = 0;
   table_->scan([&](const pool::InstanceRecord& r) { idle += r.state == State::kIdle; });
   EXPECT_EQ(idle, 2);
+}
+
+// A provision that cannot get all it needs fails, and the instance it had claimed from the pool —
+// whose real agent had begun registering — drains back: idle again, its runner deregistered, and
+// claimable by the next provision.
+TEST_F(Lifecycle, AFailedProvisionReturnsItsClaimToThePool) {
+  Json::Value first = provision("e2e-seed", 1);
+  ASSERT_TRUE(first["ok"].asBool());
+  release("e2e-seed");
+  for (const char* t : {"c7i.large", "m7i.large"}) {
+    Json::Value c;
+    c["instanceType"] = t;
+    c["usageClass"] = "on-demand";
+    c["available"] = false;
+    cloud_.control("POST", "/_control/ec2/capacity", c);
+  }
+  CtlResult failed = pool_->run({"--json", "provision", "--count", "2", "--label", "e2e-short", "--usage-class",
+                                 "on-demand"},
+                                {}, std::chrono::seconds(180));
+  cloud_.control("DELETE", "/_control/ec2/capacity");
+  ASSERT_EQ(failed.exit_code, 1) << describe(failed);
+  std::vector<pool::InstanceRecord> all;
+  table_->scan([&](const pool::InstanceRecord& r) { all.push_back(r); });
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].state, State::kIdle) << describe(failed) << consoles();
+  EXPECT_EQ(all[0].generation, 2);  // claimed once (generation 2), then returned
+  EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
+
+  Json::Value again = provision("e2e-again", 1);
+  ASSERT_TRUE(again["ok"].asBool());
+  EXPECT_EQ(again["warm"].asInt(), 1);
+  int64_t id = queue_job("e2e-again", "after-failure", "true");
+  ASSERT_TRUE(eventually([&] { return job(id)["state"].asString() == "completed"; }, std::chrono::seconds(60)))
+      << write_json(job(id)) << consoles();
+  EXPECT_EQ(job(id)["result"].asString(), "Succeeded");
+  release("e2e-again");
+  EXPECT_TRUE(registered_runners().empty());
 }
 
 }  // namespace
