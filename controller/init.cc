@@ -159,7 +159,7 @@ Json::Value init_json(const InitReport& r) {
 
 int run_init(const Settings& s, aws::DynamoDbClient& db, aws::SqsClient& sqs, aws::Ec2Client& ec2, std::ostream& out,
              bool json) {
-  InitReport r = init_pool(s, db, sqs, ec2, std::chrono::minutes(5));
+  InitReport r = init_pool(s, db, sqs, ec2, s.init_timeout);
   if (json) {
     out << write_json(init_json(r)) << "\n";
     return 0;

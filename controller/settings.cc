@@ -182,6 +182,8 @@ std::vector<KeySpec> settings_schema() {
       {"terminate_timeout", K::kDuration, "10m", "terminating: retry termination until then", kSec, kDay},
       {"retention", K::kDuration, "1d", "terminated records are deleted after this", kSec, 365 * kDay},
       // How runpoolctl waits.
+      {"init_timeout", K::kDuration, "5m", "init: how long to wait for the table and its index to become active", kSec,
+       kDay},
       {"provision_timeout", K::kDuration, "10m", "provision: claim + launch + registration must finish in this",
        kSec, kDay},
       {"release_timeout", K::kDuration, "15m", "release: how long to wait for the agents' drained", kSec, kDay},
@@ -360,6 +362,7 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   s.timeouts.terminate_ms = ms("terminate_timeout");
   s.timeouts.retention_ms = ms("retention");
 
+  s.init_timeout = c.get_duration("init_timeout");
   s.provision_timeout = c.get_duration("provision_timeout");
   s.release_timeout = c.get_duration("release_timeout");
   s.cancel_drain_wait = c.get_duration("cancel_drain_wait");

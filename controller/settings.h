@@ -73,6 +73,7 @@ struct Settings {
   pool::Timeouts timeouts;
 
   // How the controller itself waits.
+  Duration init_timeout{std::chrono::minutes(5)};  // init: the table (and index) becoming ACTIVE
   Duration provision_timeout{std::chrono::minutes(10)};
   Duration release_timeout{std::chrono::minutes(15)};
   Duration cancel_drain_wait{std::chrono::minutes(1)};
