@@ -27,6 +27,7 @@ LoopSettings loop_settings(const AgentSettings& a, const std::string& instance_i
   s.drain_capable = a.drain_capable;
   s.poll_interval = a.assignment_poll_interval;
   s.boot_grace = a.boot_grace;
+  s.deadline_grace = a.deadline_grace;
   s.table_unreachable_limit = a.table_unreachable_limit;
   s.restart_backoff = a.listener_restart_backoff;
   s.max_restarts = a.listener_max_restarts;
@@ -223,6 +224,7 @@ bool AgentLoop::self_terminate() {
   f.busy = busy_.load();
   f.job_bound_ms = job_bound_;
   f.boot_grace = s_.boot_grace;
+  f.deadline_grace = s_.deadline_grace;
   f.unreachable_limit = s_.table_unreachable_limit;
   SelfTermination v = decide_self_termination(f);
   if (v.verdict == Verdict::kStay) return false;

@@ -31,6 +31,7 @@ struct LoopSettings {
   bool drain_capable = false;
   Duration poll_interval{std::chrono::seconds(1)};
   Duration boot_grace{std::chrono::minutes(5)};
+  Duration deadline_grace{std::chrono::minutes(10)};
   Duration table_unreachable_limit{std::chrono::minutes(10)};
   Duration restart_backoff{std::chrono::seconds(2)};
   int max_restarts = 10;

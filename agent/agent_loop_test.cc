@@ -194,6 +194,7 @@ class AgentLoopTest : public ::testing::Test {
     s.drain_capable = drain_capable_;
     s.poll_interval = 100ms;
     s.boot_grace = 2s;
+    s.deadline_grace = 0s;  // the controller is absent here: the agent acts at the deadline
     s.table_unreachable_limit = 5s;
     s.restart_backoff = 200ms;
     s.max_restarts = 3;

@@ -75,6 +75,9 @@ std::vector<KeySpec> agent_schema() {
       {"assignment_poll_interval", KeyType::kDuration, "1s", "how often the agent reads its record", 20, 5 * kMin},
       {"notice_poll_interval", KeyType::kDuration, "5s", "how often IMDS is asked for spot and rebalance notices", 20, 5 * kMin},
       {"boot_grace", KeyType::kDuration, "5m", "no record for this instance this long after start: terminate it", 100, kDay},
+      {"deadline_grace", KeyType::kDuration, "10m",
+       "how long past its record's deadline the agent leaves retiring the instance to the controller (refresh) "
+       "before terminating it itself", 0, kDay},
       {"table_unreachable_limit", KeyType::kDuration, "10m", "the table unreachable this long: terminate the instance", 100, kDay},
       {"listener_restart_backoff", KeyType::kDuration, "2s", "first wait before restarting a Listener (doubles, at most 32x)", 0, 10 * kMin},
       {"listener_max_restarts", KeyType::kInt, "10", "Listener restarts per assignment before it counts as failed", 0, 1000},
@@ -125,6 +128,7 @@ AgentSettings load_agent_settings(const Config& c) {
   s.assignment_poll_interval = c.get_duration("assignment_poll_interval");
   s.notice_poll_interval = c.get_duration("notice_poll_interval");
   s.boot_grace = c.get_duration("boot_grace");
+  s.deadline_grace = c.get_duration("deadline_grace");
   s.table_unreachable_limit = c.get_duration("table_unreachable_limit");
   s.listener_restart_backoff = c.get_duration("listener_restart_backoff");
   s.listener_max_restarts = static_cast<int>(c.get_int("listener_max_restarts"));

@@ -35,6 +35,7 @@ struct AgentSettings {
   Duration assignment_poll_interval{std::chrono::seconds(1)};
   Duration notice_poll_interval{std::chrono::seconds(5)};
   Duration boot_grace{std::chrono::minutes(5)};
+  Duration deadline_grace{std::chrono::minutes(10)};
   Duration table_unreachable_limit{std::chrono::minutes(10)};
   Duration listener_restart_backoff{std::chrono::seconds(2)};
   int listener_max_restarts = 10;

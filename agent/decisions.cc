@@ -189,9 +189,11 @@ SelfTermination decide_self_termination(const SelfTerminationFacts& f) {
   if (r.state == State::kTerminating || r.state == State::kTerminated) {
     return {Verdict::kTerminate, "the record is " + std::string(pool::state_name(r.state))};
   }
-  if (r.deadline_ms != 0 && f.now_ms >= r.deadline_ms) {
+  const int64_t grace = f.deadline_grace.count();
+  if (r.deadline_ms != 0 && f.now_ms >= r.deadline_ms + grace) {
     // The bound from this very record: its hard deadline, else what the loop derived.
-    std::optional<int64_t> bound = r.hard_deadline_ms != 0 ? std::optional<int64_t>(r.hard_deadline_ms) : f.job_bound_ms;
+    std::optional<int64_t> bound =
+        r.hard_deadline_ms != 0 ? std::optional<int64_t>(r.hard_deadline_ms + grace) : f.job_bound_ms;
     return must_go(f, bound, "the " + std::string(pool::state_name(r.state)) + " deadline has passed");
   }
   return {Verdict::kStay, "within the deadline"};

@@ -72,6 +72,10 @@ struct SelfTerminationFacts {
   std::optional<int64_t> job_bound_ms{};        // the latest a job may run to: the hard deadline last seen
   Duration boot_grace{0};
   Duration unreachable_limit{0};
+  // How long past a deadline the agent leaves retiring the instance to the controller, whose
+  // conditional writes (and drain with deregistration) are the primary path; the agent is the
+  // backstop for a control plane that is gone.
+  Duration deadline_grace{0};
 };
 
 enum class Verdict {

@@ -270,6 +270,28 @@ TEST(SelfTermination, DeadlinePassedTerminatesAnIdleInstanceInEveryState) {
   }
 }
 
+TEST(SelfTermination, TheControllerGetsTheGraceFirst) {
+  for (State s : {State::kCreated, State::kClaimed, State::kRunning, State::kDraining, State::kIdle}) {
+    InstanceRecord r = rec(s, 1);
+    r.deadline_ms = 400'000;
+    SelfTerminationFacts f = facts(r);
+    f.deadline_grace = std::chrono::milliseconds(100'001);
+    EXPECT_EQ(decide_self_termination(f).verdict, Verdict::kStay) << pool::state_name(s);
+    f.deadline_grace = std::chrono::milliseconds(100'000);
+    EXPECT_EQ(decide_self_termination(f).verdict, Verdict::kTerminate) << pool::state_name(s);
+  }
+  // A job past the deadline runs on until the hard deadline plus the grace.
+  InstanceRecord r = rec(State::kRunning, 1);
+  r.deadline_ms = 300'000;
+  r.hard_deadline_ms = 450'000;
+  SelfTerminationFacts f = facts(r);
+  f.busy = true;
+  f.deadline_grace = std::chrono::milliseconds(60'000);
+  EXPECT_EQ(decide_self_termination(f).verdict, Verdict::kDrainFirst);
+  f.now_ms = 510'000;
+  EXPECT_EQ(decide_self_termination(f).verdict, Verdict::kTerminate);
+}
+
 TEST(SelfTermination, ARunningJobIsDrainedFirstUntilTheHardDeadline) {
   InstanceRecord r = rec(State::kRunning, 1);
   r.deadline_ms = 400'000;

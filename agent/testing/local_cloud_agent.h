@@ -135,7 +135,7 @@ class AgentCloud {
       << "runner_user = runpool-runner\n"
       << "drain_capable = " << (o.drain_capable ? "true" : "false") << "\n"
       << "heartbeat_interval = 200ms\nassignment_poll_interval = 100ms\nnotice_poll_interval = 100ms\n"
-      << "boot_grace = 3s\ntable_unreachable_limit = 10s\nlistener_restart_backoff = 200ms\n"
+      << "boot_grace = 3s\ndeadline_grace = 0s\ntable_unreachable_limit = 10s\nlistener_restart_backoff = 200ms\n"
       << "listener_max_restarts = 5\ndrain_timeout = 15s\nstock_idle_wait = 5s\nregistration_timeout = 30s\n"
       << "cleanup_timeout = 2s\nterminate_wait = 5s\naws_timeout = 5s\n"
       << o.extra_config;
