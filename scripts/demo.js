@@ -63,8 +63,15 @@ async function runJobs(cloud, label, workflow, n) {
   for (let i = 1; i <= n; i++) {
     jobs.push(await control(cloud, 'POST', '/_control/github/jobs', {
       labels: [label], name: `${workflow} / job ${i}`, durationMs: 1500,
-      // Each job leaves a file in its work folder: the next workflow must not find it.
-      run: `ls -A; echo "made by ${workflow}" > leftover-${workflow}.txt`,
+      // Each job fails if it finds what an earlier workflow left, then leaves a file in its work
+      // folder and a process that escaped the runner's own job cleanup.
+      run: [
+        'if ls leftover-* >/dev/null 2>&1 || pgrep -f runpool-demo-leftover >/dev/null; then',
+        '  echo "found what an earlier workflow left behind"; exit 1',
+        'fi',
+        `echo "made by ${workflow}" > "leftover-${workflow.replace(/\W/g, '')}.txt"`,
+        "RUNNER_TRACKING_ID= nohup bash -c 'exec -a runpool-demo-leftover sleep 3000' >/dev/null 2>&1 &",
+      ].join('\n'),
     }));
   }
   say(`${workflow}: queued ${n} jobs for runs-on: ${label}`);
@@ -86,6 +93,7 @@ async function workflow(cloud, run, name, label) {
   const ms = Date.now() - started;
   say(`${name}: provision --count 3 → ${out.warm} warm, ${out.launched} launched, all running in ${ms} ms`);
   const jobs = await runJobs(cloud, label, name, 3);
+  if (name === 'workflow 2') say(`${name}: its jobs found nothing of workflow 1 (no files, no processes) on the reused instances`);
   const releaseStarted = Date.now();
   await run(['release', '--label', label]);
   say(`${name}: release → the instances drained, deregistered, cleaned and back in the pool in ` +
@@ -140,11 +148,6 @@ async function main() {
     const w1 = await workflow(cloud, run, 'workflow 1', 'demo-run-101-1');
     const w2 = await workflow(cloud, run, 'workflow 2', 'demo-run-102-1');
 
-    // The second workflow's jobs must not have seen the first one's files.
-    for (const j of w2.jobs) {
-      const log = await control(cloud, 'GET', `/_control/github/jobs/${j.id}`);
-      if (JSON.stringify(log).includes('leftover-workflow 1')) failures.push(`${j.name} saw workflow 1's files`);
-    }
 
     say('status:');
     for (const line of (await run(['status'])).trimEnd().split('\n')) console.log(`          ${line}`);
@@ -166,6 +169,7 @@ async function main() {
     const live = instances.filter((i) => i.state !== 'terminated');
     if (live.length) failures.push(`${live.length} instance(s) still ${live.map((i) => i.state).join(', ')}`);
     if (runners.length) failures.push(`${runners.length} runner(s) still registered: ${runners.map((r) => r.name)}`);
+    // A job fails when it finds an earlier workflow's files or processes: success means clean reuse.
     const bad = jobs.filter((j) => j.state !== 'completed' || j.result !== 'Succeeded');
     if (bad.length) failures.push(`${bad.length} job(s) not succeeded: ${bad.map((j) => `${j.name}=${j.state}`)}`);
     if (w1.launched !== 3 || w2.warm !== 3) failures.push(`expected 3 cold then 3 warm, got ${w1.launched} + ${w2.warm}`);
