@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
+#include <sstream>
 
 namespace runpool::agent {
 namespace {
@@ -133,6 +135,23 @@ TEST(AgentSettings, SchemaDocumentsEveryKey) {
   }
   Config c(agent_schema());
   EXPECT_NE(c.reference_markdown().find("RUNPOOL_TABLE_UNREACHABLE_LIMIT"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace runpool::agent
+
+namespace runpool::agent {
+namespace {
+
+// docs/agent.md carries the generated reference (`runpool-agent --config-reference`) verbatim,
+// so the documentation cannot drift from the schema.
+TEST(AgentSettings, TheDocsCarryTheGeneratedReference) {
+  std::ifstream in(std::string(RUNPOOL_SOURCE_DIR) + "/docs/agent.md");
+  ASSERT_TRUE(in) << "docs/agent.md";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_NE(ss.str().find(Config(agent_schema()).reference_markdown()), std::string::npos)
+      << "docs/agent.md is out of date: replace its key table with `runpool-agent --config-reference`";
 }
 
 }  // namespace
