@@ -1,5 +1,5 @@
 // The pool: one SQS queue per resource class ("<pool>-<class>") whose messages advertise idle
-// instances, {"instance_id":"i-…","generation":N}. Behind an interface so the claim logic can be
+// instances (bodies: common/pool/pool_message.h). Behind an interface so the claim logic can be
 // tested in memory; SqsPoolQueue (sqs_pool_queue.h) is the real one.
 #pragma once
 
@@ -38,9 +38,5 @@ class PoolQueue {
   virtual void advertise(const std::string& resource_class, const pool::PoolMessage& message) = 0;
   virtual QueueDepth depth(const std::string& resource_class) = 0;
 };
-
-std::string encode_pool_message(const pool::PoolMessage& message);
-// The body codec of common/pool/pool_message.h: nullopt for anything but a valid pool message.
-std::optional<pool::PoolMessage> decode_pool_message(const std::string& body);
 
 }  // namespace runpool::controller

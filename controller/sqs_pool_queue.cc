@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/pool/pool_message.h"
+
 namespace runpool::controller {
 
 std::map<std::string, std::string> pool_queue_attributes() {
@@ -34,7 +36,7 @@ std::vector<QueuedMessage> SqsPoolQueue::receive(const std::string& resource_cla
     q.message_id = m.message_id;
     q.receipt = m.receipt_handle;
     q.body = m.body;
-    q.message = decode_pool_message(m.body);
+    q.message = pool::parse_pool_message(m.body);
     out.push_back(std::move(q));
   }
   return out;
@@ -49,7 +51,7 @@ void SqsPoolQueue::make_visible(const std::string& resource_class, const std::st
 }
 
 void SqsPoolQueue::advertise(const std::string& resource_class, const pool::PoolMessage& message) {
-  sqs_.send_message(url(resource_class), encode_pool_message(message));
+  sqs_.send_message(url(resource_class), pool::pool_message_body(message));
 }
 
 QueueDepth SqsPoolQueue::depth(const std::string& resource_class) {

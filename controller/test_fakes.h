@@ -13,6 +13,7 @@
 
 #include "common/aws/aws_error.h"
 #include "common/pool/memory_state_table.h"
+#include "common/pool/pool_message.h"
 #include "common/pool/transitions.h"
 #include "controller/context.h"
 
@@ -50,7 +51,7 @@ class MemoryQueue final : public PoolQueue {
       if (m.hidden_until > now()) continue;
       m.receipt = "rh-" + std::to_string(++counter_);
       m.hidden_until = now() + visibility.count();
-      out.push_back({m.id, m.receipt, m.body, decode_pool_message(m.body)});
+      out.push_back({m.id, m.receipt, m.body, pool::parse_pool_message(m.body)});
     }
     return out;
   }
@@ -65,7 +66,7 @@ class MemoryQueue final : public PoolQueue {
   }
   void advertise(const std::string& c, const pool::PoolMessage& message) override {
     if (fail_advertise) throw aws::AwsError("sqs", "SendMessage", 500, "InternalFailure", "injected");
-    send(c, encode_pool_message(message));
+    send(c, pool::pool_message_body(message));
   }
   QueueDepth depth(const std::string& c) override {
     QueueDepth d;
