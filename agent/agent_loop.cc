@@ -2,8 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "agent/runner_file.h"
 #include "common/config.h"
+#include "common/pool/runner_name.h"
 #include "common/pool/transitions.h"
 
 namespace runpool::agent {
@@ -135,7 +135,10 @@ void AgentLoop::resume() {
   resumed_ = true;
   try {
     if (auto id = host_.configured()) {
-      configured_generation_ = generation_of_runner_name(id->name, s_.pool, s_.instance_id);
+      // Ours only if named for this pool and this instance; the name carries its generation.
+      auto parts = pool::parse_runner_name(s_.pool, id->name);
+      configured_generation_.reset();
+      if (parts && parts->instance_id == s_.instance_id) configured_generation_ = parts->generation;
       if (configured_generation_) identity_ = id;
       else configured_foreign_ = true;
     }
@@ -340,7 +343,7 @@ void AgentLoop::do_register(const InstanceRecord& r) {
     refuse(r, std::string("runner root: ") + e.what());
     return;
   }
-  Registration reg{r.reg_url, r.label, runner_name(s_.pool, s_.instance_id, g), r.reg_token};
+  Registration reg{r.reg_url, r.label, pool::runner_name(s_.pool, s_.instance_id, g), r.reg_token};
   const Steady start = steady();
   CommandResult res;
   for (int attempt = 1; attempt <= 3; ++attempt) {

@@ -51,22 +51,4 @@ RunnerIdentity parse_runner_file(const std::string& raw) {
   return id;
 }
 
-std::string runner_name(const std::string& pool, const std::string& instance_id, int64_t generation) {
-  return pool + "-" + instance_id + "-g" + std::to_string(generation);
-}
-
-std::optional<int64_t> generation_of_runner_name(const std::string& name, const std::string& pool,
-                                                 const std::string& instance_id) {
-  const std::string prefix = pool + "-" + instance_id + "-g";
-  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
-  const std::string digits = name.substr(prefix.size());
-  if (digits.size() > 18 || (digits.size() > 1 && digits[0] == '0')) return std::nullopt;
-  for (char c : digits) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
-  }
-  int64_t g = std::stoll(digits);
-  if (g <= 0) return std::nullopt;
-  return g;
-}
-
 }  // namespace runpool::agent

@@ -45,16 +45,5 @@ TEST(RunnerFile, RefusesGarbageAndMissingOrMistypedFields) {
   }
 }
 
-TEST(RunnerName, RoundTripsAndRejectsOtherNames) {
-  EXPECT_EQ(runner_name("pool", "i-0abc", 12), "pool-i-0abc-g12");
-  EXPECT_EQ(generation_of_runner_name("pool-i-0abc-g12", "pool", "i-0abc"), 12);
-  EXPECT_EQ(generation_of_runner_name("pool-i-0abc-g1", "pool", "i-0abc"), 1);
-  for (const char* other : {"pool-i-0abc-g", "pool-i-0abc-g0", "pool-i-0abc-g012", "pool-i-0abc-gx",
-                            "pool-i-0abd-g3", "other-i-0abc-g3", "pool-i-0abc-g3x", "pool-i-0abc-3", "",
-                            "pool-i-0abc-g9999999999999999999"}) {
-    EXPECT_FALSE(generation_of_runner_name(other, "pool", "i-0abc")) << other;
-  }
-}
-
 }  // namespace
 }  // namespace runpool::agent

@@ -32,6 +32,23 @@ TEST(RunnerName, ShortInstanceIdsAndDashedPools) {
   EXPECT_FALSE(parse_runner_name("a", "a-i-0123abcd-i-89abcdef-g1"));
 }
 
+// The agent's side (agent_loop.cc): its own name for an assignment, and, from a configured
+// runner's name, the generation it was chosen for — or not its own (another pool or instance).
+TEST(RunnerName, AnInstancesNamesAndTheirGenerations) {
+  const std::string id = "i-0123abcd";
+  EXPECT_EQ(runner_name("pool", id, 12), "pool-i-0123abcd-g12");
+  EXPECT_EQ(parse_runner_name("pool", "pool-i-0123abcd-g12")->generation, 12);
+  EXPECT_EQ(parse_runner_name("pool", "pool-i-0123abcd-g1")->generation, 1);
+  auto other_instance = parse_runner_name("pool", "pool-i-0123abce-g3");
+  ASSERT_TRUE(other_instance);
+  EXPECT_NE(other_instance->instance_id, id);
+  for (const std::string other : {"pool-i-0123abcd-g", "pool-i-0123abcd-g0", "pool-i-0123abcd-g012",
+                                  "pool-i-0123abcd-gx", "other-i-0123abcd-g3", "pool-i-0123abcd-g3x",
+                                  "pool-i-0123abcd-3", "", "pool-i-0123abcd-g9999999999999999999"}) {
+    EXPECT_FALSE(parse_runner_name("pool", other)) << other;
+  }
+}
+
 TEST(RunnerName, LargestGenerationFits) {
   auto parts = parse_runner_name("p", std::string("p-") + kId + "-g9223372036854775807");
   ASSERT_TRUE(parts);
