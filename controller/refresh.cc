@@ -29,17 +29,13 @@ constexpr int kSweepMaxRounds = 50;
 constexpr Duration kSweepWait{std::chrono::seconds(1)};
 // How long swept messages stay hidden from provisions if this process died before releasing them.
 constexpr Duration kSweepVisibility{std::chrono::seconds(30)};
-// Until the settings carry their own keys (see the report): a release's SendMessage takes well
-// under this, and an idle agent silent for several claim heartbeat windows is not coming back.
-constexpr int64_t kAdvertiseGraceMs = 60'000;
-constexpr int kSilenceHeartbeatWindows = 5;
 
 pool::RefreshPolicy policy_of(const Settings& s) {
   pool::RefreshPolicy p;
   p.timeouts = s.timeouts;
   p.launch_grace_ms = s.orphan_grace.count();
-  p.advertise_grace_ms = kAdvertiseGraceMs;
-  p.agent_silence_ms = kSilenceHeartbeatWindows * s.max_heartbeat_age.count();
+  p.advertise_grace_ms = s.advertise_grace.count();
+  p.agent_silence_ms = s.agent_silence.count();
   return p;
 }
 

@@ -377,6 +377,45 @@ TEST_F(RefreshTest, DrainedButNotReturnedGoesBackToThePoolWithAMessage) {
   EXPECT_EQ(pool::parse_pool_message(bodies[0])->generation, r.generation);
 }
 
+// The rule each action came from, for the first reported action of `kind` for `id`.
+std::string rule_of(const Json::Value& report, const std::string& kind, const std::string& id) {
+  for (const auto& a : report["actions"]) {
+    if (a["action"].asString() == kind && a["instance_id"].asString() == id) return a["rule"].asString();
+  }
+  return "<none>";
+}
+
+TEST_F(RefreshTest, AgentSilenceIsItsOwnSetting) {
+  settings.agent_silence = std::chrono::minutes(3);
+  InstanceRecord r = put(1, State::kIdle);  // its agent last beat at kNow - 1s
+  later(3 * 60'000 - 1'000 - 1);
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(report()["actions"].size(), 0u) << "silent for just under agent_silence: " << out.str();
+  later(1);
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(outcome("terminate", r.instance_id), "done") << out.str();
+  EXPECT_EQ(rule_of(report(), "terminate", r.instance_id), "agent.silent");
+}
+
+TEST_F(RefreshTest, AdvertiseGraceIsItsOwnSetting) {
+  settings.advertise_grace = std::chrono::seconds(10);
+  InstanceRecord r = put(1, State::kDraining);
+  ASSERT_TRUE(table.report(r.instance_id, {.signal = pool::AgentSignal::kDrained, .generation = r.generation}));
+  // A release returned it and sent its message, then died before clearing advertise_pending.
+  pool::Step back = pool::return_to_pool(get(r.instance_id), kNow, settings.timeouts);
+  ASSERT_TRUE(table.transition(r.instance_id, back.expect, back.change));
+  queue.send("small", pool::pool_message_body({r.instance_id, r.generation}));
+  ASSERT_TRUE(get(r.instance_id).advertise_pending);
+  later(10'000 - 1);
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(outcome("advertise", r.instance_id), "<none>") << "within advertise_grace: " << out.str();
+  later(1);
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(outcome("advertise", r.instance_id), "done") << out.str();
+  EXPECT_EQ(rule_of(report(), "advertise", r.instance_id), "handshake.advertise");
+  EXPECT_FALSE(get(r.instance_id).advertise_pending);
+}
+
 TEST_F(RefreshTest, SweepDeletesStaleAndMalformedAndReadvertisesTheLost) {
   InstanceRecord lost = put(1, State::kIdle);
   queue.queues["small"].clear();  // its message was lost

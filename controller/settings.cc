@@ -200,8 +200,14 @@ std::vector<KeySpec> settings_schema() {
       {"max_count", K::kInt, "50", "the most instances one provision may ask for", 1, 1000},
       {"orphan_grace", K::kDuration, "5m", "refresh: a tagged instance without a live record is terminated after this",
        kSec, kDay},
-      {"ghost_runner_grace", K::kDuration, "5m",
-       "refresh: a pool runner without a live instance is removed after this", kSec, kDay},
+      {"advertise_grace", K::kDuration, "1m",
+       "refresh: an idle record whose pool message may be missing (advertise_pending still set) is re-advertised "
+       "after this; a release's SendMessage must fit in it",
+       kSec, kHour},
+      {"agent_silence", K::kDuration, "10m",
+       "refresh: an idle instance whose agent has not beaten for this long is terminated (longer than "
+       "max_heartbeat_age)",
+       kSec, kDay},
       // Logging.
       {"log_format", K::kString, "text", "text or json (on stderr)"},
       {"log_level", K::kString, "info", "trace, debug, info, warn, error"},
@@ -374,7 +380,13 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   s.fleet_rounds = static_cast<int>(c.get_int("fleet_rounds"));
   s.max_count = static_cast<int>(c.get_int("max_count"));
   s.orphan_grace = c.get_duration("orphan_grace");
-  s.ghost_runner_grace = c.get_duration("ghost_runner_grace");
+  s.advertise_grace = c.get_duration("advertise_grace");
+  s.agent_silence = c.get_duration("agent_silence");
+  // An instance provision would still claim (beaten within max_heartbeat_age) must not be retired
+  // as silent.
+  if (s.agent_silence <= s.max_heartbeat_age) {
+    bad(c, "agent_silence", "must be longer than max_heartbeat_age (" + format_duration(s.max_heartbeat_age) + ")");
+  }
   return s;
 }
 

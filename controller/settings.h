@@ -84,8 +84,9 @@ struct Settings {
   Duration max_heartbeat_age{std::chrono::minutes(2)};
   int fleet_rounds = 3;
   int max_count = 50;
-  Duration orphan_grace{std::chrono::minutes(5)};       // refresh: tagged instance without a live record
-  Duration ghost_runner_grace{std::chrono::minutes(5)};  // refresh: pool runner with no live instance
+  Duration orphan_grace{std::chrono::minutes(5)};     // refresh: tagged instance without a live record
+  Duration advertise_grace{std::chrono::minutes(1)};  // refresh: idle, pool message maybe unsent → re-advertised
+  Duration agent_silence{std::chrono::minutes(10)};   // refresh: idle, agent silent this long → terminated
 
   const ResourceClass* find_class(const std::string& name) const;
   std::string queue_name(const std::string& resource_class) const;  // "<pool>-<class>"

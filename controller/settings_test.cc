@@ -63,6 +63,8 @@ TEST(Settings, Defaults) {
   EXPECT_EQ(s.timeouts.boot_ms, 600'000);
   EXPECT_EQ(s.timeouts.retention_ms, 86'400'000);
   EXPECT_EQ(s.poll_interval.count(), 1000);
+  EXPECT_EQ(s.advertise_grace.count(), 60'000);
+  EXPECT_EQ(s.agent_silence.count(), 600'000);
   EXPECT_TRUE(s.resource_classes.empty());
   EXPECT_THROW(require_launch(s), ConfigError);
   EXPECT_THROW(require_github(s), ConfigError);
@@ -92,6 +94,14 @@ TEST(Settings, FileEnvAndTypedValues) {
   EXPECT_NO_THROW(require_launch(s));
   EXPECT_NO_THROW(require_github(s));
   EXPECT_EQ(load("resource_classes = a=t3.micro;b=t3.small\n").default_resource_class, "a");
+}
+
+TEST(Settings, RefreshGracesAreTheirOwnKeys) {
+  Settings s = load("advertise_grace = 30s\nagent_silence = 3m\nmax_heartbeat_age = 1m\n");
+  EXPECT_EQ(s.advertise_grace.count(), 30'000);
+  EXPECT_EQ(s.agent_silence.count(), 180'000);
+  EXPECT_EQ(load("", {{"RUNPOOL_AGENT_SILENCE", "121s"}}).agent_silence.count(), 121'000);
+  EXPECT_EQ(load("max_heartbeat_age = 10s\n").agent_silence.count(), 600'000) << "not derived from max_heartbeat_age";
 }
 
 TEST(Settings, GithubServerDerivation) {
@@ -127,6 +137,12 @@ TEST(Settings, ErrorsNameTheKey) {
            {"aws_max_attempts = x\n", "aws_max_attempts"},
            {"agent_extra = nokey\n", "agent_extra"},
            {"max_heartbeat_age = 5s\nagent_heartbeat_interval = 10s\n", "max_heartbeat_age"},
+           {"agent_silence = 2m\n", "agent_silence"},
+           {"agent_silence = 10m\nmax_heartbeat_age = 15m\n", "agent_silence"},
+           {"agent_silence = 0s\n", "agent_silence"},
+           {"advertise_grace = 0s\n", "advertise_grace"},
+           {"advertise_grace = 2h\n", "advertise_grace"},
+           {"ghost_runner_grace = 5m\n", "ghost_runner_grace"},
            {"agent_drain_capable = maybe\n", "agent_drain_capable"},
            {"agent_binary = runpool-agent\n", "agent_binary"},
            {"agent_binary = /usr/bin/agent'x\n", "agent_binary"},
