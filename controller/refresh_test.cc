@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <deque>
 #include <functional>
 #include <map>
 #include <set>
@@ -17,6 +16,7 @@
 #include "common/pool/pool_message.h"
 #include "common/pool/runner_name.h"
 #include "common/pool/transitions.h"
+#include "controller/test_fakes.h"
 
 namespace runpool::controller {
 namespace {
@@ -26,72 +26,6 @@ using pool::State;
 
 const WallTime kStart{std::chrono::milliseconds(1'800'000'000'000)};
 const int64_t kNow = 1'800'000'000'000;
-
-class FakeQueue final : public PoolQueue {
- public:
-  struct Msg {
-    std::string id, body, receipt;
-    int64_t hidden_until = 0;
-  };
-  explicit FakeQueue(Clock& clock) : clock_(clock) {}
-
-  std::vector<QueuedMessage> receive(const std::string& c, int max, Duration, Duration visibility) override {
-    ++receives;
-    std::vector<QueuedMessage> out;
-    for (auto& m : queues[c]) {
-      if (static_cast<int>(out.size()) >= max) break;
-      if (m.hidden_until > now()) continue;
-      m.receipt = "rh-" + std::to_string(++counter_);
-      m.hidden_until = now() + visibility.count();
-      out.push_back({m.id, m.receipt, m.body, pool::parse_pool_message(m.body)});
-    }
-    return out;
-  }
-  void remove(const std::string& c, const std::string& receipt) override {
-    auto& q = queues[c];
-    std::erase_if(q, [&](const Msg& m) { return m.receipt == receipt; });
-  }
-  void make_visible(const std::string& c, const std::string& receipt) override {
-    for (auto& m : queues[c]) {
-      if (m.receipt == receipt) m.hidden_until = 0;
-    }
-  }
-  void advertise(const std::string& c, const pool::PoolMessage& message) override {
-    if (fail_advertise) throw aws::AwsError("sqs", "SendMessage", 500, "InternalFailure", "injected");
-    send(c, pool::pool_message_body(message));
-  }
-  QueueDepth depth(const std::string& c) override {
-    QueueDepth d;
-    for (const auto& m : queues[c]) (m.hidden_until > now() ? d.in_flight : d.visible)++;
-    return d;
-  }
-
-  void send(const std::string& c, const std::string& body) {
-    queues[c].push_back({"m-" + std::to_string(++counter_), body, "", 0});
-  }
-  std::vector<std::string> bodies(const std::string& c) {
-    std::vector<std::string> out;
-    for (const auto& m : queues[c]) out.push_back(m.body);
-    return out;
-  }
-  bool all_visible() {
-    for (auto& [c, q] : queues) {
-      for (auto& m : q) {
-        if (m.hidden_until > now()) return false;
-      }
-    }
-    return true;
-  }
-
-  std::map<std::string, std::deque<Msg>> queues;
-  int receives = 0;
-  bool fail_advertise = false;
-
- private:
-  int64_t now() const { return to_epoch_ms(clock_.now()); }
-  Clock& clock_;
-  int counter_ = 0;
-};
 
 class FakeCompute final : public Compute {
  public:
@@ -257,7 +191,7 @@ class RefreshTest : public ::testing::Test {
   FakeClock clock{kStart};
   Settings settings;
   pool::MemoryStateTable table;
-  FakeQueue queue;
+  testing::MemoryQueue queue;
   FakeCompute compute;
   FakeRunners runners;
   std::ostringstream out;
