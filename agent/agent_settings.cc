@@ -11,10 +11,6 @@ constexpr int64_t kMin = 60 * kSec;
 constexpr int64_t kHour = 60 * kMin;
 constexpr int64_t kDay = 24 * kHour;
 
-[[noreturn]] void bad(const Config& c, const std::string& key, const std::string& why) {
-  throw ConfigError("invalid value for " + key + " (from " + c.origin(key) + "): " + why);
-}
-
 bool is_name(const std::string& s, size_t max) {
   return !s.empty() && s.size() <= max && std::all_of(s.begin(), s.end(), [](char c) {
            return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
@@ -95,34 +91,34 @@ std::vector<KeySpec> agent_schema() {
 AgentSettings load_agent_settings(const Config& c) {
   AgentSettings s;
   s.table = c.get_string("table");
-  if (s.table.size() < 3 || s.table.size() > 255) bad(c, "table", "must be set (3 to 255 characters)");
+  if (s.table.size() < 3 || s.table.size() > 255) c.reject("table", "must be set (3 to 255 characters)");
   s.pool = c.get_string("pool");
-  if (!is_name(s.pool, 64)) bad(c, "pool", "must be set: letters, digits, '-' and '_', at most 64");
+  if (!is_name(s.pool, 64)) c.reject("pool", "must be set: letters, digits, '-' and '_', at most 64");
   s.region = c.get_string("region");
   s.endpoint_dynamodb = c.get_string("endpoint_dynamodb");
   s.endpoint_ec2 = c.get_string("endpoint_ec2");
   s.imds_endpoint = c.get_string("imds_endpoint");
   for (const char* key : {"endpoint_dynamodb", "endpoint_ec2", "imds_endpoint"}) {
-    if (!is_endpoint(c.get_string(key))) bad(c, key, "must be an http:// or https:// URL");
+    if (!is_endpoint(c.get_string(key))) c.reject(key, "must be an http:// or https:// URL");
   }
   s.aws_timeout = c.get_duration("aws_timeout");
   s.aws_max_attempts = static_cast<int>(c.get_int("aws_max_attempts"));
 
   s.runner_root = c.get_string("runner_root");
   if (!is_safe_absolute_path(expand_instance_path(s.runner_root, "i-0"))) {
-    bad(c, "runner_root", "must be an absolute path other than / without . or .. parts");
+    c.reject("runner_root", "must be an absolute path other than / without . or .. parts");
   }
   s.runner_template = c.get_string("runner_template");
   if (!s.runner_template.empty() && !is_safe_absolute_path(s.runner_template)) {
-    bad(c, "runner_template", "must be an absolute path without . or .. parts");
+    c.reject("runner_template", "must be an absolute path without . or .. parts");
   }
   s.runner_user = c.get_string("runner_user");
-  if (!is_user_name(s.runner_user)) bad(c, "runner_user", "is not a valid user name");
-  if (s.runner_user == "root") bad(c, "runner_user", "must not be root: the runner runs unprivileged");
+  if (!is_user_name(s.runner_user)) c.reject("runner_user", "is not a valid user name");
+  if (s.runner_user == "root") c.reject("runner_user", "must not be root: the runner runs unprivileged");
   s.drain_capable = c.get_bool("drain_capable");
   s.runner_disable_update = c.get_bool("runner_disable_update");
   s.runner_path = c.get_string("runner_path");
-  if (s.runner_path.empty() || s.runner_path[0] != '/') bad(c, "runner_path", "must be a PATH of absolute directories");
+  if (s.runner_path.empty() || s.runner_path[0] != '/') c.reject("runner_path", "must be a PATH of absolute directories");
 
   s.heartbeat_interval = c.get_duration("heartbeat_interval");
   s.assignment_poll_interval = c.get_duration("assignment_poll_interval");
@@ -141,12 +137,12 @@ AgentSettings load_agent_settings(const Config& c) {
   // Relations: a short table outage (a couple of heartbeats) must never terminate an instance,
   // and the agent must look at its record at least once within the boot grace.
   if (s.table_unreachable_limit < 2 * s.heartbeat_interval) {
-    bad(c, "table_unreachable_limit", "must be at least two heartbeat_interval (" +
-                                          format_duration(s.heartbeat_interval) + ")");
+    c.reject("table_unreachable_limit", "must be at least two heartbeat_interval (" +
+                                            format_duration(s.heartbeat_interval) + ")");
   }
   if (s.boot_grace < 2 * s.assignment_poll_interval) {
-    bad(c, "boot_grace", "must be at least two assignment_poll_interval (" +
-                             format_duration(s.assignment_poll_interval) + ")");
+    c.reject("boot_grace", "must be at least two assignment_poll_interval (" +
+                               format_duration(s.assignment_poll_interval) + ")");
   }
   return s;
 }

@@ -184,6 +184,10 @@ std::string Config::origin(const std::string& key) const {
   return it == values_.end() ? "default" : it->second.second;
 }
 
+void Config::reject(const std::string& key, const std::string& why) const {
+  throw ConfigError("invalid value for " + key + " (from " + origin(key) + "): " + why);
+}
+
 std::string Config::get_string(const std::string& key) const {
   auto it = values_.find(key);
   return it == values_.end() ? spec(key).default_value : it->second.first;

@@ -56,6 +56,10 @@ class Config {
   Secret get_secret(const std::string& key) const;
   bool has(const std::string& key) const;  // set by a source or by a non-empty default
   std::string origin(const std::string& key) const;  // "default", "RUNPOOL_X", "file:3", "--flag"
+  // A value of the right type that a binary's own checks refuse (a relation to another key, a
+  // name's form): throws "invalid value for <key> (from <origin>): <why>". `why` must not quote a
+  // secret.
+  [[noreturn]] void reject(const std::string& key, const std::string& why) const;
 
   const std::vector<KeySpec>& schema() const { return schema_; }
   // The Markdown reference table of the schema.

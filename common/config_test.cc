@@ -88,6 +88,15 @@ TEST(Config, ErrorsNameTheKeyAndTheOrigin) {
   EXPECT_NE(error_of([&] { c.merge_file("/nonexistent/runpool.conf"); }).find("cannot read"), std::string::npos);
 }
 
+TEST(Config, RejectNamesTheKeyAndWhereItsValueCameFrom) {
+  Config c(schema());
+  c.merge_text("\nmax_instances = 7\n", "pool.conf");
+  EXPECT_EQ(error_of([&] { c.reject("max_instances", "must exceed min_instances"); }),
+            "invalid value for max_instances (from pool.conf:2): must exceed min_instances");
+  EXPECT_EQ(error_of([&] { c.reject("table", "taken"); }), "invalid value for table (from default): taken");
+  EXPECT_THROW(c.reject("tabel", "x"), ConfigError) << "an unknown key still throws the ConfigError";
+}
+
 TEST(Config, SecretsNeverAppearInErrors) {
   std::vector<KeySpec> s = schema();
   s.push_back({"key_count", KeyType::kInt, "", "x"});

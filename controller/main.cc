@@ -201,11 +201,11 @@ int main(int argc, char** argv) {
     if (!log_level.empty()) config.set("log_level", log_level, "--log-level");
     LogFormat format;
     if (!parse_log_format(config.get_string("log_format"), &format) || format == LogFormat::kJournal) {
-      throw ConfigError("invalid value for log_format (from " + config.origin("log_format") + "): text or json");
+      config.reject("log_format", "text or json");
     }
     std::string level = config.get_string("log_level");
     if (spdlog::level::from_str(level) == spdlog::level::off && level != "off") {
-      throw ConfigError("invalid value for log_level (from " + config.origin("log_level") + "): '" + level + "'");
+      config.reject("log_level", "'" + level + "'");
     }
     init_logging(format, level);
     settings = load_settings(config, env);

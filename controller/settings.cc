@@ -60,10 +60,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-[[noreturn]] void bad(const Config& c, const std::string& key, const std::string& why) {
-  throw ConfigError("invalid value for " + key + " (from " + c.origin(key) + "): " + why);
-}
-
 bool valid_aws_id(const std::string& s, const std::string& prefix) {
   if (s.rfind(prefix, 0) != 0 || s.size() == prefix.size() || s.size() > prefix.size() + 17) return false;
   return std::all_of(s.begin() + static_cast<long>(prefix.size()), s.end(),
@@ -219,14 +215,14 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   auto name_check = [&](const std::string& key, size_t max_len) {
     std::string v = c.get_string(key);
     if (v.empty() || v.size() > max_len || !std::all_of(v.begin(), v.end(), is_name_char)) {
-      bad(c, key, "'" + v + "' must be 1–" + std::to_string(max_len) + " letters, digits, '-' or '_'");
+      c.reject(key, "'" + v + "' must be 1–" + std::to_string(max_len) + " letters, digits, '-' or '_'");
     }
     return v;
   };
   s.table = c.get_string("table");
   if (s.table.size() < 3 || s.table.size() > 255 ||
       !std::all_of(s.table.begin(), s.table.end(), [](char ch) { return is_name_char(ch) || ch == '.'; })) {
-    bad(c, "table", "'" + s.table + "' must be 3–255 letters, digits, '-', '_' or '.'");
+    c.reject("table", "'" + s.table + "' must be 3–255 letters, digits, '-', '_' or '.'");
   }
   s.pool = name_check("pool", 40);
   s.region = c.get_string("region");
@@ -241,7 +237,7 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   for (const char* key : {"endpoint_dynamodb", "endpoint_sqs", "endpoint_ec2"}) {
     std::string v = c.get_string(key);
     if (!v.empty() && v.rfind("http://", 0) != 0 && v.rfind("https://", 0) != 0) {
-      bad(c, key, "'" + v + "' is not an http(s) URL");
+      c.reject(key, "'" + v + "' is not an http(s) URL");
     }
   }
   s.endpoint_dynamodb = c.get_string("endpoint_dynamodb");
@@ -253,14 +249,14 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   try {
     s.github_api_url = github::normalize_api_base(c.get_string("github_api_url"));
   } catch (const std::invalid_argument& e) {
-    bad(c, "github_api_url", e.what());
+    c.reject("github_api_url", e.what());
   }
   s.github_server_url = c.get_string("github_server_url");
   if (!s.github_server_url.empty()) {
     try {
       s.github_server_url = github::normalize_api_base(s.github_server_url);
     } catch (const std::invalid_argument& e) {
-      bad(c, "github_server_url", e.what());
+      c.reject("github_server_url", e.what());
     }
   } else {
     s.github_server_url = github_server_for_api(s.github_api_url);
@@ -270,7 +266,7 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
     try {
       github::OwnerScope::parse(s.github_owner);
     } catch (const std::invalid_argument& e) {
-      bad(c, "github_owner", e.what());
+      c.reject("github_owner", e.what());
     }
   }
   s.github_token = c.get_secret("github_token");
@@ -280,52 +276,56 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   if (c.has("github_app_installation_id")) s.github_app_installation_id = c.get_int("github_app_installation_id");
   s.github_timeout = c.get_duration("github_timeout");
   if (!s.github_token.empty() && !s.github_app_id.empty()) {
-    bad(c, "github_app_id", "give either github_token or a GitHub App, not both");
+    c.reject("github_app_id", "give either github_token or a GitHub App, not both");
   }
   if (!s.github_app_private_key_file.empty() && !s.github_app_private_key.empty()) {
-    bad(c, "github_app_private_key_file", "give either github_app_private_key_file or github_app_private_key");
+    c.reject("github_app_private_key_file", "give either github_app_private_key_file or github_app_private_key");
   }
 
   if (c.has("resource_classes")) {
     try {
       s.resource_classes = parse_resource_classes(c.get_string("resource_classes"));
     } catch (const std::invalid_argument& e) {
-      bad(c, "resource_classes", e.what());
+      c.reject("resource_classes", e.what());
     }
   }
   s.default_resource_class = c.get_string("default_resource_class");
   if (!s.default_resource_class.empty()) {
     if (!s.find_class(s.default_resource_class)) {
-      bad(c, "default_resource_class", "'" + s.default_resource_class + "' is not one of resource_classes");
+      c.reject("default_resource_class", "'" + s.default_resource_class + "' is not one of resource_classes");
     }
   } else if (!s.resource_classes.empty()) {
     s.default_resource_class = s.resource_classes.front().name;
   }
   for (const auto& rc : s.resource_classes) {
-    if (s.queue_name(rc.name).size() > 80) bad(c, "resource_classes", "queue name " + s.queue_name(rc.name) + " is longer than 80");
+    if (s.queue_name(rc.name).size() > 80) {
+      c.reject("resource_classes", "queue name " + s.queue_name(rc.name) + " is longer than 80");
+    }
   }
   auto usage = pool::parse_usage_class(c.get_string("usage_class"));
-  if (!usage) bad(c, "usage_class", "'" + c.get_string("usage_class") + "' must be spot or on-demand");
+  if (!usage) c.reject("usage_class", "'" + c.get_string("usage_class") + "' must be spot or on-demand");
   s.usage_class = *usage;
   s.on_demand_fallback = c.get_bool("on_demand_fallback");
   s.allowed_instance_types = c.get_list("allowed_instance_types");
   s.subnets = c.get_list("subnets");
   for (const auto& sn : s.subnets) {
-    if (!valid_aws_id(sn, "subnet-")) bad(c, "subnets", "'" + sn + "' is not a subnet id");
+    if (!valid_aws_id(sn, "subnet-")) c.reject("subnets", "'" + sn + "' is not a subnet id");
   }
   s.image_id = c.get_string("image_id");
-  if (!s.image_id.empty() && !valid_aws_id(s.image_id, "ami-")) bad(c, "image_id", "'" + s.image_id + "' is not an AMI id");
+  if (!s.image_id.empty() && !valid_aws_id(s.image_id, "ami-")) {
+    c.reject("image_id", "'" + s.image_id + "' is not an AMI id");
+  }
   s.instance_profile = c.get_string("instance_profile");
   s.security_groups = c.get_list("security_groups");
   for (const auto& sg : s.security_groups) {
-    if (!valid_aws_id(sg, "sg-")) bad(c, "security_groups", "'" + sg + "' is not a security group id");
+    if (!valid_aws_id(sg, "sg-")) c.reject("security_groups", "'" + sg + "' is not a security group id");
   }
   s.launch_template = c.get_string("launch_template");
   if (s.launch_template.empty()) s.launch_template = "runpool-" + s.pool;
   if (s.launch_template.size() < 3 || s.launch_template.size() > 128 ||
       !std::all_of(s.launch_template.begin(), s.launch_template.end(),
                    [](char ch) { return is_name_char(ch) || ch == '.' || ch == '/' || ch == '(' || ch == ')'; })) {
-    bad(c, "launch_template", "'" + s.launch_template + "' is not a launch template name");
+    c.reject("launch_template", "'" + s.launch_template + "' is not a launch template name");
   }
   s.spot_allocation_strategy = c.get_string("spot_allocation_strategy");
   s.user_data_template = c.get_string("user_data_template");
@@ -335,7 +335,7 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
         return std::isalnum(static_cast<unsigned char>(ch)) || ch == '/' || ch == '.' || ch == '_' || ch == '-' ||
                ch == '+';
       }))) {
-    bad(c, "agent_binary", "'" + s.agent_binary + "' must be an absolute path of letters, digits and / . _ - +");
+    c.reject("agent_binary", "'" + s.agent_binary + "' must be an absolute path of letters, digits and / . _ - +");
   }
   s.agent_config = {{"table", s.table}, {"pool", s.pool}};
   if (!s.region.empty()) s.agent_config.emplace_back("region", s.region);
@@ -350,12 +350,12 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
     auto eq = line.find('=');
     std::string key = eq == std::string::npos ? "" : trim(line.substr(0, eq));
     if (key.empty() || !std::all_of(key.begin(), key.end(), [](char ch) { return std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) || ch == '_'; })) {
-      bad(c, "agent_extra", "'" + line + "' is not key=value");
+      c.reject("agent_extra", "'" + line + "' is not key=value");
     }
     s.agent_config.emplace_back(key, trim(line.substr(eq + 1)));
   }
   if (c.has("agent_heartbeat_interval") && c.get_duration("agent_heartbeat_interval") >= c.get_duration("max_heartbeat_age")) {
-    bad(c, "max_heartbeat_age", "must be longer than agent_heartbeat_interval");
+    c.reject("max_heartbeat_age", "must be longer than agent_heartbeat_interval");
   }
 
   auto ms = [&](const char* key) { return c.get_duration(key).count(); };
@@ -385,7 +385,7 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   // An instance provision would still claim (beaten within max_heartbeat_age) must not be retired
   // as silent.
   if (s.agent_silence <= s.max_heartbeat_age) {
-    bad(c, "agent_silence", "must be longer than max_heartbeat_age (" + format_duration(s.max_heartbeat_age) + ")");
+    c.reject("agent_silence", "must be longer than max_heartbeat_age (" + format_duration(s.max_heartbeat_age) + ")");
   }
   return s;
 }
