@@ -97,6 +97,7 @@ class AgentLoop {
   void take_token();
   void begin_drain(const std::string& reason);
   void init_drain_state();
+  DrainFacts drain_facts() const;
   void drain_progress();
   void stray_progress();
   void deregister_during_drain();

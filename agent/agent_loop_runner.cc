@@ -183,25 +183,32 @@ void AgentLoop::deregister_during_drain() {
                res.timed_out ? "timed out" : "exit " + std::to_string(res.exit_code), res.output.substr(0, 300));
 }
 
-void AgentLoop::drain_progress() {
-  if (!strays_.empty()) {
-    strays_ = host_.stray_listeners();
-    set_busy(!strays_.empty() && host_.worker_running());
-  }
+// What the runner's own drain and a stray Listener's share: the strategy, busy, and the drain's
+// clocks and bounds.
+DrainFacts AgentLoop::drain_facts() const {
   DrainFacts f;
   f.strategy = strategy_;
-  f.listener_running = listener_ != nullptr || !strays_.empty();
   f.busy = busy_.load();
-  f.has_remove_token = remove_token_available();
-  f.deregistered = deregistered_;
-  if (remove_failed_at_) f.since_remove_attempt = since(*remove_failed_at_);
-  if (deregistered_at_) f.since_deregistered = since(*deregistered_at_);
   if (interrupt_at_) f.since_interrupt = since(*interrupt_at_);
   f.since_drain_start = since(drain_started_);
   f.drain_timeout = s_.drain_timeout;
   f.stock_idle_wait = s_.stock_idle_wait;
   f.stop_timeout = s_.cleanup_timeout;
   f.remove_retry = 2 * s_.poll_interval;
+  return f;
+}
+
+void AgentLoop::drain_progress() {
+  if (!strays_.empty()) {
+    strays_ = host_.stray_listeners();
+    set_busy(!strays_.empty() && host_.worker_running());
+  }
+  DrainFacts f = drain_facts();
+  f.listener_running = listener_ != nullptr || !strays_.empty();
+  f.has_remove_token = remove_token_available();
+  f.deregistered = deregistered_;
+  if (remove_failed_at_) f.since_remove_attempt = since(*remove_failed_at_);
+  if (deregistered_at_) f.since_deregistered = since(*deregistered_at_);
   DrainStep step = drain_step(f);
   std::string name(drain_step_name(step));
   if (name != last_drain_step_) {
@@ -242,17 +249,9 @@ void AgentLoop::drain_progress() {
 void AgentLoop::stray_progress() {
   if (strays_.empty()) return;
   set_busy(host_.worker_running());
-  DrainFacts f;
-  f.strategy = strategy_;
+  DrainFacts f = drain_facts();
   f.listener_running = true;
-  f.busy = busy_.load();
   f.has_remove_token = false;  // the runner stays registered: only its old Listener goes
-  if (interrupt_at_) f.since_interrupt = since(*interrupt_at_);
-  f.since_drain_start = since(drain_started_);
-  f.drain_timeout = s_.drain_timeout;
-  f.stock_idle_wait = s_.stock_idle_wait;
-  f.stop_timeout = s_.cleanup_timeout;
-  f.remove_retry = 2 * s_.poll_interval;
   switch (drain_step(f)) {
     case DrainStep::kFallBackToStock:
       strategy_ = DrainStrategy::kStock;
