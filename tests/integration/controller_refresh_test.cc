@@ -2,18 +2,11 @@
 // lifecycle steps, instances launched through the EC2 stand-in with the pool's tags, runners
 // registered on the GitHub stand-in, pool messages in local SQS. Each test has its own pool (one
 // shared table), so the binary's scan and tag filters keep the tests apart.
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <fstream>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
-#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -32,6 +25,7 @@
 #ifndef RUNPOOL_CTL_BINARY
 #define RUNPOOL_CTL_BINARY ""
 #endif
+#include "controller/integration_harness.h"
 
 namespace runpool {
 namespace {
@@ -56,13 +50,6 @@ struct CtlResult {
   std::string out, err;
   Json::Value json;
 };
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // The process-wide AWS clients the test sets things up with (controller credentials).
 struct Clients {
@@ -118,8 +105,10 @@ class ControllerRefresh : public ::testing::Test {
     for (char ch : name) pool_ += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     if (pool_.size() > 40) pool_.resize(40);
     queue_url_ = c_->sqs.create_queue(pool_ + "-" + kClass);
+    dir_ = controller::testing::make_temp_dir(pool_);  // runpoolctl's stdout and stderr
   }
   void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
     cloud().clear_faults();
     if (!launched_.empty()) {
       try {
@@ -164,53 +153,9 @@ class ControllerRefresh : public ::testing::Test {
         {"RUNPOOL_AWS_TIMEOUT", "10s"},
     };
     for (const auto& [k, v] : extra) env[k] = v;
-    std::vector<std::string> env_strings;
-    for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-
-    char out_path[] = "/tmp/rf-out-XXXXXX";
-    char err_path[] = "/tmp/rf-err-XXXXXX";
-    int out_fd = mkstemp(out_path);
-    int err_fd = mkstemp(err_path);
-    if (out_fd < 0 || err_fd < 0) throw std::runtime_error("mkstemp failed");
-
-    std::vector<std::string> argv_strings = {RUNPOOL_CTL_BINARY};
-    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-    std::vector<char*> argv, envp;
-    for (auto& s : argv_strings) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    for (auto& s : env_strings) envp.push_back(s.data());
-    envp.push_back(nullptr);
-
-    pid_t pid = fork();
-    if (pid == 0) {
-      dup2(out_fd, 1);
-      dup2(err_fd, 2);
-      int devnull = open("/dev/null", O_RDONLY);
-      dup2(devnull, 0);
-      execve(argv[0], argv.data(), envp.data());
-      _exit(127);
-    }
-    close(out_fd);
-    close(err_fd);
-    CtlResult r;
-    int status = 0;
-    auto deadline = std::chrono::steady_clock::now() + 120s;
-    while (true) {
-      pid_t done = waitpid(pid, &status, WNOHANG);
-      if (done == pid) break;
-      if (std::chrono::steady_clock::now() > deadline) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        ADD_FAILURE() << "runpoolctl did not finish within 120 s";
-        break;
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = slurp(out_path);
-    r.err = slurp(err_path);
-    unlink(out_path);
-    unlink(err_path);
+    controller::testing::CtlResult done = controller::testing::CtlProcess(args, env, dir_).wait(120s);
+    if (done.exit_code == -1) ADD_FAILURE() << "runpoolctl was killed or did not finish within 120 s";
+    CtlResult r{done.exit_code, std::move(done.out), std::move(done.err), {}};
     if (auto doc = try_parse_json(r.out)) r.json = *doc;
     return r;
   }
@@ -352,6 +297,7 @@ class ControllerRefresh : public ::testing::Test {
   static inline Clients* c_ = nullptr;
   std::string pool_;
   std::string queue_url_;
+  std::string dir_;
   std::vector<std::string> launched_;
 };
 
