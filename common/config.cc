@@ -211,10 +211,10 @@ bool Config::get_bool(const std::string& key) const {
   return *parse_bool(v);
 }
 
-std::vector<std::string> Config::get_list(const std::string& key) const {
+std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;
   std::string cur;
-  for (char c : get_string(key) + ",") {
+  for (char c : text + ",") {
     if (c == ',' || c == ' ') {
       if (!cur.empty()) out.push_back(cur);
       cur.clear();
@@ -224,6 +224,8 @@ std::vector<std::string> Config::get_list(const std::string& key) const {
   }
   return out;
 }
+
+std::vector<std::string> Config::get_list(const std::string& key) const { return split_list(get_string(key)); }
 
 Secret Config::get_secret(const std::string& key) const { return Secret(get_string(key)); }
 

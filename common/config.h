@@ -36,6 +36,9 @@ struct KeySpec {
 std::optional<Duration> parse_duration(const std::string& text);
 std::string format_duration(Duration d);
 
+// A list value: items separated by commas and/or spaces, empty items dropped ("a, b c" → a, b, c).
+std::vector<std::string> split_list(const std::string& text);
+
 class Config {
  public:
   explicit Config(std::vector<KeySpec> schema);
@@ -52,7 +55,7 @@ class Config {
   int64_t get_int(const std::string& key) const;
   Duration get_duration(const std::string& key) const;
   bool get_bool(const std::string& key) const;
-  std::vector<std::string> get_list(const std::string& key) const;  // comma- or space-separated
+  std::vector<std::string> get_list(const std::string& key) const;  // split_list
   Secret get_secret(const std::string& key) const;
   bool has(const std::string& key) const;  // set by a source or by a non-empty default
   std::string origin(const std::string& key) const;  // "default", "RUNPOOL_X", "file:3", "--flag"

@@ -71,6 +71,13 @@ TEST(Config, TypedValues) {
   EXPECT_FALSE(c.has("github_token"));
 }
 
+TEST(SplitList, CommasAndSpacesSeparateEmptiesAreDropped) {
+  EXPECT_EQ(split_list("c* m7i.*"), (std::vector<std::string>{"c*", "m7i.*"}));
+  EXPECT_EQ(split_list(" a,,b , c  d,"), (std::vector<std::string>{"a", "b", "c", "d"}));
+  EXPECT_TRUE(split_list("").empty());
+  EXPECT_TRUE(split_list(" , ").empty());
+}
+
 TEST(Config, ErrorsNameTheKeyAndTheOrigin) {
   Config c(schema());
   auto e = error_of([&] { c.set("max_instances", "lots", "RUNPOOL_MAX_INSTANCES"); });

@@ -71,20 +71,6 @@ std::optional<Duration> parse_timeout(const std::string& flag, const std::string
   return d;
 }
 
-std::vector<std::string> split_globs(const std::string& text) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : text + " ") {
-    if (c == ' ' || c == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  return out;
-}
-
 std::string settings_text(const Config& c) {
   std::string out;
   for (const auto& spec : c.schema()) {
@@ -232,7 +218,7 @@ int main(int argc, char** argv) {
       o.count = count;
       o.resource_class = resource_class;
       o.usage = parse_usage(usage_class);
-      if (!allowed_types.empty()) o.allowed_types = split_globs(allowed_types);
+      if (!allowed_types.empty()) o.allowed_types = split_list(allowed_types);  // like allowed_instance_types
       o.label = label;
       o.timeout = parse_timeout("--timeout", timeout);
       o.actions = actions_files(env);
