@@ -184,7 +184,7 @@ class Provision {
     }
     for (const auto& i : seen) {
       const std::string& st = i.state.name;
-      if (st == "shutting-down" || st == "terminated" || st == "stopping" || st == "stopped") {
+      if (aws::instance_gone(st) || aws::instance_stopped(st)) {
         return "instance " + i.instance_id + " is " + st + " in EC2";
       }
     }

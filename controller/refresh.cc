@@ -357,7 +357,7 @@ class Refresh {
     }
     for (const auto& r : terminated) {
       auto it = states.find(r.instance_id);
-      if (it == states.end() || (it->second != "shutting-down" && it->second != "terminated")) continue;
+      if (it == states.end() || !aws::instance_gone(it->second)) continue;
       Result res;
       res.action.kind = ActionKind::kClose;
       res.action.rule = "terminate.confirmed";

@@ -85,6 +85,20 @@ class Ec2Test : public ::testing::Test {
 
 // ---- the form
 
+TEST(InstanceStateNames, GoneAndStopped) {
+  for (const char* s : {"shutting-down", "terminated"}) {
+    EXPECT_TRUE(instance_gone(s)) << s;
+    EXPECT_FALSE(instance_stopped(s)) << s;
+  }
+  for (const char* s : {"stopping", "stopped"}) {
+    EXPECT_TRUE(instance_stopped(s)) << s;
+    EXPECT_FALSE(instance_gone(s)) << s;
+  }
+  for (const char* s : {"pending", "running", "", "Terminated"}) {
+    EXPECT_FALSE(instance_gone(s) || instance_stopped(s)) << s;
+  }
+}
+
 TEST(Ec2Form, FlattensKeysAndPercentEncodesNamesAndValues) {
   EXPECT_EQ(form_key("LaunchTemplateConfigs", 1, "Overrides", 2, "InstanceType"),
             "LaunchTemplateConfigs.1.Overrides.2.InstanceType");

@@ -33,6 +33,11 @@ struct InstanceState {
   std::string name;  // "pending", "running", …
 };
 
+// An instance state name that means no agent runs there any more: on its way out or gone
+// (shutting-down, terminated), or stopped (stopping, stopped).
+inline bool instance_gone(const std::string& state) { return state == "shutting-down" || state == "terminated"; }
+inline bool instance_stopped(const std::string& state) { return state == "stopping" || state == "stopped"; }
+
 struct Instance {
   std::string instance_id;
   std::string instance_type;

@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "common/aws/ec2_types.h"
 #include "common/pool/runner_name.h"
 
 namespace runpool::pool {
@@ -34,9 +35,6 @@ std::string span(int64_t ms) {
   if (ms < 2 * 3'600'000) return std::to_string(ms / 60'000) + "m";
   return std::to_string(ms / 3'600'000) + "h";
 }
-
-bool ec2_gone(const std::string& state) { return state == "shutting-down" || state == "terminated"; }
-bool ec2_stopped(const std::string& state) { return state == "stopping" || state == "stopped"; }
 
 class Planner {
  public:
@@ -103,7 +101,7 @@ class Planner {
         }
         notes_.push_back(r.instance_id + ": not in EC2's answer yet, launched " + span(now - r.created_ms) +
                          " ago (within the launch grace)");
-      } else if (ec2_gone(it->second->state)) {
+      } else if (aws::instance_gone(it->second->state)) {
         add(records_, ActionKind::kClose, r, "ec2.gone", state + " record, but the instance is " + it->second->state);
         return;
       }
@@ -126,7 +124,7 @@ class Planner {
     }
     if (s_.ec2) {
       auto it = ec2_.find(r.instance_id);
-      if (it != ec2_.end() && ec2_stopped(it->second->state)) {
+      if (it != ec2_.end() && aws::instance_stopped(it->second->state)) {
         add(records_, ActionKind::kTerminate, r, "ec2.stopped", state + " record, but the instance is " +
                                                                     it->second->state);
         return;
@@ -206,7 +204,7 @@ class Planner {
   void plan_untracked() {
     if (!s_.ec2) return;
     for (const auto& i : *s_.ec2) {
-      if (ec2_gone(i.state) || i.pool_tag != s_.pool || i.table_tag != s_.table) continue;
+      if (aws::instance_gone(i.state) || i.pool_tag != s_.pool || i.table_tag != s_.table) continue;
       if (live_anywhere_.count(i.instance_id)) continue;
       if (i.launch_ms == 0) {
         notes_.push_back(i.instance_id + ": no live record, but EC2 gave no launch time; spared");
