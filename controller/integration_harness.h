@@ -28,6 +28,7 @@
 #include "common/aws/ec2.h"
 #include "common/aws/sqs.h"
 #include "common/pool/dynamo_state_table.h"
+#include "common/pool/runner_name.h"
 #include "common/pool/transitions.h"
 #include "tests/support/local_cloud.h"
 
@@ -189,7 +190,7 @@ class SimulatedAgents {
       if (fresh_assignment && register_ok && !pool::agent_reported(r, pool::AgentSignal::kRegistered)) {
         a.signal = pool::AgentSignal::kRegistered;
         a.take_reg_token = true;
-        a.runner_name = pool_ + "-" + r.instance_id + "-g" + std::to_string(r.generation);
+        a.runner_name = pool::runner_name(pool_, r.instance_id, r.generation);
         ++registrations;
       } else if (r.state == pool::State::kDraining && drain_ok &&
                  !pool::agent_reported(r, pool::AgentSignal::kDrained)) {

@@ -25,6 +25,7 @@
 #include "common/aws/ec2.h"
 #include "common/github/github_client.h"
 #include "common/pool/dynamo_state_table.h"
+#include "common/pool/runner_name.h"
 #include "common/pool/transitions.h"
 #include "tests/support/local_cloud.h"
 
@@ -227,7 +228,7 @@ class AgentCloud {
 
   std::vector<github::Runner> runners_named(const std::string& name) { return gh_.list_runners(name); }
   std::string runner_name(const std::string& id, int64_t generation) const {
-    return std::string(kPool) + "-" + id + "-g" + std::to_string(generation);
+    return pool::runner_name(kPool, id, generation);
   }
 
   // Queues a job for `label` through the broker; returns its id.
