@@ -68,6 +68,40 @@ Fate start(Context& ctx, pool::InstanceRecord& r, const std::function<Secret()>&
   return Fate::kFailed;
 }
 
+// How often the wait asks EC2 whether an instance it waits for is still there.
+constexpr Duration kEc2LookInterval{std::chrono::seconds(5)};
+
+bool ec2_gone(const std::string& state) { return state == "shutting-down" || state == "terminated"; }
+bool ec2_stopped(const std::string& state) { return state == "stopping" || state == "stopped"; }
+
+// An instance EC2 reports gone or stopped has no agent to drain it: waiting for its `drained`
+// would only wait out the whole timeout. Its record is closed (a stopped instance terminated)
+// now, and it leaves the wait.
+void settle_dead(Context& ctx, std::map<std::string, pool::InstanceRecord>& draining, DrainOutcome& out) {
+  std::vector<std::string> ids;
+  for (const auto& [id, r] : draining) ids.push_back(id);
+  std::map<std::string, std::string> dead;  // id → EC2 state
+  try {
+    for (const auto& i : ctx.compute.describe(ids)) {
+      if (ec2_gone(i.state.name) || ec2_stopped(i.state.name)) dead[i.instance_id] = i.state.name;
+    }
+  } catch (const std::exception& e) {
+    spdlog::warn("could not look at the draining instances in EC2 ({}); waiting on", e.what());
+    return;
+  }
+  if (dead.empty()) return;
+  std::vector<pool::InstanceRecord> records;
+  for (const auto& [id, state] : dead) {
+    spdlog::warn("instance {} is {} in EC2: it cannot drain; closing its record", id, state);
+    records.push_back(draining.at(id));
+    draining.erase(id);
+  }
+  RetireOutcome ro = retire(ctx, records, "gone from EC2 while draining");
+  for (const auto& id : ro.terminated) (ec2_gone(dead.at(id)) ? out.gone : out.terminated).push_back(id);
+  for (const auto& id : ro.pending) out.errors.push_back(id + ": TerminateInstances failed; refresh retries");
+  out.gone.insert(out.gone.end(), ro.skipped.begin(), ro.skipped.end());
+}
+
 }  // namespace
 
 DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>& records,
@@ -96,6 +130,7 @@ DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>
   }
 
   const auto deadline = ctx.clock.steady_now() + options.wait;
+  auto next_ec2_look = ctx.clock.steady_now() + kEc2LookInterval;
   std::vector<pool::InstanceRecord> stragglers;
   bool timed_out = false;
   while (!draining.empty()) {
@@ -129,6 +164,10 @@ DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>
         spdlog::warn("instance {}: {}; trying again", mine.instance_id, e.what());
         ++it;
       }
+    }
+    if (!draining.empty() && ctx.clock.steady_now() >= next_ec2_look) {
+      next_ec2_look = ctx.clock.steady_now() + kEc2LookInterval;
+      settle_dead(ctx, draining, out);
     }
     if (draining.empty()) break;
     if (ctx.clock.steady_now() >= deadline) {

@@ -1,6 +1,7 @@
 // Returning an assignment's instances to the pool: each to draining (handing the agent a remove
 // token so it deregisters its runner for real), then — once its agent reports `drained` for this
-// generation — to idle and advertised in its class's queue. Used by release and by provision's
+// generation — to idle and advertised in its class's queue. One EC2 reports gone or stopped while
+// the wait goes on (looked at every 5 s) has no agent left to drain it: its record is closed then. Used by release and by provision's
 // clean-up; every step is a conditional write, so concurrent callers never both win one.
 #pragma once
 
@@ -16,9 +17,10 @@ namespace runpool::controller {
 
 struct DrainOutcome {
   std::vector<std::string> returned;    // idle again and advertised (by us or a concurrent caller)
-  std::vector<std::string> terminated;  // not drained in time (or the agent failed): terminated
+  std::vector<std::string> terminated;  // not drained in time, the agent failed, or stopped in EC2: terminated
   std::vector<std::string> left;        // still draining at the end: refresh finishes or terminates them
-  std::vector<std::string> gone;        // terminating/terminated/removed by someone else
+  std::vector<std::string> gone;        // terminating/terminated/removed by someone else, or gone from
+                                        // EC2 while draining (its record closed)
   std::vector<std::string> errors;      // "<id>: what failed"
 };
 

@@ -114,6 +114,100 @@ TEST(Release, AFailedAgentIsTerminatedWithoutWaiting) {
   EXPECT_LT(w.clock.sleeps, 10);
 }
 
+// An instance terminated from outside while assigned never drains: release sees it gone in EC2,
+// closes its record, and does not wait out its timeout for it.
+TEST(Release, AnInstanceGoneFromEc2IsClosedWithoutWaitingOutTheTimeout) {
+  World w;
+  provision(w, 2);
+  const std::string victim = w.compute.launched[0], survivor = w.compute.launched[1];
+  w.agents.drain_ok = false;
+  w.compute.terminated.insert(victim);
+  // The survivor's agent confirms only once the victim is settled: the look at EC2 happens while
+  // the release waits, not after.
+  w.on_tick = [&] { w.agents.drain_ok = w.record(victim).state == State::kTerminated; };
+  const int64_t start = w.now();
+  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", std::chrono::minutes(10), true}), kExitOk) << w.out.str();
+  Json::Value j = parse_json(w.out.str(), "release");
+  EXPECT_EQ(write_json(j["gone"]), "[\"" + victim + "\"]") << w.out.str();
+  EXPECT_EQ(write_json(j["returned"]), "[\"" + survivor + "\"]") << w.out.str();
+  EXPECT_EQ(j["terminated"].size(), 0u);
+  EXPECT_EQ(w.record(victim).state, State::kTerminated);
+  EXPECT_EQ(w.record(survivor).state, State::kIdle);
+  EXPECT_LT(w.now() - start, 10'000) << "settled at the first look, 5 s into the wait";
+  EXPECT_EQ(w.queue.bodies("small").size(), 1u);
+}
+
+// EC2 as FakeCompute sees it, but with some instances stopped (instance-initiated shutdown with
+// behaviour stop, a spot interruption that stops), and describe failing on demand.
+class StoppingCompute final : public Compute {
+ public:
+  explicit StoppingCompute(testing::FakeCompute& inner) : inner_(inner) {}
+  aws::CreateFleetResult create_fleet(const aws::CreateFleetRequest& r) override { return inner_.create_fleet(r); }
+  void terminate(const std::vector<std::string>& ids) override { inner_.terminate(ids); }
+  std::vector<aws::Instance> describe(const std::vector<std::string>& ids) override {
+    ++describes;
+    if (fail_describe) throw aws::AwsError("ec2", "DescribeInstances", 500, "InternalError", "injected");
+    auto out = inner_.describe(ids);
+    for (auto& i : out) {
+      if (stopped.count(i.instance_id) && !inner_.terminated.count(i.instance_id)) i.state = {80, "stopped"};
+    }
+    return out;
+  }
+  std::vector<aws::Instance> pool_instances() override { return inner_.pool_instances(); }
+  std::set<std::string> stopped;
+  bool fail_describe = false;
+  int describes = 0;
+
+ private:
+  testing::FakeCompute& inner_;
+};
+
+TEST(Release, AStoppedInstanceIsTerminatedWithoutWaitingOutTheTimeout) {
+  World w;
+  provision(w, 1);
+  const std::string id = w.compute.launched[0];
+  w.agents.drain_ok = false;
+  StoppingCompute ec2(w.compute);
+  ec2.stopped.insert(id);
+  std::ostringstream out;
+  Context ctx{w.settings, w.clock, w.table, w.queue, ec2, w.github, out, w.cancelled};
+  const int64_t start = w.now();
+  ASSERT_EQ(run_release(ctx, {"ci-1-1-build", std::chrono::minutes(10), true}), kExitOk) << out.str();
+  Json::Value j = parse_json(out.str(), "release");
+  EXPECT_EQ(write_json(j["terminated"]), "[\"" + id + "\"]") << out.str();
+  EXPECT_EQ(w.compute.terminated.count(id), 1u) << "TerminateInstances for the stopped instance";
+  EXPECT_EQ(w.record(id).state, State::kTerminated);
+  EXPECT_LT(w.now() - start, 10'000);
+}
+
+TEST(Release, Ec2UnreadableKeepsWaitingForTheAgents) {
+  World w;
+  provision(w, 1);
+  const std::string id = w.compute.launched[0];
+  w.agents.drain_ok = false;
+  StoppingCompute ec2(w.compute);
+  ec2.fail_describe = true;
+  ec2.stopped.insert(id);
+  std::ostringstream out;
+  Context ctx{w.settings, w.clock, w.table, w.queue, ec2, w.github, out, w.cancelled};
+  const int64_t start = w.now();
+  w.on_tick = [&] { w.agents.drain_ok = w.now() - start > 20'000; };
+  ASSERT_EQ(run_release(ctx, {"ci-1-1-build", std::chrono::minutes(10), true}), kExitOk) << out.str();
+  EXPECT_GE(ec2.describes, 3) << "looked every 5 s, failing";
+  EXPECT_EQ(w.record(id).state, State::kIdle) << "drained and returned, not closed on a failed look";
+}
+
+// A release whose instances all drain within the first few seconds never asks EC2.
+TEST(Release, AQuickDrainDoesNotAskEc2) {
+  World w;
+  provision(w, 2);
+  StoppingCompute ec2(w.compute);
+  std::ostringstream out;
+  Context ctx{w.settings, w.clock, w.table, w.queue, ec2, w.github, out, w.cancelled};
+  ASSERT_EQ(run_release(ctx, {"ci-1-1-build", std::nullopt, false}), kExitOk) << out.str();
+  EXPECT_EQ(ec2.describes, 0);
+}
+
 TEST(Release, APoolMessageThatFailsLeavesAdvertisePendingForRefresh) {
   World w;
   provision(w, 1);
