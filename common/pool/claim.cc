@@ -17,8 +17,12 @@ ClaimVerdict judge_pool_message(const PoolMessage& message, const std::optional<
   if (!record) return {MessageFate::kDrop, "no record for the instance"};
   const InstanceRecord& r = *record;
   if (r.state != State::kIdle) return {MessageFate::kDrop, "instance is " + std::string(state_name(r.state))};
-  // A message from an earlier idle period: the instance was claimed and re-advertised since.
-  if (r.generation != message.generation) return {MessageFate::kDrop, "message is for an older generation"};
+  // A message from an earlier idle period (the instance was claimed and re-advertised since), or
+  // one naming a generation the record never had (forged, or from another table).
+  if (r.generation != message.generation) {
+    return {MessageFate::kDrop, "message is for generation " + std::to_string(message.generation) +
+                                    ", the instance is at " + std::to_string(r.generation)};
+  }
   if (r.resource_class != request.resource_class) return {MessageFate::kDrop, "resource class differs"};
   if (r.deadline_ms - request.now_ms < request.min_remaining_ms) {
     return {MessageFate::kDrop, "instance expires too soon"};

@@ -51,7 +51,15 @@ TEST(JudgePoolMessage, EveryNonIdleStateDrops) {
 TEST(JudgePoolMessage, StaleGenerationDrops) {
   InstanceRecord r = idle_record();
   r.generation = 5;
-  EXPECT_EQ(judge_pool_message(message(), r, request()).fate, MessageFate::kDrop);
+  ClaimVerdict v = judge_pool_message(message(), r, request());
+  EXPECT_EQ(v.fate, MessageFate::kDrop);
+  EXPECT_EQ(v.reason, "message is for generation 4, the instance is at 5");
+}
+
+TEST(JudgePoolMessage, AGenerationTheRecordNeverHadDrops) {
+  ClaimVerdict v = judge_pool_message({"i-0123456789abcdef0", 9}, idle_record(), request());
+  EXPECT_EQ(v.fate, MessageFate::kDrop);
+  EXPECT_EQ(v.reason, "message is for generation 9, the instance is at 4");  // not "older"
 }
 
 TEST(JudgePoolMessage, WrongClassDrops) {
