@@ -71,9 +71,6 @@ Fate start(Context& ctx, pool::InstanceRecord& r, const std::function<Secret()>&
 // How often the wait asks EC2 whether an instance it waits for is still there.
 constexpr Duration kEc2LookInterval{std::chrono::seconds(5)};
 
-bool ec2_gone(const std::string& state) { return state == "shutting-down" || state == "terminated"; }
-bool ec2_stopped(const std::string& state) { return state == "stopping" || state == "stopped"; }
-
 // An instance EC2 reports gone or stopped has no agent to drain it: waiting for its `drained`
 // would only wait out the whole timeout. Its record is closed (a stopped instance terminated)
 // now, and it leaves the wait.
@@ -83,7 +80,7 @@ void settle_dead(Context& ctx, std::map<std::string, pool::InstanceRecord>& drai
   std::map<std::string, std::string> dead;  // id → EC2 state
   try {
     for (const auto& i : ctx.compute.describe(ids)) {
-      if (ec2_gone(i.state.name) || ec2_stopped(i.state.name)) dead[i.instance_id] = i.state.name;
+      if (aws::instance_gone(i.state.name) || aws::instance_stopped(i.state.name)) dead[i.instance_id] = i.state.name;
     }
   } catch (const std::exception& e) {
     spdlog::warn("could not look at the draining instances in EC2 ({}); waiting on", e.what());
@@ -97,7 +94,7 @@ void settle_dead(Context& ctx, std::map<std::string, pool::InstanceRecord>& drai
     draining.erase(id);
   }
   RetireOutcome ro = retire(ctx, records, "gone from EC2 while draining");
-  for (const auto& id : ro.terminated) (ec2_gone(dead.at(id)) ? out.gone : out.terminated).push_back(id);
+  for (const auto& id : ro.terminated) (aws::instance_gone(dead.at(id)) ? out.gone : out.terminated).push_back(id);
   for (const auto& id : ro.pending) out.errors.push_back(id + ": TerminateInstances failed; refresh retries");
   out.gone.insert(out.gone.end(), ro.skipped.begin(), ro.skipped.end());
 }
