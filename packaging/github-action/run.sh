@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The composite action's one step (action.yml): turns the action's inputs, passed in the
+# environment (never interpolated into a script, so no input can inject shell), into runpoolctl's
+# argv, and runs it. runpoolctl itself writes the step outputs (label, instance-ids, warm,
+# launched) to $GITHUB_OUTPUT and the summary to $GITHUB_STEP_SUMMARY.
+set -euo pipefail
+
+bin=${INPUT_RUNPOOLCTL:-runpoolctl}
+args=()
+[ -z "${INPUT_CONFIG:-}" ] || args+=(--config "$INPUT_CONFIG")
+
+flag() {  # flag NAME VALUE: pass --NAME VALUE when the input was given
+  [ -z "$2" ] || args+=("--$1" "$2")
+}
+only() {  # only COMMAND INPUT VALUE: an input that COMMAND does not take is an error, not ignored
+  [ -z "$3" ] || { echo "::error::input '$2' is not used by '$1'" >&2; exit 2; }
+}
+
+command=${INPUT_COMMAND:-}
+case "$command" in
+  provision)
+    args+=(provision)
+    flag count "${INPUT_COUNT:-}"
+    flag resource-class "${INPUT_RESOURCE_CLASS:-}"
+    flag usage-class "${INPUT_USAGE_CLASS:-}"
+    flag allowed-instance-types "${INPUT_ALLOWED_INSTANCE_TYPES:-}"
+    flag label "${INPUT_LABEL:-}"
+    flag timeout "${INPUT_TIMEOUT:-}"
+    ;;
+  release)
+    [ -n "${INPUT_LABEL:-}" ] || { echo "::error::release needs the label input" >&2; exit 2; }
+    args+=(release)
+    flag label "$INPUT_LABEL"
+    flag timeout "${INPUT_TIMEOUT:-}"
+    for input in count resource-class usage-class allowed-instance-types; do
+      var=INPUT_${input//-/_}; var=${var^^}
+      only release "$input" "${!var:-}"
+    done
+    ;;
+  refresh | status | init)
+    args+=("$command")
+    for input in count resource-class usage-class allowed-instance-types label timeout; do
+      var=INPUT_${input//-/_}; var=${var^^}
+      only "$command" "$input" "${!var:-}"
+    done
+    ;;
+  *)
+    echo "::error::command must be provision, release, refresh, status or init (got '$command')" >&2
+    exit 2
+    ;;
+esac
+
+exec "$bin" "${args[@]}"

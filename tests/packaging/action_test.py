@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+"""action.yml: every input reaches runpoolctl as its flag, the outputs are the step's outputs.
+
+The action's YAML is checked (composite; each input only through the step's environment, never
+in script text; each output = steps.<id>.outputs.<name>, a name runpoolctl writes), then its step
+script is run with a stand-in runpoolctl that records its argv and writes $GITHUB_OUTPUT the way
+runpoolctl does; every flag it passes must be one the real runpoolctl's --help lists.
+
+Usage: action_test.py SOURCE_DIR RUNPOOLCTL_BINARY
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+SRC, CTL = sys.argv[1], sys.argv[2]
+failures = []
+
+
+def check(ok, what):
+    if not ok:
+        failures.append(what)
+
+
+with open(os.path.join(SRC, "action.yml")) as f:
+    action = yaml.safe_load(f)
+
+inputs, outputs, runs = action["inputs"], action["outputs"], action["runs"]
+check(runs.get("using") == "composite", "a composite action")
+steps = runs["steps"]
+check(len(steps) == 1, "one step")
+step = steps[0]
+env = step.get("env", {})
+
+
+def env_name(i):
+    return "INPUT_" + i.upper().replace("-", "_")
+
+
+for name in inputs:
+    check(env.get(env_name(name)) == "${{ inputs.%s }}" % name, f"input {name} is not passed as {env_name(name)}")
+check("${{" not in step["run"], "an expression in the script text could inject shell: pass it through env")
+check(set(env) == {env_name(i) for i in inputs}, f"env names no input: {set(env) - {env_name(i) for i in inputs}}")
+check(inputs["command"].get("required") is True, "command is required")
+for name in ("command", "count", "resource-class", "usage-class", "allowed-instance-types", "label", "timeout", "config"):
+    check(name in inputs, f"input {name} (runpoolctl's CLI) is missing")
+
+ctl_sources = "".join(open(p).read() for p in
+                      [os.path.join(SRC, "controller", f) for f in os.listdir(os.path.join(SRC, "controller"))]
+                      if p.endswith(".cc") and not p.endswith("_test.cc"))
+for name, out in outputs.items():
+    check(out.get("value") == "${{ steps.%s.outputs.%s }}" % (step["id"], name),
+          f"output {name} is not the step's output {name}: {out.get('value')}")
+    check('"%s"' % name in ctl_sources, f"runpoolctl writes no step output named {name}")
+check({"label", "instance-ids"} <= set(outputs), "outputs label and instance-ids")
+
+# --- The step script with a stand-in runpoolctl ----------------------------------------------------
+script = os.path.join(SRC, step["run"].strip("'\"").replace("$GITHUB_ACTION_PATH/", ""))
+check(os.path.isfile(script), f"the step runs {script}, which does not exist")
+help_text = {c: subprocess.run([CTL, *([c] if c else []), "--help"], capture_output=True, text=True).stdout
+             for c in ("", "provision", "release", "refresh", "status", "init")}
+
+with tempfile.TemporaryDirectory() as tmp:
+    fake = os.path.join(tmp, "runpoolctl")
+    with open(fake, "w") as f:
+        f.write('#!/bin/sh\nprintf "%s\\n" "$@" > "$ARGV_FILE"\n'
+                'printf "label<<EOF_1\\nthe-label\\nEOF_1\\ninstance-ids<<EOF_2\\ni-1 i-2\\nEOF_2\\n" >> "$GITHUB_OUTPUT"\n')
+    os.chmod(fake, 0o755)
+
+    def run(**given):
+        argv_file, out_file = os.path.join(tmp, "argv"), os.path.join(tmp, "out")
+        for p in (argv_file, out_file):
+            if os.path.exists(p):
+                os.remove(p)
+        e = {k: v for k, v in os.environ.items() if not k.startswith("INPUT_")}
+        e.update({env_name(k.replace("_", "-")): v for k, v in given.items()})
+        e.update(INPUT_RUNPOOLCTL=fake, ARGV_FILE=argv_file, GITHUB_OUTPUT=out_file)
+        p = subprocess.run(["bash", script], env=e, capture_output=True, text=True)
+        argv = open(argv_file).read().splitlines() if os.path.exists(argv_file) else None
+        outs = open(out_file).read() if os.path.exists(out_file) else ""
+        return p.returncode, argv, outs, p.stderr
+
+    def flags_known(argv):
+        command = next(a for a in argv if a in help_text and a)
+        for i, a in enumerate(argv):
+            if a.startswith("--"):
+                where = "" if i < argv.index(command) else command
+                check(re.search(r"(^|[ ,])%s\b" % re.escape(a), help_text[where], re.M) is not None,
+                      f"runpoolctl {where} --help does not list {a}")
+
+    rc, argv, outs, err = run(command="provision", count="3", resource_class="large", usage_class="on-demand",
+                              allowed_instance_types="c* m7i.*", label="$(touch /tmp/x)", timeout="12m",
+                              config="runpool.conf")
+    expected = ["--config", "runpool.conf", "provision", "--count", "3", "--resource-class", "large", "--usage-class",
+                "on-demand", "--allowed-instance-types", "c* m7i.*", "--label", "$(touch /tmp/x)", "--timeout", "12m"]
+    check(rc == 0 and argv == expected, f"provision: rc {rc}, argv {argv} != {expected} ({err})")
+    check("the-label" in outs and "i-1 i-2" in outs, "runpoolctl's step outputs must reach $GITHUB_OUTPUT")
+    if argv:
+        flags_known(argv)
+
+    rc, argv, _, err = run(command="provision")
+    check(rc == 0 and argv == ["provision"], f"provision with defaults: {argv} ({err})")
+
+    rc, argv, _, err = run(command="release", label="ci-1-1-provision", timeout="5m")
+    check(rc == 0 and argv == ["release", "--label", "ci-1-1-provision", "--timeout", "5m"], f"release: {argv} ({err})")
+    if argv:
+        flags_known(argv)
+
+    for command in ("refresh", "status", "init"):
+        rc, argv, _, err = run(command=command, config="c.conf")
+        check(rc == 0 and argv == ["--config", "c.conf", command], f"{command}: {argv} ({err})")
+
+    for given, why in ((dict(command="release"), "release without a label"),
+                       (dict(command="refresh", count="2"), "an input the command does not take"),
+                       (dict(command="release", label="l", resource_class="x"), "release with a resource class"),
+                       (dict(command="terminate-everything"), "an unknown command"),
+                       (dict(command=""), "no command")):
+        rc, argv, _, _ = run(**given)
+        check(rc == 2 and argv is None, f"{why}: exit {rc}, runpoolctl ran with {argv}")
+
+for f in failures:
+    print("FAIL:", f)
+if not failures:
+    print("action_test: OK")
+sys.exit(1 if failures else 0)
