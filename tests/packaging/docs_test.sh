@@ -9,7 +9,10 @@ fail=0
 bad() { echo "FAIL: $*" >&2; fail=1; }
 
 conf=$(cat "$src/docs/configuration.md")
-ctl_ref=$("$ctl" config --reference)
+# user_data_template's default is the build's install prefix; the doc shows a default build's.
+# shellcheck disable=SC2016 # the backquotes are literal Markdown
+ctl_ref=$("$ctl" config --reference |
+  sed 's#^\(| `user_data_template` | [^|]* | string | `\)[^`]*/share/runpool/user-data.sh.in`#\1/usr/local/share/runpool/user-data.sh.in`#')
 agent_ref=$("$agent" --config-reference)
 if [ -z "$ctl_ref" ] || [ -z "$agent_ref" ]; then bad "a binary printed no reference"; fi
 [[ "$conf" == *"$ctl_ref"* ]] ||
