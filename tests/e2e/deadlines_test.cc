@@ -28,6 +28,14 @@ class Deadlines : public E2eTest {
     EXPECT_EQ(a["rule"].asString(), rule) << kind << " " << id << ":\n" << write_json(pass);
     EXPECT_EQ(a["outcome"].asString(), outcome) << kind << " " << id << ":\n" << write_json(pass);
   }
+  // One line per action: "terminate deadline.idle done i-…".
+  static void print_pass(const char* title, const Json::Value& pass) {
+    std::printf("%s: exit %d\n", title, pass["exit_code"].asInt());
+    for (const auto& a : pass["actions"]) {
+      std::printf("  %s %s %s %s\n", a["action"].asCString(), a["rule"].asCString(), a["outcome"].asCString(),
+                  (a.isMember("runner_name") ? a["runner_name"] : a["instance_id"]).asCString());
+    }
+  }
   bool gone_in_ec2(const std::string& id) {
     std::string s = ec2_state(id);
     return s == "shutting-down" || s == "terminated";
@@ -85,7 +93,7 @@ TEST_F(Deadlines, ExpiredInEveryStateRefreshRetiresOrDrains) {
   ASSERT_LT(now_ms(), record(draining).deadline_ms - 1000) << "the test's timing assumption";
   ASSERT_EQ(job(long_job)["state"].asString(), "running") << write_json(job(long_job));
   Json::Value pass1 = refresh();
-  std::printf("pass 1 (deadlines of created, claimed, running, idle passed):\n%s\n", write_json(pass1).c_str());
+  print_pass("pass 1 (deadlines of created, claimed, running, idle passed)", pass1);
   EXPECT_EQ(pass1["exit_code"].asInt(), 0) << write_json(pass1);
   expect_action(pass1, "terminate", created, "deadline.created");
   expect_action(pass1, "terminate", claimed, "deadline.claimed");
@@ -120,7 +128,7 @@ TEST_F(Deadlines, ExpiredInEveryStateRefreshRetiresOrDrains) {
   cloud_.control("POST", "/_control/faults", fault);
   Json::Value pass2 = refresh({{"RUNPOOL_AWS_MAX_ATTEMPTS", "2"}});
   cloud_.clear_faults();
-  std::printf("pass 2 (draining deadline passed, EC2 failing):\n%s\n", write_json(pass2).c_str());
+  print_pass("pass 2 (draining deadline passed, EC2 failing)", pass2);
   EXPECT_EQ(pass2["exit_code"].asInt(), 1) << write_json(pass2);
   expect_action(pass2, "terminate", draining, "deadline.draining", "failed");
   expect_action(pass2, "return-to-pool", running, "handshake.drained");
@@ -130,7 +138,7 @@ TEST_F(Deadlines, ExpiredInEveryStateRefreshRetiresOrDrains) {
   // Pass 3, EC2 back: the termination is retried; the hung agent's runner, never deregistered, is
   // removed as a ghost.
   Json::Value pass3 = refresh();
-  std::printf("pass 3 (EC2 back):\n%s\n", write_json(pass3).c_str());
+  print_pass("pass 3 (EC2 back)", pass3);
   EXPECT_EQ(pass3["exit_code"].asInt(), 0) << write_json(pass3);
   expect_action(pass3, "retry-terminate", draining, "terminating.retry");
   EXPECT_EQ(record(draining).state, State::kTerminated);
