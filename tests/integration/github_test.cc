@@ -315,16 +315,28 @@ TEST_F(GithubIntegration, RetryAfterIsHonoured) {
 }
 
 TEST_F(GithubIntegration, ServerErrorsAreRetriedToSuccess) {
-  Connection conn(cloud_);
+  // Enough attempts that no call can plausibly exhaust them (0.3^30 per call), and enough calls
+  // that some error is all but certain (0.7^40 < 1e-6); the accounting below is exact either way.
+  CurlHttpClient http;
+  GithubSettings settings = Connection::settings(cloud_, 100);
+  settings.retry = RetryPolicy{30, Duration{1}, Duration{10}, Duration{5s}};
+  GithubCaller caller(http, system_clock(), settings);
   StaticTokenSource pat(Secret(add_pat("pat-errors-0123456789", "error-owner")));
-  GithubClient gh(conn.caller, pat, OwnerScope::parse("error-owner/repo"));
+  GithubClient gh(caller, pat, OwnerScope::parse("error-owner/repo"));
+  auto injected = [&] {
+    Json::Value s = cloud_.control("GET", "/_control/stats")["github"]["GET /repos/{owner}/{repo}/actions/runners"];
+    return s["errors"].asInt64();
+  };
+  const int64_t before = injected();
   Json::Value faults;
   faults["service"] = "github";
   faults["errorRate"] = 0.3;
   cloud_.control("POST", "/_control/faults", faults);
-  for (int i = 0; i < 15; ++i) EXPECT_TRUE(gh.list_runners().empty());
+  for (int i = 0; i < 40; ++i) EXPECT_TRUE(gh.list_runners().empty());
   cloud_.clear_faults();
-  EXPECT_GT(gh.requests_sent(), 15);  // P(no injected error in 15 calls) = 0.7^15 < 0.5%
+  const int64_t errors = injected() - before;
+  EXPECT_GT(errors, 0);
+  EXPECT_EQ(gh.requests_sent(), 40 + errors) << "every injected 5xx was retried once, nothing else was";
 }
 
 TEST_F(GithubIntegration, PrimaryLimitFarAwayIsSurfacedAtOnce) {
