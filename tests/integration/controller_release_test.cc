@@ -109,7 +109,8 @@ TEST_F(ControllerRelease, RetriesThrottlingAndErrors) {
     f["errorRate"] = 0.1;
     cloud_.control("POST", "/_control/faults", f);
   }
-  auto res = pool_->run({"release", "--label", "job-1"});
+  // Attempts enough that no single call plausibly exhausts them at a 30% fault rate (0.3^20).
+  auto res = pool_->run({"--set", "aws_max_attempts=20", "release", "--label", "job-1"});
   cloud_.clear_faults();
   ASSERT_EQ(res.exit_code, 0) << describe(res);
   Json::Value stats = cloud_.control("GET", "/_control/stats");
