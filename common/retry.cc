@@ -15,12 +15,9 @@ constexpr std::string_view kThrottlingCodes[] = {
     "TooManyRequestsException", "SlowDown", "RequestLimitExceededException",
     "TransactionInProgressException", "LimitExceededException"};
 
-// EC2 answers capacity shortages with HTTP 500, but retrying the same request is pointless: the
-// caller falls back to another type, subnet or usage class instead.
-constexpr std::string_view kCapacityCodes[] = {
-    "InsufficientInstanceCapacity", "InsufficientHostCapacity", "InsufficientReservedInstanceCapacity",
-    "InsufficientCapacity", "MaxSpotInstanceCountExceeded", "SpotMaxPriceTooLow",
-    "InsufficientFreeAddressesInSubnet", "Unsupported"};
+// Capacity answers that are not Insufficient*Capacity.
+constexpr std::string_view kOtherCapacityCodes[] = {"MaxSpotInstanceCountExceeded", "SpotMaxPriceTooLow",
+                                                    "InsufficientFreeAddressesInSubnet", "Unsupported"};
 
 constexpr std::string_view kServerCodes[] = {"InternalServerError", "InternalFailure",
                                              "InternalError", "ServiceUnavailable",
@@ -41,9 +38,17 @@ bool is_aws_throttling_code(std::string_view code) {
          std::end(kThrottlingCodes);
 }
 
+bool is_aws_capacity_code(std::string_view code) {
+  // InsufficientInstanceCapacity, InsufficientHostCapacity, InsufficientAddressCapacity, …
+  constexpr std::string_view prefix = "Insufficient", suffix = "Capacity";
+  if (code.size() >= prefix.size() + suffix.size() && code.starts_with(prefix) && code.ends_with(suffix)) return true;
+  return std::find(std::begin(kOtherCapacityCodes), std::end(kOtherCapacityCodes), code) !=
+         std::end(kOtherCapacityCodes);
+}
+
 RetryVerdict classify_aws(long status, std::string_view code) {
   if (code == "ConditionalCheckFailedException") return {false, std::nullopt, "condition failed"};
-  if (std::find(std::begin(kCapacityCodes), std::end(kCapacityCodes), code) != std::end(kCapacityCodes)) {
+  if (is_aws_capacity_code(code)) {
     return {false, std::nullopt, "capacity (" + std::string(code) + ")"};
   }
   if (is_aws_throttling_code(code)) return {true, std::nullopt, "throttled (" + std::string(code) + ")"};

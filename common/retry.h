@@ -33,6 +33,9 @@ struct RetryVerdict {
 // capacity errors (InsufficientInstanceCapacity comes as a 500, but the caller must fall back).
 RetryVerdict classify_aws(long status, std::string_view error_code);
 bool is_aws_throttling_code(std::string_view code);
+// EC2's capacity answers (Insufficient*Capacity, spot limits): the caller falls back to another
+// type, subnet or usage class; retrying the same request is pointless.
+bool is_aws_capacity_code(std::string_view code);
 
 // GitHub: 5xx; primary rate limit (403/429 with x-ratelimit-remaining: 0 → wait until
 // x-ratelimit-reset); secondary limit (403/429 with retry-after → that long; without it at least

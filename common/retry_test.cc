@@ -31,6 +31,10 @@ TEST(ClassifyAws, CapacityErrorsAreNotRetriedDespiteTheir500) {
   EXPECT_FALSE(classify_aws(500, "InsufficientInstanceCapacity").retry);
   EXPECT_FALSE(classify_aws(400, "MaxSpotInstanceCountExceeded").retry);
   EXPECT_TRUE(classify_aws(500, "InternalError").retry);
+  EXPECT_FALSE(classify_aws(500, "InsufficientAddressCapacity").retry) << "every Insufficient*Capacity";
+  EXPECT_TRUE(is_aws_capacity_code("InsufficientVolumeCapacity"));
+  EXPECT_FALSE(is_aws_capacity_code("InsufficientCapacityX"));
+  EXPECT_FALSE(is_aws_capacity_code("Capacity"));
 }
 
 HttpResponse response(long status, std::map<std::string, std::string> headers, std::string body = "") {

@@ -36,14 +36,6 @@ std::string Ec2Form::encode() const {
   return out;
 }
 
-bool is_capacity_error_code(std::string_view code) {
-  // InsufficientInstanceCapacity, InsufficientCapacity, InsufficientHostCapacity,
-  // InsufficientAddressCapacity, InsufficientReservedInstanceCapacity, InsufficientVolumeCapacity…
-  constexpr std::string_view prefix = "Insufficient", suffix = "Capacity";
-  return code.size() >= prefix.size() + suffix.size() && code.substr(0, prefix.size()) == prefix &&
-         code.substr(code.size() - suffix.size()) == suffix;
-}
-
 ErrorInfo parse_ec2_error(const HttpResponse& response) {
   ErrorInfo info;
   pugi::xml_document doc;
@@ -69,12 +61,7 @@ Ec2Response ec2_call(AwsCaller& caller, const Ec2Form& form) {
   req.method = "POST";
   req.headers = {{"Content-Type", "application/x-www-form-urlencoded; charset=utf-8"}};
   req.body = form.encode();
-  auto parse_error = [&](const HttpResponse& resp) {
-    ErrorInfo info = parse_ec2_error(resp);
-    if (is_capacity_error_code(info.code)) throw AwsError(service, action, resp.status, info.code, info.message);
-    return info;
-  };
-  HttpResponse resp = caller.call(action, std::move(req), parse_error);
+  HttpResponse resp = caller.call(action, std::move(req), parse_ec2_error);
 
   Ec2Response out;
   out.doc = std::make_shared<pugi::xml_document>();

@@ -71,15 +71,13 @@ struct Ec2Response {
 // Sends the form through `caller` (signing, retries, errors) and parses the XML answer. Throws
 // AwsError: AWS's own code for an error answer, "MalformedResponse" for a body that is not the
 // expected document (bad or truncated XML, wrong root element).
-// EC2 reports capacity shortages (Insufficient*Capacity) as 5xx server errors; they are answers
-// the controller acts on (another type, subnet, on-demand), not transient faults, so they are
-// thrown at once instead of being retried by the shared policy.
+// EC2 reports capacity shortages (Insufficient*Capacity) as 5xx server errors; the shared retry
+// policy (retry.h, is_aws_capacity_code) treats them as answers, thrown at once.
 Ec2Response ec2_call(AwsCaller& caller, const Ec2Form& form);
 
 // Reads <Response><Errors><Error><Code>/<Message> (also <ErrorResponse><Error>…); a body that is
 // not such a document leaves the code empty and keeps the body's start as the message.
 ErrorInfo parse_ec2_error(const HttpResponse& response);
-bool is_capacity_error_code(std::string_view code);
 
 // Standard base64 (with padding), as EC2 wants user data. decode returns nullopt on bad input.
 std::string base64_encode(std::string_view data);

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "common/aws/ec2_query.h"
+#include "common/retry.h"
 #include "common/testing/expect_malformed.h"
 #include "common/testing/fake_http.h"
 
@@ -591,8 +592,8 @@ TEST_F(Ec2Test, CapacityErrorsAreAnswersNotRetriedEvenAs5xx) {
     EXPECT_EQ(e.status(), 500);
   }
   EXPECT_EQ(http_.count(), 1u);
-  EXPECT_TRUE(is_capacity_error_code("InsufficientHostCapacity"));
-  EXPECT_FALSE(is_capacity_error_code("InstanceLimitExceeded"));
+  EXPECT_TRUE(is_aws_capacity_code("InsufficientHostCapacity"));
+  EXPECT_FALSE(is_aws_capacity_code("InstanceLimitExceeded"));
 }
 
 TEST_F(Ec2Test, ServerErrorsAreRetriedAndANonXmlErrorBodyStillGivesAClearError) {
