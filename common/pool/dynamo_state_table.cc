@@ -40,6 +40,10 @@ class ExpressionBuilder {
     if (e.label) require_equal(attr::kLabel, AttributeValue::string(*e.label));
     if (e.signal) require_equal(attr::kSignal, AttributeValue::string(std::string(agent_signal_name(*e.signal))));
     if (e.signal_generation) require_equal(attr::kSignalGeneration, AttributeValue::number(*e.signal_generation));
+    if (e.agent_not_busy) {
+      require("(attribute_not_exists(" + name(attr::kBusy) + ") OR " + name(attr::kBusy) + " = " +
+              value(AttributeValue::boolean(false)) + ")");
+    }
   }
 
   std::string update_expression() const {
@@ -150,6 +154,14 @@ bool DynamoStateTable::transition(const std::string& instance_id, const Expect& 
   if (c.advertise_pending) {
     if (*c.advertise_pending) b.set(attr::kAdvertisePending, AttributeValue::boolean(true));
     else b.remove(attr::kAdvertisePending);
+  }
+  if (c.orphan_since_ms) {
+    if (*c.orphan_since_ms == 0) b.remove(attr::kOrphanSince);
+    else b.set(attr::kOrphanSince, AttributeValue::number(*c.orphan_since_ms));
+  }
+  if (c.bypass_removal) {
+    if (*c.bypass_removal) b.set(attr::kBypassRemoval, AttributeValue::boolean(true));
+    else b.remove(attr::kBypassRemoval);
   }
   return conditional_update(db_, table_, instance_id, b);
 }

@@ -47,6 +47,12 @@ struct InstanceRecord {
   std::string reg_url;  // where to register: https://github.com/owner[/repo] (or GHES)
   Secret remove_token;  // for deregistering during a drain; the agent removes it once used
   bool advertise_pending = false;  // idle, but the pool message may not be sent yet
+  // A shared pool's instance: registered once with the pool's static labels (held in `label`),
+  // serving any workflow's jobs; after a drain it is terminated, never returned to the pool.
+  bool shared = false;
+  std::string os;               // "linux" or "windows": picks scale-down's minimum running time
+  int64_t orphan_since_ms = 0;  // scale-down's orphan mark (0: not marked); terminated next pass
+  bool bypass_removal = false;  // an operator's mark: scale-down never removes this instance
 
   // Agent fields: written by the instance's own agent only.
   int64_t heartbeat_ms = 0;

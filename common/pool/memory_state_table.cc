@@ -13,6 +13,7 @@ bool meets(const InstanceRecord& r, const Expect& e) {
   if (e.signal_generation && (r.signal == AgentSignal::kNone || r.signal_generation != *e.signal_generation)) {
     return false;
   }
+  if (e.agent_not_busy && r.busy) return false;
   return true;
 }
 
@@ -27,6 +28,8 @@ void apply(InstanceRecord& r, const LifecycleChange& c) {
   if (c.reg_url) r.reg_url = *c.reg_url;
   if (c.remove_token) r.remove_token = *c.remove_token;
   if (c.advertise_pending) r.advertise_pending = *c.advertise_pending;
+  if (c.orphan_since_ms) r.orphan_since_ms = *c.orphan_since_ms;
+  if (c.bypass_removal) r.bypass_removal = *c.bypass_removal;
 }
 
 void apply(InstanceRecord& r, const AgentReport& a) {

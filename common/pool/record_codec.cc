@@ -38,6 +38,10 @@ aws::Item encode_record(const InstanceRecord& r) {
   put_string(item, attr::kRegUrl, r.reg_url);
   put_string(item, attr::kRemoveToken, r.remove_token.reveal());
   if (r.advertise_pending) item[attr::kAdvertisePending] = AttributeValue::boolean(true);
+  if (r.shared) item[attr::kShared] = AttributeValue::boolean(true);
+  put_string(item, attr::kOs, r.os);
+  put_int(item, attr::kOrphanSince, r.orphan_since_ms);
+  if (r.bypass_removal) item[attr::kBypassRemoval] = AttributeValue::boolean(true);
   put_int(item, attr::kHeartbeat, r.heartbeat_ms);
   if (r.signal != AgentSignal::kNone) {
     item[attr::kSignal] = AttributeValue::string(std::string(agent_signal_name(r.signal)));
@@ -80,6 +84,10 @@ InstanceRecord decode_record(const aws::Item& item) {
     r.reg_url = aws::find_string(item, attr::kRegUrl).value_or("");
     r.remove_token = Secret(aws::find_string(item, attr::kRemoveToken).value_or(""));
     r.advertise_pending = aws::find_bool(item, attr::kAdvertisePending).value_or(false);
+    r.shared = aws::find_bool(item, attr::kShared).value_or(false);
+    r.os = aws::find_string(item, attr::kOs).value_or("");
+    r.orphan_since_ms = aws::find_int(item, attr::kOrphanSince).value_or(0);
+    r.bypass_removal = aws::find_bool(item, attr::kBypassRemoval).value_or(false);
     r.heartbeat_ms = aws::find_int(item, attr::kHeartbeat).value_or(0);
     if (auto s = aws::find_string(item, attr::kSignal)) {
       auto parsed = parse_agent_signal(*s);

@@ -25,6 +25,10 @@ InstanceRecord full_record() {
   r.reg_url = "https://github.com/o/r";
   r.remove_token = Secret("RMTOKEN");
   r.advertise_pending = true;
+  r.shared = true;
+  r.os = "linux";
+  r.orphan_since_ms = 1'799'999'500'000;
+  r.bypass_removal = true;
   r.heartbeat_ms = 1'799'999'999'000;
   r.signal = AgentSignal::kRegistered;
   r.signal_generation = 7;
@@ -77,6 +81,9 @@ TEST(RecordCodec, ForeignAndCorruptItemsAreRejectedWithTheirId) {
       broken([](aws::Item& i) { i[attr::kUsageClass] = AttributeValue::string("reserved"); }),
       broken([](aws::Item& i) { i[attr::kSignal] = AttributeValue::string("dancing"); }),
       broken([](aws::Item& i) { i[attr::kBusy] = AttributeValue::string("yes"); }),
+      broken([](aws::Item& i) { i[attr::kShared] = AttributeValue::string("true"); }),
+      broken([](aws::Item& i) { i[attr::kOrphanSince] = AttributeValue::string("soon"); }),
+      broken([](aws::Item& i) { i[attr::kBypassRemoval] = AttributeValue::number(1); }),
       broken([](aws::Item& i) { i[attr::kGeneration] = AttributeValue::number_text("1.5"); }),
   };
   for (size_t n = 0; n < bad.size(); ++n) {

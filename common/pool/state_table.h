@@ -20,6 +20,9 @@ struct Expect {
   std::optional<std::string> label{};       // exactly this label
   std::optional<AgentSignal> signal{};      // the agent reported this signal …
   std::optional<int64_t> signal_generation{};  // … for this generation
+  // The agent does not report busy (busy absent or false): scale-down's drain of an idle shared
+  // runner, so that the agent's own report — the authority on busy — is checked in the write itself.
+  bool agent_not_busy = false;
 };
 
 // A controller change to lifecycle fields. Unset fields stay as they are.
@@ -34,6 +37,8 @@ struct LifecycleChange {
   std::optional<std::string> reg_url{};
   std::optional<Secret> remove_token{};  // empty removes it
   std::optional<bool> advertise_pending{};
+  std::optional<int64_t> orphan_since_ms{};  // 0 removes the orphan mark
+  std::optional<bool> bypass_removal{};      // false removes the mark
   // No agent field is ever touched here: a new assignment is told apart from the previous one by
   // the generation its signal names, not by clearing the agent's fields.
 };

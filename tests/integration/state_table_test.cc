@@ -103,6 +103,27 @@ TEST_F(StateTableTest, AgentReportsAreBoundToTheGeneration) {
   EXPECT_FALSE(table_.report("i-gone", {.heartbeat_ms = 1})) << "no item, no write";
 }
 
+TEST_F(StateTableTest, AgentNotBusyOrphanMarkAndBypass) {
+  InstanceRecord shared = record("i-shared1", State::kRunning, 1, "self-hosted,linux,small");
+  shared.shared = true;
+  shared.os = "linux";
+  ASSERT_TRUE(table_.create(shared));
+  const Expect idle_runner{.states = {State::kRunning}, .generation = 1, .agent_not_busy = true};
+  // busy absent counts as not busy; the agent's busy report makes the same write fail.
+  ASSERT_TRUE(table_.transition("i-shared1", idle_runner, {.orphan_since_ms = 1'700'000'000'000}));
+  ASSERT_TRUE(table_.report("i-shared1", {.busy = true}));
+  EXPECT_FALSE(table_.transition("i-shared1", idle_runner, {.state = State::kDraining}));
+  ASSERT_TRUE(table_.report("i-shared1", {.busy = false}));
+  EXPECT_TRUE(table_.transition("i-shared1", idle_runner, {.orphan_since_ms = 0, .bypass_removal = true}));
+  auto r = table_.get("i-shared1");
+  EXPECT_TRUE(r->shared);
+  EXPECT_EQ(r->os, "linux");
+  EXPECT_EQ(r->orphan_since_ms, 0) << "0 removes the mark";
+  EXPECT_TRUE(r->bypass_removal);
+  ASSERT_TRUE(table_.transition("i-shared1", {.states = {State::kRunning}}, {.bypass_removal = false}));
+  EXPECT_FALSE(table_.get("i-shared1")->bypass_removal);
+}
+
 TEST_F(StateTableTest, ScanSkipsForeignItemsAndRemoveIsConditional) {
   ASSERT_TRUE(table_.create(record("i-scan1", State::kTerminated, 1)));
   aws::Item foreign{{attr::kInstanceId, aws::AttributeValue::string("not-ours")},
