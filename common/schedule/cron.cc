@@ -79,10 +79,10 @@ class FieldParser {
     if (auto slash = item.find('/'); slash != std::string_view::npos) {
       base = item.substr(0, slash);
       std::string_view s = item.substr(slash + 1);
-      if (s.empty() || s.find_first_not_of("0123456789") != std::string_view::npos || s.size() > 3) {
+      if (s.empty() || s.find_first_not_of("0123456789") != std::string_view::npos) {
         fail(item, "the step '" + std::string(s) + "' is not a positive number");
       }
-      step = std::stoi(std::string(s));
+      step = s.size() > 3 ? 1000 : std::stoi(std::string(s));  // 1000: too big anyway, no overflow
       if (step < 1 || step > spec_.max - spec_.min + 1) {
         fail(item, "the step " + std::string(s) + " is outside 1-" + std::to_string(spec_.max - spec_.min + 1));
       }
@@ -130,6 +130,9 @@ std::bitset<N> to_bitset(const std::vector<bool>& bits) {
 
 const date::time_zone* find_zone(const std::string& tz) {
   if (tz.empty()) throw std::invalid_argument("time zone: empty (use an IANA name such as UTC or Europe/Berlin)");
+  // Debian links zoneinfo/localtime to /etc/localtime: a schedule would mean something else on
+  // each host, so the zone must be named.
+  if (tz == "localtime") throw std::invalid_argument("time zone 'localtime' is the host's own; name the zone instead");
   try {
     return date::locate_zone(tz);
   } catch (const std::exception&) {
