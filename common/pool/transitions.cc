@@ -69,6 +69,34 @@ Step start_drain(const InstanceRecord& r, const Secret& remove_token, int64_t no
   return s;
 }
 
+Step drain_idle_shared(const InstanceRecord& r, const Secret& remove_token, int64_t now_ms, const Timeouts& t) {
+  Step s = start_drain(r, remove_token, now_ms, t);
+  s.expect.states = {State::kRunning};
+  s.expect.agent_not_busy = true;
+  return s;
+}
+
+Step mark_orphan(const InstanceRecord& r, int64_t now_ms) {
+  Step s;
+  s.expect.states = {r.state};
+  s.expect.generation = r.generation;
+  s.change.orphan_since_ms = now_ms;
+  return s;
+}
+
+Step unmark_orphan(const InstanceRecord& r) {
+  Step s;
+  s.expect.generation = r.generation;
+  s.change.orphan_since_ms = 0;
+  return s;
+}
+
+Step set_bypass_removal(const InstanceRecord&, bool bypass) {
+  Step s;  // an empty Expect: the item must exist, nothing more
+  s.change.bypass_removal = bypass;
+  return s;
+}
+
 Step return_to_pool(const InstanceRecord& r, int64_t now_ms, const Timeouts& t) {
   Step s;
   s.expect.states = {State::kDraining};

@@ -45,6 +45,18 @@ Step mark_running(const InstanceRecord& r, int64_t now_ms, const Timeouts& t);
 // created|claimed|running(gen, label) → draining, handing the agent a remove token.
 Step start_drain(const InstanceRecord& r, const Secret& remove_token, int64_t now_ms, const Timeouts& t);
 
+// A shared pool's idle runner beyond the idle quota: running(gen, label) → draining, like
+// start_drain, but only while the agent does not report busy — the agent, the authority on busy,
+// is checked in the write itself, so a job picked up since scale-down read the record wins.
+Step drain_idle_shared(const InstanceRecord& r, const Secret& remove_token, int64_t now_ms, const Timeouts& t);
+
+// Scale-down's orphan mark (missing from GitHub past its boot time), on the state and generation
+// read: a record that moved on since is judged afresh next pass. unmark_orphan clears it for the
+// generation read; set_bypass_removal is an operator's mark and needs only the item.
+Step mark_orphan(const InstanceRecord& r, int64_t now_ms);
+Step unmark_orphan(const InstanceRecord& r);
+Step set_bypass_removal(const InstanceRecord& r, bool bypass);
+
 // draining(gen), agent `drained` for gen → idle, unassigned, advertise_pending set.
 Step return_to_pool(const InstanceRecord& r, int64_t now_ms, const Timeouts& t);
 

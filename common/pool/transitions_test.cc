@@ -118,6 +118,12 @@ TEST(Transitions, EachStepAppliesOnlyFromItsStates) {
        {State::kCreated, State::kClaimed, State::kRunning}},
       {"return_to_pool", [](const InstanceRecord& r) { return return_to_pool(r, kNow, kT); }, {State::kDraining}},
       {"advertised", [](const InstanceRecord& r) { return advertised(r); }, {State::kIdle}},
+      {"drain_idle_shared", [](const InstanceRecord& r) { return drain_idle_shared(r, Secret("t"), kNow, kT); },
+       {State::kRunning}},
+      // The orphan and bypass marks apply in every state: they only ever guard against a stale read.
+      {"mark_orphan", [](const InstanceRecord& r) { return mark_orphan(r, kNow); }, kAllStates},
+      {"unmark_orphan", [](const InstanceRecord& r) { return unmark_orphan(r); }, kAllStates},
+      {"set_bypass_removal", [](const InstanceRecord& r) { return set_bypass_removal(r, true); }, kAllStates},
   };
   for (const auto& c : cases) {
     for (State s : kAllStates) {
@@ -155,6 +161,95 @@ TEST(Transitions, TerminateAndCloseWorkFromTheStateTheyRead) {
     EXPECT_EQ(table.get("i-x")->state, State::kTerminated);
     EXPECT_EQ(table.get("i-x")->deadline_ms, kNow + kT.retention_ms);
   }
+}
+
+// A shared runner as scale-down reads it: running, registered, idle by the agent's report.
+InstanceRecord shared_running(MemoryStateTable& table) {
+  InstanceRecord r;
+  r.instance_id = "i-s";
+  r.state = State::kRunning;
+  r.generation = 1;
+  r.label = "linux,x64";
+  r.shared = true;
+  r.hard_deadline_ms = kNow + 3'600'000;
+  r.signal = AgentSignal::kRegistered;
+  r.signal_generation = 1;
+  EXPECT_TRUE(table.create(r));
+  return r;
+}
+
+TEST(Transitions, DrainIdleSharedIsStartDrainThatTheAgentsBusyReportStops) {
+  MemoryStateTable table;
+  InstanceRecord r = shared_running(table);
+  Step s = drain_idle_shared(r, Secret("rm"), kNow, kT);
+  Step plain = start_drain(r, Secret("rm"), kNow, kT);
+  EXPECT_TRUE(s.expect.agent_not_busy);
+  EXPECT_EQ(s.expect.generation, r.generation);
+  EXPECT_EQ(s.expect.label, r.label);
+  EXPECT_EQ(s.change.deadline_ms, plain.change.deadline_ms);
+  EXPECT_EQ(s.change.hard_deadline_ms, plain.change.hard_deadline_ms);
+
+  // The agent picked up a job after scale-down read the record: the drain loses.
+  ASSERT_TRUE(table.report("i-s", {.busy = true}));
+  EXPECT_FALSE(run(table, "i-s", s));
+  EXPECT_EQ(read(table, "i-s").state, State::kRunning);
+  ASSERT_TRUE(table.report("i-s", {.busy = false}));
+  ASSERT_TRUE(run(table, "i-s", s));
+  InstanceRecord d = read(table, "i-s");
+  EXPECT_EQ(d.state, State::kDraining);
+  EXPECT_EQ(d.remove_token.reveal(), "rm");
+  EXPECT_EQ(d.deadline_ms, kNow + kT.drain_ms);
+}
+
+TEST(Transitions, DrainIdleSharedNeedsTheGenerationAndLabelRead) {
+  MemoryStateTable table;
+  InstanceRecord r = shared_running(table);
+  InstanceRecord stale = r;
+  stale.generation = 2;
+  EXPECT_FALSE(run(table, "i-s", drain_idle_shared(stale, Secret("rm"), kNow, kT)));
+  stale = r;
+  stale.label = "other";
+  EXPECT_FALSE(run(table, "i-s", drain_idle_shared(stale, Secret("rm"), kNow, kT)));
+  EXPECT_TRUE(run(table, "i-s", drain_idle_shared(r, Secret("rm"), kNow, kT)));
+}
+
+TEST(Transitions, OrphanMarkFollowsTheStateAndGenerationRead) {
+  MemoryStateTable table;
+  InstanceRecord r = shared_running(table);
+  InstanceRecord moved = r;
+  moved.state = State::kClaimed;
+  EXPECT_FALSE(run(table, "i-s", mark_orphan(moved, kNow))) << "the state moved on";
+  moved = r;
+  moved.generation = 2;
+  EXPECT_FALSE(run(table, "i-s", mark_orphan(moved, kNow))) << "the generation moved on";
+  EXPECT_EQ(read(table, "i-s").orphan_since_ms, 0);
+  ASSERT_TRUE(run(table, "i-s", mark_orphan(r, kNow)));
+  EXPECT_EQ(read(table, "i-s").orphan_since_ms, kNow);
+
+  // Unmarking needs only the generation: a false positive may have moved on in state meanwhile.
+  EXPECT_FALSE(run(table, "i-s", unmark_orphan(moved)));
+  EXPECT_EQ(read(table, "i-s").orphan_since_ms, kNow);
+  InstanceRecord draining = read(table, "i-s");
+  ASSERT_TRUE(run(table, "i-s", start_drain(draining, Secret("rm"), kNow, kT)));
+  ASSERT_TRUE(run(table, "i-s", unmark_orphan(r)));
+  EXPECT_EQ(read(table, "i-s").orphan_since_ms, 0);
+  EXPECT_EQ(read(table, "i-s").state, State::kDraining) << "nothing else changes";
+}
+
+TEST(Transitions, BypassRemovalIsSetAndClearedOnAnyExistingItem) {
+  MemoryStateTable table;
+  InstanceRecord r = shared_running(table);
+  ASSERT_TRUE(run(table, "i-s", set_bypass_removal(r, true)));
+  EXPECT_TRUE(read(table, "i-s").bypass_removal);
+  InstanceRecord stale = r;
+  stale.generation = 9;
+  stale.state = State::kIdle;
+  ASSERT_TRUE(run(table, "i-s", set_bypass_removal(stale, false))) << "an operator's mark needs no read";
+  EXPECT_FALSE(read(table, "i-s").bypass_removal);
+  InstanceRecord missing = r;
+  missing.instance_id = "i-gone";
+  EXPECT_FALSE(run(table, "i-gone", set_bypass_removal(missing, true)));
+  EXPECT_FALSE(table.get("i-gone"));
 }
 
 TEST(Transitions, DrainKeepsAnEarlierHardDeadline) {
