@@ -131,9 +131,15 @@ class Planner {
       }
     }
     // The agent finished its drain but nobody returned it: release crashed or gave up just after.
-    // This wins over the drain deadline: the instance is clean and reusable.
+    // This wins over the drain deadline: the instance is clean and reusable. A shared pool's
+    // runner is never reused: its drain (scale-down's) ends in termination.
     if (r.state == State::kDraining && agent_reported(r, AgentSignal::kDrained)) {
-      add(records_, ActionKind::kReturnToPool, r, "handshake.drained", "drained but never returned to the pool");
+      if (r.shared) {
+        add(records_, ActionKind::kTerminate, r, "handshake.drained",
+            "shared runner drained but not terminated; shared instances never return to the pool");
+      } else {
+        add(records_, ActionKind::kReturnToPool, r, "handshake.drained", "drained but never returned to the pool");
+      }
       return;
     }
 
@@ -194,8 +200,9 @@ class Planner {
           "idle, no heartbeat for " + span(now - last_sign));
       return;
     }
-    // A swept class's idle records are decided by the sweep, which sees the queue.
-    if (r.advertise_pending && !swept_.count(r.resource_class) && now - r.state_since_ms >= p_.advertise_grace_ms) {
+    // A swept class's idle records are decided by the sweep, which sees the queue. A shared record
+    // is never advertised: no provision may claim it.
+    if (r.advertise_pending && !r.shared && !swept_.count(r.resource_class) && now - r.state_since_ms >= p_.advertise_grace_ms) {
       add(records_, ActionKind::kAdvertise, r, "handshake.advertise",
           "idle " + span(now - r.state_since_ms) + " with its pool message never confirmed sent");
     }
@@ -305,7 +312,9 @@ std::vector<InstanceRecord> idle_records(const std::vector<InstanceRecord>& reco
                                          const std::string& resource_class) {
   std::vector<InstanceRecord> out;
   for (const auto& r : records) {
-    if (r.pool == pool && r.state == State::kIdle && r.resource_class == resource_class) out.push_back(r);
+    if (r.pool == pool && r.state == State::kIdle && !r.shared && r.resource_class == resource_class) {
+      out.push_back(r);
+    }
   }
   return out;
 }

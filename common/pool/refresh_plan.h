@@ -48,6 +48,7 @@ struct RunnerView {
   int64_t id = 0;
   std::string name;
   bool busy = false;
+  bool online = true;  // GitHub's status: "online" (true) or "offline"
 };
 
 struct RefreshSnapshot {
@@ -99,7 +100,8 @@ struct RefreshPlan {
 
 RefreshPlan plan_refresh(const RefreshSnapshot& snapshot, const RefreshPolicy& policy);
 
-// The idle records of `pool` of each class in the scan, to compare with each queue's depth.
+// The idle records of `pool` of each class in the scan, to compare with each queue's depth. Shared
+// records are never in a queue, so never counted.
 std::vector<InstanceRecord> idle_records(const std::vector<InstanceRecord>& records, const std::string& pool,
                                          const std::string& resource_class);
 
