@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(
   cmake g++ pkg-config make
   libcurl4-openssl-dev libjsoncpp-dev libspdlog-dev libsystemd-dev libcli11-dev
-  libpugixml-dev libssl-dev libgtest-dev libgmock-dev
+  libpugixml-dev libssl-dev libhowardhinnant-date-dev tzdata libgtest-dev libgmock-dev
   nodejs npm util-linux procps shellcheck python3-yaml
 )
 missing=()
