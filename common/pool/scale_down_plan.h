@@ -5,7 +5,8 @@
 // The controller's shell (controller/scale_down.cc) gathers the snapshot and carries the plan out;
 // every write it makes is a conditional step built from the record as read here.
 //
-// Phase 1, orphans (records scale-down marked on an earlier pass):
+// Phase 1, orphans (records scale-down marked on an earlier pass; a terminating one is refresh's and
+// stays in phase 2 under [terminating]):
 //   bypass mark                                   → keep                      [bypass]
 //   the agent reports busy and still beats        → keep                      [orphan.agent-busy]
 //   no runner id                                  → terminate                 [orphan.no-runner-id]

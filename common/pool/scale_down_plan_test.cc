@@ -1,0 +1,420 @@
+// scale-down's decision table, row by row (scale_down_plan.h), in both phases.
+#include "common/pool/scale_down_plan.h"
+
+#include <gtest/gtest.h>
+
+#include "common/pool/scale_down_plan_testing.h"
+
+namespace runpool::pool {
+namespace {
+
+using namespace scale_down_testing;
+
+const std::vector<State> kLive = {State::kCreated, State::kClaimed, State::kRunning,
+                                  State::kDraining, State::kIdle,    State::kTerminating};
+
+void expect(const ScaleDownDecision& d, ScaleDownKind kind, const std::string& rule, int phase = 2) {
+  EXPECT_EQ(scale_down_kind_name(d.kind), scale_down_kind_name(kind)) << describe(d);
+  EXPECT_EQ(d.rule, rule) << describe(d);
+  EXPECT_EQ(d.phase, phase) << describe(d);
+}
+
+// ---- phase 2
+
+TEST(ScaleDownPhase2, BypassKeepsEveryStateWhateverElseApplies) {
+  for (State s : kLive) {
+    Fixture f;
+    f.quota("small", 0);
+    f.s.runners[kOwner].reset();  // the owner's list failed too
+    InstanceRecord r = record(1, s);
+    r.bypass_removal = true;
+    r.signal = AgentSignal::kDrained;
+    r.signal_generation = 1;
+    f.add(r);
+    expect(only(f.plan(), r.instance_id), ScaleDownKind::kKeep, "bypass");
+  }
+}
+
+TEST(ScaleDownPhase2, TerminatingIsRefreshs) {
+  Fixture f;
+  f.add(record(1, State::kTerminating));
+  ScaleDownDecision d = only(f.plan(), id_of(1));
+  expect(d, ScaleDownKind::kKeep, "terminating");
+  EXPECT_EQ(d.owner, "") << "needs no GitHub";
+}
+
+TEST(ScaleDownPhase2, OnlyASharedRunnerDrainedForItsGenerationIsTerminated) {
+  struct Case {
+    bool shared;
+    AgentSignal signal;
+    int64_t signal_generation;
+    ScaleDownKind kind;
+    const char* rule;
+  };
+  const std::vector<Case> cases = {
+      {true, AgentSignal::kDrained, 2, ScaleDownKind::kTerminate, "drained"},
+      {true, AgentSignal::kDrained, 1, ScaleDownKind::kKeep, "draining"},  // an earlier generation's
+      {true, AgentSignal::kRegistered, 2, ScaleDownKind::kKeep, "draining"},
+      {false, AgentSignal::kDrained, 2, ScaleDownKind::kKeep, "draining"},  // refresh returns it to the pool
+      {false, AgentSignal::kNone, 0, ScaleDownKind::kKeep, "draining"},
+  };
+  for (const auto& c : cases) {
+    Fixture f;
+    InstanceRecord r = record(1, State::kDraining, c.shared);
+    r.generation = 2;
+    r.signal = c.signal;
+    r.signal_generation = c.signal_generation;
+    f.add(r);
+    ScaleDownDecision d = only(f.plan(), r.instance_id);
+    expect(d, c.kind, c.rule);
+    EXPECT_EQ(d.record.generation, 2) << "the write is built from the record as read";
+  }
+}
+
+TEST(ScaleDownPhase2, IdlePoolInstanceYoungerThanTheMinimumIsKeptAtTheMinimumItIsNot) {
+  for (const std::string os : {"linux", "", "macos", "windows"}) {
+    const bool windows = os == "windows";
+    Fixture f;
+    f.quota("small", 0);
+    const int64_t min = windows ? f.p.min_running_windows_ms : f.p.min_running_linux_ms;
+    InstanceRecord r = record(1, State::kIdle, false);
+    r.os = os;
+    r.created_ms = kNow - min + 1;
+    f.add(r);
+    expect(only(f.plan(), r.instance_id), ScaleDownKind::kKeep, "min-running-time");
+    f.s.records[0].created_ms = kNow - min;
+    ScaleDownDecision d = only(f.plan(), r.instance_id);
+    expect(d, ScaleDownKind::kRetire, "idle.over-quota");
+    EXPECT_EQ(d.owner, "");
+  }
+}
+
+TEST(ScaleDownPhase2, WindowsKeepsItsLongerMinimumPastLinuxs) {
+  Fixture f;
+  f.quota("small", 0);
+  InstanceRecord linux_box = record(1, State::kRunning);
+  InstanceRecord windows_box = record(2, State::kRunning);
+  windows_box.os = "windows";
+  for (auto* r : {&linux_box, &windows_box}) {
+    r->created_ms = kNow - f.p.min_running_linux_ms;  // exactly linux's minimum, under windows'
+    f.listed(*r);
+  }
+  auto plan = f.plan();
+  expect(only(plan, linux_box.instance_id), ScaleDownKind::kDrain, "idle.over-quota");
+  expect(only(plan, windows_box.instance_id), ScaleDownKind::kKeep, "min-running-time");
+}
+
+TEST(ScaleDownPhase2, AFailedRunnerListKeepsTheOwnersBootingAndRunningInstances) {
+  for (State s : {State::kCreated, State::kClaimed, State::kRunning}) {
+    for (int how : {0, 1, 2}) {  // list failed, owner never listed, reg_url names no owner
+      Fixture f;
+      f.quota("small", 0);
+      InstanceRecord r = record(1, s);
+      if (how == 0) f.s.runners[kOwner].reset();
+      if (how == 1) f.s.runners.clear();
+      if (how == 2) r.reg_url = "https://github.com/";
+      f.add(r);
+      auto plan = f.plan();
+      expect(only(plan, r.instance_id), ScaleDownKind::kKeep, "github.unavailable");
+      if (how < 2) {
+        ASSERT_EQ(plan.notes.size(), 1u);
+        EXPECT_NE(plan.notes[0].find(kOwner), std::string::npos);
+      }
+    }
+  }
+}
+
+TEST(ScaleDownPhase2, MissingFromGithubIsMarkedOnceTheBootTimeSinceLaunchIsOver) {
+  for (bool shared : {true, false}) {
+    for (State s : {State::kCreated, State::kClaimed, State::kRunning}) {
+      Fixture f;
+      InstanceRecord r = record(1, s, shared);
+      r.created_ms = kNow - f.p.boot_time_ms + 1;
+      r.state_since_ms = kNow;  // a fresh claim does not restart the boot time
+      f.add(r);
+      ScaleDownDecision d = only(f.plan(), r.instance_id);
+      expect(d, ScaleDownKind::kKeep, "missing.booting");
+      EXPECT_EQ(d.owner, kOwner);
+      f.s.records[0].created_ms = kNow - f.p.boot_time_ms;
+      expect(only(f.plan(), r.instance_id), ScaleDownKind::kMarkOrphan, "missing.boot-exceeded");
+    }
+  }
+}
+
+TEST(ScaleDownPhase2, ARecordWithARunnerIdIsMatchedByIdElseByItsAssignmentsName) {
+  Fixture f;
+  f.quota("small", 5);
+  InstanceRecord by_id = record(1, State::kRunning);
+  by_id.runner_id = 77;
+  f.add(by_id);
+  f.s.runners[kOwner]->push_back({77, "renamed-by-hand", false, true});
+  InstanceRecord id_elsewhere = record(2, State::kRunning);  // its name is listed, its id is not
+  id_elsewhere.runner_id = 78;
+  f.add(id_elsewhere);
+  f.s.runners[kOwner]->push_back({79, runner_name("ci", id_elsewhere.instance_id, 1), false, true});
+  InstanceRecord by_name = record(3, State::kRunning);
+  f.listed(by_name);
+  InstanceRecord old_gen = record(4, State::kRunning);  // only an earlier generation's runner is listed
+  old_gen.generation = 2;
+  f.add(old_gen);
+  f.s.runners[kOwner]->push_back({80, runner_name("ci", old_gen.instance_id, 1), false, true});
+  auto plan = f.plan();
+  ScaleDownDecision d = only(plan, by_id.instance_id);
+  expect(d, ScaleDownKind::kKeep, "idle.quota");
+  EXPECT_EQ(d.runner_id, 77);
+  expect(only(plan, id_elsewhere.instance_id), ScaleDownKind::kMarkOrphan, "missing.boot-exceeded");
+  d = only(plan, by_name.instance_id);
+  expect(d, ScaleDownKind::kKeep, "idle.quota");
+  EXPECT_EQ(d.runner_id, 103);
+  expect(only(plan, old_gen.instance_id), ScaleDownKind::kMarkOrphan, "missing.boot-exceeded");
+}
+
+TEST(ScaleDownPhase2, FoundWhileBootingIsRegistering) {
+  for (bool shared : {true, false}) {
+    for (State s : {State::kCreated, State::kClaimed}) {
+      Fixture f;
+      f.quota("small", 0);
+      InstanceRecord r = record(1, s, shared);
+      f.listed(r);
+      ScaleDownDecision d = only(f.plan(), r.instance_id);
+      expect(d, ScaleDownKind::kKeep, "registering");
+      EXPECT_EQ(d.runner_id, 101);
+    }
+  }
+}
+
+TEST(ScaleDownPhase2, ARunScopedRunningInstanceIsAWorkflowsWhateverTheQuota) {
+  for (bool busy : {false, true}) {
+    for (bool online : {false, true}) {
+      Fixture f;
+      f.quota("small", 0);
+      InstanceRecord r = record(1, State::kRunning, false);
+      f.listed(r, busy, online);
+      expect(only(f.plan(), r.instance_id), ScaleDownKind::kKeep, "assigned");
+    }
+  }
+}
+
+TEST(ScaleDownPhase2, ASharedRunnerBusyByTheAgentOrByGithubIsKept) {
+  struct Case {
+    bool agent_busy, github_busy;
+    const char* rule;
+  };
+  for (const auto& c : std::vector<Case>{{true, false, "busy.agent"},
+                                         {true, true, "busy.agent"},
+                                         {false, true, "busy.github"},
+                                         {false, false, "idle.over-quota"}}) {
+    Fixture f;
+    f.quota("small", 0);
+    InstanceRecord r = record(1, State::kRunning);
+    r.busy = c.agent_busy;
+    r.heartbeat_ms = kNow - 3 * kHour;  // in phase 2 any busy report counts, however old
+    f.listed(r, c.github_busy);
+    expect(only(f.plan(), r.instance_id), c.agent_busy || c.github_busy ? ScaleDownKind::kKeep : ScaleDownKind::kDrain,
+           c.rule);
+  }
+}
+
+TEST(ScaleDownPhase2, AnIdleSharedRunnerUsesASlotOrIsDrainedBeyondTheQuota) {
+  Fixture f;
+  f.quota("small", 1);
+  InstanceRecord r = record(1, State::kRunning);
+  f.listed(r, false, false);  // an offline runner is as idle as any
+  ScaleDownDecision d = only(f.plan(), r.instance_id);
+  expect(d, ScaleDownKind::kKeep, "idle.quota");
+  EXPECT_EQ(d.owner, kOwner);
+  f.quota("small", 0);
+  d = only(f.plan(), r.instance_id);
+  expect(d, ScaleDownKind::kDrain, "idle.over-quota");
+  EXPECT_EQ(d.runner_id, 101);
+  EXPECT_EQ(d.record.label, r.label);
+  EXPECT_NE(d.reason.find("quota of 0"), std::string::npos) << d.reason;
+}
+
+TEST(ScaleDownPhase2, OtherPoolsAndTerminatedRecordsGetNoDecision) {
+  Fixture f;
+  InstanceRecord other = record(1, State::kIdle);
+  other.pool = "other";
+  InstanceRecord closed = record(2, State::kTerminated);
+  InstanceRecord marked_other = record(3, State::kRunning);
+  marked_other.pool = "ci-2";
+  marked_other.orphan_since_ms = kNow - kHour;
+  f.add(other);
+  f.add(closed);
+  f.add(marked_other);
+  auto plan = f.plan();
+  EXPECT_TRUE(plan.decisions.empty()) << describe(plan.decisions.front());
+  EXPECT_TRUE(plan.notes.empty());
+}
+
+// ---- phase 1
+
+InstanceRecord orphan(int n, State s = State::kRunning, int64_t runner_id = 0) {
+  InstanceRecord r = record(n, s);
+  r.orphan_since_ms = kNow - 5 * 60'000;
+  r.runner_id = runner_id;
+  return r;
+}
+
+RunnerLookup found(int64_t id, bool busy, bool online) {
+  RunnerLookup l;
+  l.result = RunnerLookup::Result::kFound;
+  l.runner = {id, "r", busy, online};
+  return l;
+}
+
+TEST(ScaleDownPhase1, LastChanceLookups) {
+  struct Case {
+    std::optional<RunnerLookup> lookup;  // nullopt: never looked up
+    ScaleDownKind kind;
+    const char* rule;
+  };
+  RunnerLookup gone;
+  gone.result = RunnerLookup::Result::kNotFound;
+  RunnerLookup failed;
+  failed.error = "HTTP 502";
+  const std::vector<Case> cases = {
+      {gone, ScaleDownKind::kTerminate, "orphan.gone"},
+      {found(9, true, false), ScaleDownKind::kTerminate, "orphan.offline-busy"},
+      {found(9, false, false), ScaleDownKind::kUnmarkOrphan, "orphan.false-positive"},
+      {found(9, true, true), ScaleDownKind::kUnmarkOrphan, "orphan.false-positive"},
+      {found(9, false, true), ScaleDownKind::kUnmarkOrphan, "orphan.false-positive"},
+      {failed, ScaleDownKind::kKeep, "orphan.lookup-failed"},
+      {std::nullopt, ScaleDownKind::kKeep, "orphan.lookup-failed"},
+  };
+  for (State s : {State::kCreated, State::kClaimed, State::kRunning, State::kDraining, State::kIdle}) {
+    for (const auto& c : cases) {
+      Fixture f;
+      f.s.runners.clear();  // phase 1 needs no list
+      InstanceRecord r = orphan(1, s, 9);
+      f.add(r);
+      if (c.lookup) f.s.lookups[9] = *c.lookup;
+      ScaleDownDecision d = only(f.plan(), r.instance_id);
+      expect(d, c.kind, c.rule, 1);
+      EXPECT_EQ(d.runner_id, 9);
+      EXPECT_EQ(d.owner, kOwner);
+      if (c.lookup && c.lookup->result == RunnerLookup::Result::kFailed) {
+        EXPECT_NE(d.reason.find("HTTP 502"), std::string::npos) << d.reason;
+      }
+    }
+  }
+}
+
+TEST(ScaleDownPhase1, WithoutARunnerIdAnOrphanIsTerminated) {
+  Fixture f;
+  f.add(orphan(1));
+  expect(only(f.plan(), id_of(1)), ScaleDownKind::kTerminate, "orphan.no-runner-id", 1);
+}
+
+TEST(ScaleDownPhase1, TheAgentsBusyReportSavesAnOrphanOnlyWhileItBeats) {
+  for (int64_t runner_id : {int64_t{0}, int64_t{9}}) {
+    Fixture f;
+    InstanceRecord r = orphan(1, State::kRunning, runner_id);
+    r.busy = true;
+    r.heartbeat_ms = kNow - f.p.agent_silence_ms + 1;
+    f.add(r);
+    RunnerLookup gone;
+    gone.result = RunnerLookup::Result::kNotFound;
+    f.s.lookups[9] = gone;
+    expect(only(f.plan(), r.instance_id), ScaleDownKind::kKeep, "orphan.agent-busy", 1);
+    f.s.records[0].heartbeat_ms = kNow - f.p.agent_silence_ms;  // silent: its report says nothing
+    expect(only(f.plan(), r.instance_id), ScaleDownKind::kTerminate,
+           runner_id ? "orphan.gone" : "orphan.no-runner-id", 1);
+    f.s.records[0].busy = false;
+    f.s.records[0].heartbeat_ms = kNow;
+    expect(only(f.plan(), r.instance_id), ScaleDownKind::kTerminate,
+           runner_id ? "orphan.gone" : "orphan.no-runner-id", 1);
+  }
+}
+
+TEST(ScaleDownPhase1, BypassKeepsAnOrphan) {
+  Fixture f;
+  InstanceRecord r = orphan(1);
+  r.bypass_removal = true;
+  f.add(r);
+  expect(only(f.plan(), r.instance_id), ScaleDownKind::kKeep, "bypass", 1);
+}
+
+TEST(ScaleDownPhase1, ATerminatingOrphanIsLeftToRefreshInPhase2) {
+  Fixture f;
+  f.add(orphan(1, State::kTerminating, 9));
+  expect(only(f.plan(), id_of(1)), ScaleDownKind::kKeep, "terminating", 2);
+}
+
+TEST(ScaleDownPhase1, OrphansComeFirstInIdOrder) {
+  Fixture f;
+  f.quota("small", 0);
+  f.listed(record(1, State::kRunning));
+  f.add(orphan(5));
+  f.add(orphan(3));
+  f.add(record(2, State::kIdle, false));
+  auto plan = f.plan();
+  ASSERT_EQ(plan.decisions.size(), 4u);
+  EXPECT_EQ(plan.decisions[0].record.instance_id, id_of(3));
+  EXPECT_EQ(plan.decisions[1].record.instance_id, id_of(5));
+  EXPECT_EQ(plan.decisions[0].phase, 1);
+  EXPECT_EQ(plan.decisions[1].phase, 1);
+  EXPECT_EQ(plan.decisions[2].phase, 2);
+  EXPECT_EQ(plan.decisions[3].phase, 2);
+}
+
+// ---- every combination: one decision per record, and each kind only where the table allows it
+
+TEST(ScaleDown, EveryCombinationGivesOneSensibleDecision) {
+  int cases = 0;
+  for (State s : kLive) {
+    for (bool shared : {false, true}) {
+      for (bool marked : {false, true}) {
+        for (bool bypass : {false, true}) {
+          for (int listed : {0, 1, 2, 3}) {  // missing, listed idle, listed busy, list failed
+            for (bool agent_busy : {false, true}) {
+              for (int quota : {0, 1}) {
+                Fixture f;
+                f.quota("small", quota);
+                InstanceRecord r = marked ? orphan(1, s, 9) : record(1, s, shared);
+                r.shared = shared;
+                r.bypass_removal = bypass;
+                r.busy = agent_busy;
+                if (listed == 1 || listed == 2) f.s.runners[kOwner]->push_back(runner_of(r, listed == 2));
+                if (listed == 3) f.s.runners[kOwner].reset();
+                f.s.lookups[9].result = RunnerLookup::Result::kNotFound;
+                f.add(r);
+                auto plan = f.plan();
+                ++cases;
+                ASSERT_EQ(plan.decisions.size(), 1u);
+                const ScaleDownDecision& d = plan.decisions[0];
+                const std::string what = describe(d);
+                EXPECT_EQ(d.phase, marked && s != State::kTerminating ? 1 : 2) << what;
+                if (bypass) {
+                  EXPECT_EQ(d.kind, ScaleDownKind::kKeep) << what;
+                }
+                if (d.kind == ScaleDownKind::kDrain) {
+                  EXPECT_TRUE(shared && s == State::kRunning && !agent_busy && listed == 1 && quota == 0) << what;
+                }
+                if (d.kind == ScaleDownKind::kRetire) {
+                  EXPECT_TRUE(s == State::kIdle && quota == 0) << what;
+                }
+                if (d.kind == ScaleDownKind::kMarkOrphan) {
+                  EXPECT_TRUE(!marked && listed == 0 && s != State::kDraining && s != State::kIdle) << what;
+                }
+                if (d.kind == ScaleDownKind::kUnmarkOrphan) {
+                  EXPECT_TRUE(marked) << what;
+                }
+                if (d.kind == ScaleDownKind::kTerminate) {
+                  EXPECT_TRUE(d.phase == 1 || (shared && s == State::kDraining)) << what;
+                }
+                if (s == State::kTerminating) {
+                  EXPECT_EQ(d.kind, ScaleDownKind::kKeep) << what;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 6 * 2 * 2 * 2 * 4 * 2 * 2);
+}
+
+}  // namespace
+}  // namespace runpool::pool
