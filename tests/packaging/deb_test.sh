@@ -65,7 +65,8 @@ for bin in "$build/agent/runpool-agent" "$build/controller/runpoolctl"; do
     [ -n "${declared[$pkg]:-}" ] || bad "$(basename "$bin") links $soname from $pkg, which Depends does not name"
   done < <(objdump -p "$bin" | awk '$1 == "NEEDED" { print $2 }')
 done
-for d in libcurl4 libjsoncpp25 libspdlog1.10 libsystemd0 libpugixml1v5 libssl3; do
+# tzdata is no linked library: the idle schedule's time zones are read from it at run time.
+for d in libcurl4 libjsoncpp25 libspdlog1.10 libsystemd0 libpugixml1v5 libssl3 libdate-tz3 tzdata; do
   [ -n "${declared[$d]:-}" ] || bad "Depends lacks $d"
 done
 
