@@ -1,5 +1,7 @@
 #include "controller/backend.h"
 
+#include <string_view>
+
 #include "common/aws/endpoints.h"
 
 namespace runpool::controller {
@@ -11,12 +13,23 @@ Backend::Backend(const Settings& settings, const aws::GetEnv& getenv) : settings
   aws::AwsSettings where{settings.region,
                          {{"dynamodb", settings.endpoint_dynamodb},
                           {"sqs", settings.endpoint_sqs},
-                          {"ec2", settings.endpoint_ec2}}};
-  auto endpoint = [&](const char* service) { return aws::resolve_endpoint(where, service, settings.region, getenv); };
+                          {"ec2", settings.endpoint_ec2},
+                          {"logs", settings.endpoint_logs}}};
+  // AWS's own name for the Logs variable is AWS_ENDPOINT_URL_CLOUDWATCH_LOGS; the settings' help
+  // says AWS_ENDPOINT_URL_LOGS. Both are honoured.
+  auto env = [&](const char* name) -> const char* {
+    const char* v = getenv(name);
+    if ((!v || !*v) && std::string_view(name) == "AWS_ENDPOINT_URL_LOGS") {
+      v = getenv("AWS_ENDPOINT_URL_CLOUDWATCH_LOGS");
+    }
+    return v;
+  };
+  auto endpoint = [&](const char* service) { return aws::resolve_endpoint(where, service, settings.region, env); };
   dynamodb_caller_ = caller(http_dynamodb_, "dynamodb", endpoint("dynamodb"));
   sqs_caller_ = caller(http_sqs_, "sqs", endpoint("sqs"));
   sqs_poll_caller_ = caller(http_sqs_poll_, "sqs", endpoint("sqs"));
   ec2_caller_ = caller(http_ec2_, "ec2", endpoint("ec2"));
+  logs_caller_ = caller(http_logs_, "logs", endpoint("logs"));
   dynamodb_ = std::make_unique<aws::DynamoDbClient>(*dynamodb_caller_, local_);
   sqs_ = std::make_unique<aws::SqsClient>(*sqs_caller_);
   sqs_poll_ = std::make_unique<aws::SqsClient>(*sqs_poll_caller_);
@@ -25,6 +38,7 @@ Backend::Backend(const Settings& settings, const aws::GetEnv& getenv) : settings
   queue_ = std::make_unique<SqsPoolQueue>(*sqs_, *sqs_poll_, settings);
   compute_ = std::make_unique<Ec2Compute>(*ec2_, settings);
   github_ = std::make_unique<GithubRunners>(settings, http_github_, local_);
+  logs_ = std::make_unique<aws::CloudWatchLogsClient>(*logs_caller_);
 }
 
 Backend::~Backend() = default;

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "common/aws/cloudwatch_logs.h"
 #include "common/aws/credentials.h"
 #include "common/aws/dynamodb.h"
 #include "common/aws/ec2.h"
@@ -34,6 +35,7 @@ class Backend {
   PoolQueue& queue() { return *queue_; }
   Compute& compute() { return *compute_; }
   Runners& github() { return *github_; }
+  aws::CloudWatchLogsClient& logs() { return *logs_; }  // metrics_log_group (controller/metrics.h)
 
  private:
   std::unique_ptr<aws::AwsCaller> caller(HttpClient& http, const std::string& service, const std::string& endpoint);
@@ -41,10 +43,10 @@ class Backend {
   const Settings& settings_;
   SystemClock local_;
   AwsClock aws_clock_{local_};
-  CurlHttpClient http_dynamodb_, http_sqs_, http_sqs_poll_, http_ec2_, http_github_, http_imds_;
+  CurlHttpClient http_dynamodb_, http_sqs_, http_sqs_poll_, http_ec2_, http_github_, http_imds_, http_logs_;
   std::unique_ptr<aws::ImdsClient> imds_;
   std::unique_ptr<aws::CredentialsProvider> credentials_;
-  std::unique_ptr<aws::AwsCaller> dynamodb_caller_, sqs_caller_, sqs_poll_caller_, ec2_caller_;
+  std::unique_ptr<aws::AwsCaller> dynamodb_caller_, sqs_caller_, sqs_poll_caller_, ec2_caller_, logs_caller_;
   std::unique_ptr<aws::DynamoDbClient> dynamodb_;
   std::unique_ptr<aws::SqsClient> sqs_, sqs_poll_;
   std::unique_ptr<aws::Ec2Client> ec2_;
@@ -52,6 +54,7 @@ class Backend {
   std::unique_ptr<SqsPoolQueue> queue_;
   std::unique_ptr<Ec2Compute> compute_;
   std::unique_ptr<GithubRunners> github_;
+  std::unique_ptr<aws::CloudWatchLogsClient> logs_;
 };
 
 }  // namespace runpool::controller

@@ -1,7 +1,7 @@
 // What every runpoolctl command works with: the settings, the AWS clock (every time written to or
 // compared with the table), the state table, the pool queues, EC2 and GitHub — each behind an
-// interface so the commands can run against in-memory fakes in unit tests — plus where to print
-// and whether a cancellation (SIGINT/SIGTERM) was asked for.
+// interface so the commands can run against in-memory fakes in unit tests — plus where to print,
+// whether a cancellation (SIGINT/SIGTERM) was asked for, and where metric events go.
 #pragma once
 
 #include <atomic>
@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "common/clock.h"
+#include "common/metrics/sink.h"
 #include "common/pool/state_table.h"
 #include "controller/compute.h"
 #include "controller/pool_queue.h"
@@ -27,6 +28,7 @@ struct Context {
   Runners& github;  // the real one is built on first use: status never needs GitHub credentials
   std::ostream& out;  // the command's result (text or JSON); logs go to stderr
   const std::atomic<bool>& cancelled;  // set by SIGINT/SIGTERM; long waits check it
+  metrics::MetricsSink& metrics = metrics::no_metrics();  // controller/metrics.h builds the real one
 
   int64_t now_ms() const { return to_epoch_ms(clock.now()); }
 };

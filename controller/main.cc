@@ -14,6 +14,7 @@
 #include "controller/context.h"
 #include "controller/init.h"
 #include "controller/label.h"
+#include "controller/metrics.h"
 #include "controller/provision.h"
 #include "controller/release.h"
 #include "controller/status.h"
@@ -210,8 +211,9 @@ int main(int argc, char** argv) {
     if (*provision || *init) require_launch(settings);
     if (*provision || *release) require_github(settings);
     Backend backend(settings);
+    CommandMetrics metrics(settings, backend);  // its one PutLogEvents goes when it does, at the end
     Context ctx{settings, backend.clock(), backend.table(), backend.queue(), backend.compute(), backend.github(),
-                std::cout, g_cancelled};
+                std::cout, g_cancelled, metrics.sink()};
     if (*init) return run_init(settings, backend.dynamodb(), backend.sqs(), backend.ec2(), std::cout, json);
     if (*provision) {
       ProvisionOptions o;

@@ -13,6 +13,7 @@
 #include "controller/label.h"
 #include "controller/launch.h"
 #include "controller/launch_plan.h"
+#include "controller/metrics_events.h"
 #include "controller/retire.h"
 
 namespace runpool::controller {
@@ -242,6 +243,7 @@ class Provision {
 };
 
 void emit(Context& ctx, const ProvisionOptions& o, const ProvisionReport& r) {
+  ctx.metrics.emit(provision_event(ctx.settings, ctx.now_ms(), r));
   if (o.json) {
     ctx.out << write_json(provision_json(r)) << "\n";
   } else {

@@ -14,6 +14,7 @@
 #include "common/pool/memory_state_table.h"
 #include "common/pool/pool_message.h"
 #include "common/pool/refresh_plan.h"
+#include "controller/metrics_events.h"
 
 namespace runpool::controller {
 namespace {
@@ -177,6 +178,7 @@ class Refresh {
     std::vector<pool::InstanceRecord> idle = pool::idle_records(snap.records, s_.pool, resource_class);
     QueueDepth depth = ctx_.queue.depth(resource_class);
     const int64_t queued = depth.visible + depth.in_flight;
+    depths_.push_back({resource_class, static_cast<int64_t>(idle.size()), queued});
     if (!pool::needs_sweep(queued, static_cast<int64_t>(idle.size()))) return;
     spdlog::info("refresh: pool {} holds ~{} messages for {} idle records; sweeping", s_.queue_name(resource_class),
                  queued, idle.size());
@@ -401,12 +403,24 @@ class Refresh {
       if (r.outcome.kind == Outcome::kDone) ++done[std::string(pool::action_name(r.action.kind))];
       ++planned[std::string(pool::action_name(r.action.kind))];
     }
+    emit_metrics(results, failed);
     if (options_.json) {
       print_json(results, options_.dry_run ? planned : done, failed);
     } else {
       print_text(results, options_.dry_run ? planned : done, failed);
     }
     return failed ? kExitFailed : kExitOk;
+  }
+
+  void emit_metrics(const std::vector<Result>& results, int failed) {
+    std::vector<RefreshDone> done;
+    for (const auto& r : results) {
+      if (r.outcome.kind != Outcome::kDone) continue;
+      std::optional<pool::State> state;
+      if (r.action.record) state = r.action.record->state;
+      done.push_back({r.action.kind, r.action.rule, state, r.outcome.detail});
+    }
+    for (const auto& e : refresh_events(s_, ctx_.now_ms(), done, failed, depths_, options_.dry_run)) ctx_.metrics.emit(e);
   }
 
   void print_json(const std::vector<Result>& results, const std::map<std::string, int>& counts, int failed) {
@@ -479,6 +493,7 @@ class Refresh {
   pool::RefreshPolicy policy_;
   std::vector<std::pair<std::string, std::string>> swept_;  // (class, receipt) of every received message
   std::vector<std::string> notes_;
+  std::vector<PoolDepthSample> depths_;  // per class, as the sweep check saw it
   std::vector<std::pair<std::string, std::string>> errors_;  // snapshot-level failures
 };
 

@@ -7,6 +7,7 @@
 
 #include "common/json.h"
 #include "controller/label.h"
+#include "controller/metrics_events.h"
 
 namespace runpool::controller {
 
@@ -16,6 +17,7 @@ int run_release(Context& ctx, const ReleaseOptions& o) {
   options.wait = o.timeout.value_or(ctx.settings.release_timeout);
   options.terminate_stragglers = true;
   options.stop_on_cancel = true;
+  const auto start = ctx.clock.steady_now();
 
   DrainOutcome total;
   std::set<std::string> seen;
@@ -50,6 +52,8 @@ int run_release(Context& ctx, const ReleaseOptions& o) {
     if (ctx.cancelled.load()) break;
   }
   failed = failed || !total.errors.empty() || !total.left.empty();
+  const auto elapsed = std::chrono::duration_cast<Duration>(ctx.clock.steady_now() - start).count();
+  ctx.metrics.emit(release_event(ctx.settings, ctx.now_ms(), o.label, total, failed, elapsed));
   if (o.json) {
     Json::Value v = release_json(o.label, total);
     v["ok"] = !failed;
