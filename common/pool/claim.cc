@@ -17,6 +17,7 @@ ClaimVerdict judge_pool_message(const PoolMessage& message, const std::optional<
   if (!record) return {MessageFate::kDrop, "no record for the instance"};
   const InstanceRecord& r = *record;
   if (r.state != State::kIdle) return {MessageFate::kDrop, "instance is " + std::string(state_name(r.state))};
+  if (r.shared) return {MessageFate::kDrop, "instance belongs to a shared pool"};
   // A message from an earlier idle period (the instance was claimed and re-advertised since), or
   // one naming a generation the record never had (forged, or from another table).
   if (r.generation != message.generation) {

@@ -48,6 +48,14 @@ TEST(JudgePoolMessage, EveryNonIdleStateDrops) {
   }
 }
 
+TEST(JudgePoolMessage, ASharedPoolsInstanceDrops) {
+  InstanceRecord r = idle_record();
+  r.shared = true;  // never advertised; a message naming one is forged or from older code
+  ClaimVerdict v = judge_pool_message(message(), r, request());
+  EXPECT_EQ(v.fate, MessageFate::kDrop);
+  EXPECT_EQ(v.reason, "instance belongs to a shared pool");
+}
+
 TEST(JudgePoolMessage, StaleGenerationDrops) {
   InstanceRecord r = idle_record();
   r.generation = 5;

@@ -45,6 +45,13 @@ bool is_marked_orphan(const InstanceRecord& r) {
   return r.orphan_since_ms != 0 && r.state != State::kTerminating;
 }
 
+// The runner the agent registered for the record's current generation; 0 when it has not (yet):
+// runner_id stays on the record from earlier assignments, and a claimed instance that is still
+// registering must not be matched against — or looked up as — its previous runner.
+int64_t current_runner_id(const InstanceRecord& r) {
+  return r.signal != AgentSignal::kNone && r.signal_generation == r.generation ? r.runner_id : 0;
+}
+
 bool needs_runner_list(const InstanceRecord& r) {
   return r.state == State::kCreated || r.state == State::kClaimed || r.state == State::kRunning;
 }
@@ -107,7 +114,7 @@ class Planner {
     d.reason = std::move(reason);
     d.owner = std::move(owner);
     d.record = r;
-    d.runner_id = r.runner_id;
+    d.runner_id = current_runner_id(r);
     return d;
   }
 
@@ -132,11 +139,13 @@ class Planner {
       return d(ScaleDownKind::kKeep, "orphan.agent-busy",
                marked + ", but the agent reports busy (heartbeat " + span(now - r.heartbeat_ms) + " ago)");
     }
-    if (r.runner_id == 0) {
-      return d(ScaleDownKind::kTerminate, "orphan.no-runner-id", marked + " and no runner was ever registered");
+    const int64_t runner_id = current_runner_id(r);
+    if (runner_id == 0) {
+      return d(ScaleDownKind::kTerminate, "orphan.no-runner-id",
+               marked + " and no runner registered for generation " + std::to_string(r.generation));
     }
-    const std::string id = std::to_string(r.runner_id);
-    auto it = s_.lookups.find(r.runner_id);
+    const std::string id = std::to_string(runner_id);
+    auto it = s_.lookups.find(runner_id);
     if (it == s_.lookups.end()) {
       return d(ScaleDownKind::kKeep, "orphan.lookup-failed", marked + "; runner " + id + " was not looked up");
     }
@@ -205,13 +214,16 @@ class Planner {
     }
     const RunnerView* found = match(r, *list->second);
     if (!found) {
-      if (runtime >= p_.boot_time_ms) {
+      // Measured from the state's start: a claimed pool instance is registering anew, however
+      // long ago it was launched; a running one registered before it became running.
+      const int64_t since = now - (r.state_since_ms ? r.state_since_ms : r.created_ms);
+      if (since >= p_.boot_time_ms) {
         return d(ScaleDownKind::kMarkOrphan, "missing.boot-exceeded",
-                 state + ", not among " + owner + "'s runners " + span(runtime) + " after launch (boot time " +
+                 state + " for " + span(since) + ", not among " + owner + "'s runners (boot time " +
                      span(p_.boot_time_ms) + ")");
       }
       return d(ScaleDownKind::kKeep, "missing.booting",
-               state + ", not among " + owner + "'s runners yet, launched " + span(runtime) + " ago");
+               state + " for " + span(since) + ", not among " + owner + "'s runners yet");
     }
     ScaleDownDecision found_d = [&] {
       if (r.state != State::kRunning) {
@@ -231,11 +243,12 @@ class Planner {
     return found_d;
   }
 
-  // By runner id when the agent reported one, else by the assignment's runner name.
+  // By runner id when the agent reported one for this generation, else by the generation's runner name.
   const RunnerView* match(const InstanceRecord& r, const std::vector<RunnerView>& runners) const {
     const std::string name = runner_name(s_.pool, r.instance_id, r.generation);
+    const int64_t id = current_runner_id(r);
     for (const auto& v : runners) {
-      if (r.runner_id != 0 ? v.id == r.runner_id : v.name == name) return &v;
+      if (id != 0 ? v.id == id : v.name == name) return &v;
     }
     return nullptr;
   }
@@ -288,7 +301,9 @@ std::vector<std::string> owners_to_list(const std::vector<InstanceRecord>& recor
 std::vector<int64_t> orphan_lookups(const std::vector<InstanceRecord>& records, const std::string& pool) {
   std::set<int64_t> ids;
   for (const auto& r : records) {
-    if (in_scope(r, pool) && is_marked_orphan(r) && !r.bypass_removal && r.runner_id != 0) ids.insert(r.runner_id);
+    if (in_scope(r, pool) && is_marked_orphan(r) && !r.bypass_removal && current_runner_id(r) != 0) {
+      ids.insert(current_runner_id(r));
+    }
   }
   return {ids.begin(), ids.end()};
 }

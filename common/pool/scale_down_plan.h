@@ -25,7 +25,7 @@
 //     quota full                                  → retire idle → terminating [idle.over-quota]
 //   created / claimed / running, the owner's runner list failed → keep        [github.unavailable]
 //   created / claimed / running, missing from GitHub:
-//     boot time exceeded (since launch)           → mark orphan               [missing.boot-exceeded]
+//     boot time exceeded (since the state began)  → mark orphan               [missing.boot-exceeded]
 //     still booting                               → keep                      [missing.booting]
 //   created / claimed, found                      → keep (registering)        [registering]
 //   running, run-scoped, found                    → keep (a workflow's)       [assigned]
@@ -58,7 +58,7 @@ namespace runpool::pool {
 struct ScaleDownPolicy {
   int64_t min_running_linux_ms = 5 * 60'000;     // a record's os "windows" uses the other; "" is linux
   int64_t min_running_windows_ms = 15 * 60'000;
-  int64_t boot_time_ms = 5 * 60'000;     // missing from GitHub this long after launch → orphan
+  int64_t boot_time_ms = 5 * 60'000;  // missing from GitHub this long into created/claimed/running → orphan
   int64_t agent_silence_ms = 10 * 60'000;  // an orphan's busy report counts only while its agent beats
 };
 

@@ -56,6 +56,7 @@ TEST(OrphanLookups, MarkedUnbypassedRecordsWithARunnerIdThatAreNotTerminating) {
     InstanceRecord r = record(n, s);
     r.orphan_since_ms = kNow;
     r.runner_id = runner_id;
+    if (runner_id) registered(r);
     return r;
   };
   std::vector<InstanceRecord> records = {marked(1, State::kRunning, 30), marked(2, State::kCreated, 10),
@@ -65,6 +66,7 @@ TEST(OrphanLookups, MarkedUnbypassedRecordsWithARunnerIdThatAreNotTerminating) {
   bypassed.bypass_removal = true;
   InstanceRecord unmarked = record(8, State::kRunning);
   unmarked.runner_id = 70;
+  registered(unmarked);
   InstanceRecord other_pool = marked(9, State::kRunning, 80);
   other_pool.pool = "other";
   records.insert(records.end(), {bypassed, unmarked, other_pool});

@@ -124,21 +124,39 @@ TEST(ScaleDownPhase2, AFailedRunnerListKeepsTheOwnersBootingAndRunningInstances)
   }
 }
 
-TEST(ScaleDownPhase2, MissingFromGithubIsMarkedOnceTheBootTimeSinceLaunchIsOver) {
+TEST(ScaleDownPhase2, MissingFromGithubIsMarkedOnceTheBootTimeSinceTheStateBeganIsOver) {
   for (bool shared : {true, false}) {
     for (State s : {State::kCreated, State::kClaimed, State::kRunning}) {
       Fixture f;
       InstanceRecord r = record(1, s, shared);
-      r.created_ms = kNow - f.p.boot_time_ms + 1;
-      r.state_since_ms = kNow;  // a fresh claim does not restart the boot time
+      r.created_ms = kNow - 10 * kHour;  // launched long ago: a claimed pool instance registers anew
+      r.state_since_ms = kNow - f.p.boot_time_ms + 1;
       f.add(r);
       ScaleDownDecision d = only(f.plan(), r.instance_id);
       expect(d, ScaleDownKind::kKeep, "missing.booting");
       EXPECT_EQ(d.owner, kOwner);
-      f.s.records[0].created_ms = kNow - f.p.boot_time_ms;
+      f.s.records[0].state_since_ms = kNow - f.p.boot_time_ms;
       expect(only(f.plan(), r.instance_id), ScaleDownKind::kMarkOrphan, "missing.boot-exceeded");
     }
   }
+}
+
+TEST(ScaleDownPhase2, ARunnerIdFromAnEarlierGenerationIsNeitherMatchedNorLookedUp) {
+  Fixture f;
+  f.quota("small", 5);
+  InstanceRecord claimed = record(1, State::kClaimed, false);
+  claimed.generation = 3;
+  claimed.runner_id = 55;  // generation 2's runner, deregistered at its release
+  claimed.signal = AgentSignal::kDrained;
+  claimed.signal_generation = 2;
+  claimed.state_since_ms = kNow - 30'000;
+  f.add(claimed);
+  f.s.runners[kOwner]->push_back({55, runner_name("ci", claimed.instance_id, 2), false, false});
+  ScaleDownDecision d = only(f.plan(), claimed.instance_id);
+  expect(d, ScaleDownKind::kKeep, "missing.booting");
+  EXPECT_EQ(d.runner_id, 0);
+  claimed.orphan_since_ms = kNow;
+  EXPECT_TRUE(orphan_lookups({claimed}, "ci").empty());
 }
 
 TEST(ScaleDownPhase2, ARecordWithARunnerIdIsMatchedByIdElseByItsAssignmentsName) {
@@ -146,10 +164,12 @@ TEST(ScaleDownPhase2, ARecordWithARunnerIdIsMatchedByIdElseByItsAssignmentsName)
   f.quota("small", 5);
   InstanceRecord by_id = record(1, State::kRunning);
   by_id.runner_id = 77;
+  registered(by_id);
   f.add(by_id);
   f.s.runners[kOwner]->push_back({77, "renamed-by-hand", false, true});
   InstanceRecord id_elsewhere = record(2, State::kRunning);  // its name is listed, its id is not
   id_elsewhere.runner_id = 78;
+  registered(id_elsewhere);
   f.add(id_elsewhere);
   f.s.runners[kOwner]->push_back({79, runner_name("ci", id_elsewhere.instance_id, 1), false, true});
   InstanceRecord by_name = record(3, State::kRunning);
@@ -253,6 +273,7 @@ InstanceRecord orphan(int n, State s = State::kRunning, int64_t runner_id = 0) {
   InstanceRecord r = record(n, s);
   r.orphan_since_ms = kNow - 5 * 60'000;
   r.runner_id = runner_id;
+  if (runner_id) registered(r);
   return r;
 }
 

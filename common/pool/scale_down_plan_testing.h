@@ -44,6 +44,12 @@ inline InstanceRecord record(int n, State s, bool shared = true) {
   return r;
 }
 
+// The agent reported registering its runner for the record's generation (so runner_id is current).
+inline void registered(InstanceRecord& r) {
+  r.signal = AgentSignal::kRegistered;
+  r.signal_generation = r.generation;
+}
+
 // The runner GitHub lists for a record: its reported id, or 100 + n under its assignment's name.
 inline RunnerView runner_of(const InstanceRecord& r, bool busy = false, bool online = true) {
   int64_t id = r.runner_id != 0 ? r.runner_id : 100 + std::stoll(r.instance_id.substr(2), nullptr, 16);

@@ -36,6 +36,7 @@ Step claim(const InstanceRecord& idle, const std::string& label, const Secret& r
   s.change.deadline_ms = now_ms + t.registration_ms;
   s.change.state_since_ms = now_ms;
   s.change.advertise_pending = false;
+  s.change.orphan_since_ms = 0;  // a mark was about the previous assignment
   return s;
 }
 
@@ -111,6 +112,7 @@ Step return_to_pool(const InstanceRecord& r, int64_t now_ms, const Timeouts& t) 
   s.change.hard_deadline_ms = 0;
   s.change.state_since_ms = now_ms;
   s.change.advertise_pending = true;
+  s.change.orphan_since_ms = 0;  // drained and clean: whatever scale-down suspected is over
   return s;
 }
 

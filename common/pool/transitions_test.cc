@@ -236,6 +236,21 @@ TEST(Transitions, OrphanMarkFollowsTheStateAndGenerationRead) {
   EXPECT_EQ(read(table, "i-s").state, State::kDraining) << "nothing else changes";
 }
 
+TEST_F(Lifecycle, ANewAssignmentOrADrainEndsTheOrphanMark) {
+  agent(AgentSignal::kRegistered);
+  InstanceRecord r = read(table, "i-1");
+  ASSERT_TRUE(run(table, "i-1", mark_running(r, kNow, kT)));
+  ASSERT_TRUE(run(table, "i-1", mark_orphan(read(table, "i-1"), kNow)));
+  ASSERT_TRUE(run(table, "i-1", start_drain(read(table, "i-1"), Secret("rm"), kNow, kT)));
+  agent(AgentSignal::kDrained);
+  ASSERT_TRUE(run(table, "i-1", return_to_pool(read(table, "i-1"), kNow, kT)));
+  EXPECT_EQ(read(table, "i-1").orphan_since_ms, 0) << "drained and back in the pool: no longer suspect";
+  // A mark set on an idle record (by hand, or an older controller) is gone once it is claimed.
+  ASSERT_TRUE(table.transition("i-1", {}, {.orphan_since_ms = kNow}));
+  ASSERT_TRUE(run(table, "i-1", claim(read(table, "i-1"), "run-2", Secret("reg-2"), "https://github.com/o/r", kNow, kT)));
+  EXPECT_EQ(read(table, "i-1").orphan_since_ms, 0);
+}
+
 TEST(Transitions, BypassRemovalIsSetAndClearedOnAnyExistingItem) {
   MemoryStateTable table;
   InstanceRecord r = shared_running(table);
