@@ -49,6 +49,7 @@ AgentLoop::AgentLoop(LoopSettings settings, pool::StateTable& table, RunnerHost&
 int64_t AgentLoop::now_ms() const { return to_epoch_ms(clock_.now()); }
 AgentLoop::Steady AgentLoop::steady() const { return clock_.steady_now(); }
 Duration AgentLoop::since(Steady t) const { return std::chrono::duration_cast<Duration>(steady() - t); }
+std::string AgentLoop::resource_class() const { return record_ ? record_->resource_class : ""; }
 
 void AgentLoop::set_status(const std::string& s) {
   if (s == status_) return;
@@ -166,6 +167,7 @@ void AgentLoop::resume() {
       if (!strays_.empty()) init_drain_state();
     } else if (st_.phase == Phase::kDraining) {
       drain_reason_ = "resumed a drain after a restart";
+      drain_began_ = steady();
       init_drain_state();
       try {
         deregistered_ = !host_.configured().has_value();
@@ -243,6 +245,7 @@ bool AgentLoop::self_terminate() {
 
 void AgentLoop::terminate(const std::string& reason) {
   spdlog::error("terminating this instance: {}", reason);
+  metrics_.self_terminated(now_ms(), resource_class(), record_ ? record_->generation : st_.generation, reason);
   terminate_reason_ = reason;
   st_.phase = Phase::kTerminating;
   set_status("terminating this instance: " + reason);
@@ -329,11 +332,13 @@ void AgentLoop::reset_assignment() {
   cleaned_ = false;
   clean_failed_at_.reset();
   last_drain_step_.clear();
+  drain_began_.reset();
 }
 
 void AgentLoop::do_register(const InstanceRecord& r) {
   const int64_t g = r.generation;
   reset_assignment();
+  assignment_seen_ = steady();
   label_ = r.label;
   set_status("registering a runner for " + r.label + " (generation " + std::to_string(g) + ")");
   try {
@@ -417,7 +422,9 @@ void AgentLoop::fail_assignment(const std::string& detail) {
 void AgentLoop::finish_unserved(const InstanceRecord& r) {
   try {
     host_.remove_local();
+    const Steady cleaning = steady();
     host_.clean();
+    metrics_.cleaned(now_ms(), r.resource_class, r.generation, since(cleaning));
   } catch (const std::exception& e) {
     spdlog::error("cleaning failed: {}", e.what());
     return;
@@ -478,7 +485,9 @@ void AgentLoop::deregister_and_clean(const InstanceRecord& r) {
     if (clean_failed_at_ && since(*clean_failed_at_) < s_.cleanup_timeout) return;
     set_status("cleaning up after generation " + std::to_string(g));
     try {
+      const Steady cleaning = steady();
       host_.clean();
+      metrics_.cleaned(now_ms(), r.resource_class, g, since(cleaning));
       cleaned_ = true;
     } catch (const std::exception& e) {
       clean_failed_at_ = steady();
@@ -498,6 +507,7 @@ void AgentLoop::deregister_and_clean(const InstanceRecord& r) {
     return;  // cleaned; the report is retried on the next tick
   }
   spdlog::info("generation {} drained, deregistered and cleaned", g);
+  if (drain_began_) metrics_.drained(now_ms(), r.resource_class, g, since(*drain_began_));
   finish_assignment();
 }
 
@@ -514,7 +524,9 @@ void AgentLoop::clean_local(const std::string& reason) {
   }
   try {
     host_.remove_local();
+    const Steady cleaning = steady();
     host_.clean();
+    metrics_.cleaned(now_ms(), resource_class(), st_.generation, since(cleaning));
   } catch (const std::exception& e) {
     clean_failed_at_ = steady();
     spdlog::error("cleaning failed: {}", e.what());

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "agent/agent_metrics.h"
 #include "agent/agent_settings.h"
 #include "agent/decisions.h"
 #include "agent/runner_host.h"
@@ -52,6 +53,8 @@ class AgentLoop {
 
   // Called with each new status line (for systemd's STATUS= and the log).
   void on_status(std::function<void(const std::string&)> f) { on_status_ = std::move(f); }
+  // Where the loop's metric events go (agent_metrics.h); none unless set.
+  void set_metrics(AgentMetrics m) { metrics_ = std::move(m); }
 
   // One step. False once there is nothing left to do: the instance was told to terminate and
   // neither the API nor the OS shutdown took effect in time.
@@ -88,6 +91,7 @@ class AgentLoop {
   int64_t now_ms() const;
   Steady steady() const;
   Duration since(Steady t) const;
+  std::string resource_class() const;  // the record's, for the metrics; "" before it is read
 
   // agent_loop_runner.cc: the Listener, strays and draining
   void pump_listener();
@@ -111,6 +115,7 @@ class AgentLoop {
   Clock& clock_;
   TableHealth& health_;
   std::function<void(const std::string&)> on_status_;
+  AgentMetrics metrics_;
   Steady started_;
 
   AgentState st_;
@@ -165,6 +170,9 @@ class AgentLoop {
   std::string drain_first_logged_;
 
   std::string status_;
+
+  // Metrics only: when the assignment was seen (registration latency) and its drain began.
+  std::optional<Steady> assignment_seen_, drain_began_;
 };
 
 }  // namespace runpool::agent

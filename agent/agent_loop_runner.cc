@@ -15,7 +15,7 @@ using pool::AgentSignal;
 using pool::State;
 
 void AgentLoop::set_busy(bool b) {
-  busy_ = b;
+  if (!busy_.exchange(b) && b) metrics_.job_seen_busy(now_ms(), resource_class(), st_.generation);
   if (reported_busy_ == b) return;
   // Promptly, not on the next heartbeat: the controller's scale-down trusts this flag.
   AgentReport r;
@@ -130,6 +130,8 @@ void AgentLoop::supervise() {
     try {
       if (report(r, "registered")) {
         registered_reported_ = st_.generation;
+        if (assignment_seen_) metrics_.registered(now_ms(), resource_class(), st_.generation, since(*assignment_seen_));
+        assignment_seen_.reset();
         spdlog::info("reported registered for generation {}", st_.generation);
       }
     } catch (const std::exception&) {
@@ -156,6 +158,7 @@ void AgentLoop::init_drain_state() {
 
 void AgentLoop::begin_drain(const std::string& reason) {
   if (st_.phase != Phase::kServing) return;
+  drain_began_ = steady();
   spdlog::info("draining generation {}: {}", st_.generation, reason);
   st_.phase = Phase::kDraining;
   drain_reason_ = reason;

@@ -23,6 +23,7 @@
 #include "common/aws/endpoints.h"
 #include "common/aws/imds.h"
 #include "common/aws_clock.h"
+#include "common/metrics/file_sink.h"
 #include "common/pool/dynamo_state_table.h"
 
 namespace runpool::agent {
@@ -174,6 +175,12 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   TableHealth health(system_clock());
   AgentLoop loop(loop_settings(s, id->instance_id, version), table, host, compute, aws_clock, health);
   loop.on_status([&](const std::string& line) { notifier.status(line); });
+  std::unique_ptr<metrics::FileSink> metrics_file;
+  if (!s.metrics_file.empty()) {
+    metrics_file = std::make_unique<metrics::FileSink>(s.metrics_file);
+    loop.set_metrics(AgentMetrics(*metrics_file, s.metrics_namespace, s.pool, id->instance_id));
+    spdlog::info("metrics: EMF lines to {}", s.metrics_file);
+  }
 
   Heartbeat heartbeat(table_beat, id->instance_id, aws_clock, s.heartbeat_interval, [&] { return loop.busy(); }, health);
   heartbeat.start();

@@ -85,6 +85,10 @@ std::vector<KeySpec> agent_schema() {
       {"registration_timeout", KeyType::kDuration, "2m", "bound on config.sh (configure and remove) and their retries", 100, kHour},
       {"cleanup_timeout", KeyType::kDuration, "30s", "SIGTERM to SIGKILL for leftover processes; also SIGINT to SIGKILL for the Listener", 50, kHour},
       {"terminate_wait", KeyType::kDuration, "2m", "after TerminateInstances, how long to wait before shutting the OS down", 50, kHour},
+      {"metrics_file", KeyType::kString, "",
+       "append CloudWatch embedded-metric-format lines (registration, jobs, drains, cleaning, self-termination) to "
+       "this file for the CloudWatch agent to ship; empty: no metrics"},
+      {"metrics_namespace", KeyType::kString, "runpool", "the CloudWatch namespace of the agent's metrics"},
   };
 }
 
@@ -133,6 +137,14 @@ AgentSettings load_agent_settings(const Config& c) {
   s.registration_timeout = c.get_duration("registration_timeout");
   s.cleanup_timeout = c.get_duration("cleanup_timeout");
   s.terminate_wait = c.get_duration("terminate_wait");
+  s.metrics_file = c.get_string("metrics_file");
+  if (!s.metrics_file.empty() && !is_safe_absolute_path(s.metrics_file)) {
+    c.reject("metrics_file", "must be an absolute path without . or .. parts");
+  }
+  s.metrics_namespace = c.get_string("metrics_namespace");
+  if (s.metrics_namespace.empty() || s.metrics_namespace.size() > 255) {
+    c.reject("metrics_namespace", "must be 1-255 characters");
+  }
 
   // Relations: a short table outage (a couple of heartbeats) must never terminate an instance,
   // and the agent must look at its record at least once within the boot grace.

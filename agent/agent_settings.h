@@ -44,6 +44,10 @@ struct AgentSettings {
   Duration registration_timeout{std::chrono::minutes(2)};
   Duration cleanup_timeout{std::chrono::seconds(30)};
   Duration terminate_wait{std::chrono::minutes(2)};
+
+  // Metrics (docs/observability.md): EMF lines appended to metrics_file; "" = off.
+  std::string metrics_file;
+  std::string metrics_namespace = "runpool";
 };
 
 // Every key the agent reads, with its type, default and help.

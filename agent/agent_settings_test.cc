@@ -42,6 +42,16 @@ TEST(AgentSettings, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(s.endpoint_dynamodb, "");
   EXPECT_EQ(s.imds_endpoint, "");
   EXPECT_EQ(s.runner_template, "");
+  EXPECT_EQ(s.metrics_file, "") << "metrics are off unless asked for";
+  EXPECT_EQ(s.metrics_namespace, "runpool");
+}
+
+TEST(AgentSettings, Metrics) {
+  Config c(agent_schema());
+  c.merge_text(kMinimal + "metrics_file = /var/log/runpool/metrics.emf\nmetrics_namespace = acme/ci\n", "agent.conf");
+  AgentSettings s = load_agent_settings(c);
+  EXPECT_EQ(s.metrics_file, "/var/log/runpool/metrics.emf");
+  EXPECT_EQ(s.metrics_namespace, "acme/ci");
 }
 
 TEST(AgentSettings, EveryTimeoutIsConfigurable) {
@@ -117,6 +127,10 @@ TEST(AgentSettings, BadValuesNameTheKeyAndWhereTheyCameFrom) {
       {kMinimal + "heartbeat_interval = 60s\ntable_unreachable_limit = 90s\n", "table_unreachable_limit"},
       {kMinimal + "assignment_poll_interval = 1m\nboot_grace = 90s\n", "boot_grace"},
       {kMinimal + "no_such_key = 1\n", "no_such_key"},
+      {kMinimal + "metrics_file = metrics.emf\n", "metrics_file"},
+      {kMinimal + "metrics_file = /var/log/../x\n", "metrics_file"},
+      {kMinimal + "metrics_namespace = \n", "metrics_namespace"},
+      {kMinimal + "metrics_namespace = " + std::string(256, 'n') + "\n", "metrics_namespace"},
   };
   for (const auto& c : cases) {
     std::string err = error_of(c.text);

@@ -1,0 +1,261 @@
+// The agent loop's unit-test fixture (tests only): the in-memory state table behind a switch that
+// takes it down, a fake clock, and fakes for the runner host, the Listener and EC2 — every
+// lifecycle path without processes, AWS or sleeping.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <memory>
+
+#include "agent/agent_loop.h"
+#include "common/pool/memory_state_table.h"
+#include "common/pool/transitions.h"
+
+namespace runpool::agent::testing {
+
+using namespace std::chrono_literals;
+
+class FakeListener final : public ListenerProcess {
+ public:
+  struct Shared {
+    std::deque<RunnerEvent> events;
+    std::optional<ExitStatus> exit;
+    bool interrupted = false;
+    bool killed = false;
+    bool exit_on_interrupt = true;
+  };
+  explicit FakeListener(std::shared_ptr<Shared> s) : s_(std::move(s)) {}
+  std::vector<RunnerEvent> poll_events() override {
+    std::vector<RunnerEvent> out(s_->events.begin(), s_->events.end());
+    s_->events.clear();
+    return out;
+  }
+  std::optional<ExitStatus> exit_status() override { return s_->exit; }
+  void interrupt() override {
+    s_->interrupted = true;
+    if (s_->exit_on_interrupt) s_->exit = ExitStatus{false, 0};
+  }
+  void kill() override {
+    s_->killed = true;
+    s_->exit = ExitStatus{true, 9};
+  }
+  std::string output_tail() const override { return "last words"; }
+
+ private:
+  std::shared_ptr<Shared> s_;
+};
+
+class FakeHost final : public RunnerHost {
+ public:
+  void prepare() override {
+    ++prepares;
+    if (!prepare_error.empty()) throw std::runtime_error(prepare_error);
+  }
+  std::optional<RunnerIdentity> configured() override { return identity; }
+  CommandResult configure(const Registration& r) override {
+    configures.push_back(r);
+    CommandResult res;
+    res.exit_code = configure_exit;
+    res.output = configure_exit == 0 ? "√ Settings Saved." : "Http response code: NotFound";
+    if (configure_exit == 0) identity = RunnerIdentity{1000 + static_cast<int64_t>(configures.size()), r.name, ""};
+    return res;
+  }
+  CommandResult remove(const Secret& token) override {
+    removes.push_back(token.reveal());
+    CommandResult res;
+    res.exit_code = remove_results.empty() ? 0 : remove_results.front();
+    if (!remove_results.empty()) remove_results.pop_front();
+    if (res.exit_code == 0) {
+      identity.reset();
+      if (listener && remove_makes_listener_exit) listener->exit = ExitStatus{false, 0};
+    } else {
+      res.output = "Bad request - Runner is still running a job";
+    }
+    return res;
+  }
+  void remove_local() override {
+    ++remove_locals;
+    if (!remove_local_error.empty()) throw std::runtime_error(remove_local_error);
+    identity.reset();
+  }
+  std::unique_ptr<ListenerProcess> start_listener() override {
+    if (start_error) throw std::runtime_error("exec failed");
+    listener = std::make_shared<FakeListener::Shared>();
+    listener->exit_on_interrupt = exit_on_interrupt;
+    ++starts;
+    return std::make_unique<FakeListener>(listener);
+  }
+  void set_drain_sentinel(bool present) override {
+    sentinel = present;
+    if (present) ++sentinels_set;
+    if (present && listener && honours_sentinel && !listener->exit && !busy_job) listener->exit = ExitStatus{false, 0};
+  }
+  std::vector<int> stray_listeners() override { return strays; }
+  bool worker_running() override { return worker; }
+  void signal_processes(const std::vector<int>& pids, int sig) override {
+    for (int p : pids) signals.push_back({p, sig});
+    if (!pids.empty() && strays_exit_on_signal) strays.clear();
+  }
+  void end_user_processes() override { ++ends; }
+  void clean() override {
+    ++cleans;
+    if (!clean_error.empty()) throw std::runtime_error(clean_error);
+    identity.reset();
+    sentinel = false;
+  }
+
+  // Helpers that play the runner's part.
+  void say(RunnerEvent::Kind k, const std::string& job = "") {
+    RunnerEvent e;
+    e.kind = k;
+    e.job = job;
+    if (k == RunnerEvent::kJobCompleted) e.result = "Succeeded";
+    listener->events.push_back(e);
+  }
+
+  std::optional<RunnerIdentity> identity;
+  std::vector<Registration> configures;
+  int configure_exit = 0;
+  std::vector<std::string> removes;
+  std::deque<int> remove_results;
+  bool remove_makes_listener_exit = true;
+  int remove_locals = 0, starts = 0, ends = 0, cleans = 0, prepares = 0, sentinels_set = 0;
+  std::string prepare_error, clean_error, remove_local_error;
+  bool start_error = false;
+  std::shared_ptr<FakeListener::Shared> listener;
+  bool sentinel = false;
+  bool honours_sentinel = true;
+  bool busy_job = false;
+  bool exit_on_interrupt = true;
+  std::vector<int> strays;
+  bool strays_exit_on_signal = true;
+  bool worker = false;
+  std::vector<std::pair<int, int>> signals;
+};
+
+class FakeCompute final : public Compute {
+ public:
+  void terminate_self() override {
+    ++terminates;
+    if (terminate_fails) throw std::runtime_error("UnauthorizedOperation");
+  }
+  bool shutdown_os() override {
+    ++shutdowns;
+    return true;
+  }
+  int terminates = 0, shutdowns = 0;
+  bool terminate_fails = false;
+};
+
+// A table that can be taken down.
+class FlakyTable final : public pool::StateTable {
+ public:
+  explicit FlakyTable(pool::StateTable& inner) : inner_(inner) {}
+  std::optional<pool::InstanceRecord> get(const std::string& id) override {
+    check();
+    return inner_.get(id);
+  }
+  bool create(const pool::InstanceRecord& r) override { return inner_.create(r); }
+  bool transition(const std::string& id, const pool::Expect& e, const pool::LifecycleChange& c) override {
+    return inner_.transition(id, e, c);
+  }
+  std::vector<pool::InstanceRecord> by_label(const std::string& l) override { return inner_.by_label(l); }
+  pool::ScanStats scan(const std::function<void(const pool::InstanceRecord&)>& v) override { return inner_.scan(v); }
+  bool remove(const std::string& id, const pool::Expect& e) override { return inner_.remove(id, e); }
+  bool report(const std::string& id, const pool::AgentReport& r) override {
+    check();
+    reports.push_back(r);
+    return inner_.report(id, r);
+  }
+  bool down = false;
+  std::vector<pool::AgentReport> reports;
+
+ private:
+  void check() {
+    if (down) throw std::runtime_error("ConnectionError: table unreachable");
+  }
+  pool::StateTable& inner_;
+};
+
+class AgentLoopTest : public ::testing::Test {
+ protected:
+  static constexpr const char* kId = "i-0123456789abcdef0";
+
+  AgentLoopTest() : table_(memory_), health_(clock_) {}
+
+  LoopSettings settings() {
+    LoopSettings s;
+    s.instance_id = kId;
+    s.pool = "ci";
+    s.agent_version = "test";
+    s.drain_capable = drain_capable_;
+    s.poll_interval = 100ms;
+    s.boot_grace = 2s;
+    s.deadline_grace = 0s;  // the controller is absent here: the agent acts at the deadline
+    s.table_unreachable_limit = 5s;
+    s.restart_backoff = 200ms;
+    s.max_restarts = 3;
+    s.drain_timeout = 3s;
+    s.stock_idle_wait = 1s;
+    s.registration_timeout = 10s;
+    s.cleanup_timeout = 1s;
+    s.terminate_wait = 2s;
+    return s;
+  }
+
+  AgentLoop& loop() {
+    if (!loop_) loop_ = std::make_unique<AgentLoop>(settings(), table_, host_, compute_, clock_, health_);
+    return *loop_;
+  }
+
+  int64_t now() const { return to_epoch_ms(clock_.now()); }
+  pool::InstanceRecord record() { return *memory_.get(kId); }
+
+  void launch(const std::string& label = "run-1") {
+    ASSERT_TRUE(memory_.create(pool::launched_record(kId, "ci", label, "small", pool::UsageClass::kSpot, "c7i.large",
+                                                     Secret("reg-1"), "https://github.com/o/r", now(), timeouts_)));
+  }
+  void step(const pool::Step& s) { ASSERT_TRUE(memory_.transition(kId, s.expect, s.change)); }
+
+  // Ticks `n` times, the clock moving one poll interval each time.
+  void ticks(int n = 1) {
+    for (int i = 0; i < n; ++i) {
+      ASSERT_TRUE(loop().tick()) << "the loop ended";
+      clock_.advance(100ms);
+    }
+  }
+  // Ticks until `pred`, at most `limit` times.
+  template <typename F>
+  bool tick_until(F pred, int limit = 100) {
+    for (int i = 0; i < limit; ++i) {
+      if (pred()) return true;
+      if (!loop().tick()) return pred();
+      clock_.advance(100ms);
+    }
+    return pred();
+  }
+
+  // Launch → registered → running, the Listener listening.
+  void serve(const std::string& label = "run-1") {
+    launch(label);
+    ticks(1);
+    ASSERT_EQ(loop().state().phase, Phase::kServing);
+    host_.say(RunnerEvent::kListening);
+    ticks(1);
+    ASSERT_TRUE(pool::agent_reported(record(), pool::AgentSignal::kRegistered));
+    step(pool::mark_running(record(), now(), timeouts_));
+  }
+
+  bool drain_capable_ = true;
+  FakeClock clock_;
+  pool::MemoryStateTable memory_;
+  FlakyTable table_;
+  FakeHost host_;
+  FakeCompute compute_;
+  TableHealth health_;
+  pool::Timeouts timeouts_;
+  std::unique_ptr<AgentLoop> loop_;
+};
+
+}  // namespace runpool::agent::testing
