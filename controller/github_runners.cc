@@ -49,5 +49,6 @@ std::string GithubRunners::registration_url() {
 
 std::vector<github::Runner> GithubRunners::list() { return client().list_runners(); }
 github::DeleteOutcome GithubRunners::remove(int64_t runner_id) { return client().delete_runner(runner_id); }
+std::optional<github::Runner> GithubRunners::get(int64_t runner_id) { return client().get_runner(runner_id); }
 
 }  // namespace runpool::controller

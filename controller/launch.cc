@@ -14,6 +14,8 @@ bool write_record(Context& ctx, const LaunchOrder& order, const LaunchedInstance
   pool::InstanceRecord r = pool::launched_record(li.instance_id, ctx.settings.pool, order.label, order.resource_class,
                                                  li.usage, li.instance_type, order.reg_token, order.reg_url,
                                                  ctx.now_ms(), ctx.settings.timeouts);
+  r.shared = order.shared;
+  r.os = ctx.settings.os;
   if (ctx.table.create(r)) {
     *out = r;
     return true;
@@ -35,7 +37,8 @@ void launch_instances(Context& ctx, const LaunchOrder& order, LaunchOutcome& out
   for (pool::UsageClass usage : launch_usages(order.usage, order.on_demand_fallback)) {
     for (int round = 1; round <= ctx.settings.fleet_rounds && need > 0; ++round) {
       if (ctx.cancelled.load() || ctx.clock.steady_now() >= order.deadline) return;
-      std::string token = fleet_client_token(ctx.settings.pool, order.label, usage, round, need);
+      std::string token = fleet_client_token(ctx.settings.pool, order.token_seed.empty() ? order.label : order.token_seed,
+                                             usage, round, need);
       aws::CreateFleetRequest request =
           fleet_request(ctx.settings, order.resource_class, order.types, usage, need, order.label, token);
       aws::CreateFleetResult result;

@@ -24,6 +24,9 @@ struct LaunchOrder {
   bool on_demand_fallback = true;
   int count = 0;
   std::string label;
+  bool shared = false;     // a shared pool's runner (pool_mode = shared): the record says so
+  std::string token_seed;  // what ClientTokens derive from besides the pool; "" = the label. scale-up
+                           // adds a per-run nonce: its label repeats, its launches must not replay
   Secret reg_token;
   std::string reg_url;
   std::set<std::string> known;  // instance ids this provision already has (an idempotent replay names them again)

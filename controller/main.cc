@@ -17,6 +17,8 @@
 #include "controller/metrics.h"
 #include "controller/provision.h"
 #include "controller/release.h"
+#include "controller/scale_down.h"
+#include "controller/scale_up.h"
 #include "controller/status.h"
 #ifdef RUNPOOL_HAVE_REFRESH
 #include "controller/refresh.h"
@@ -142,6 +144,39 @@ int main(int argc, char** argv) {
   bool dry_run = false;
   refresh->add_flag("--dry-run", dry_run, "Only say what would be done");
 
+  auto* scale_down = app.add_subcommand(
+      "scale-down",
+      "Seed 000's scale-down pass (run it on a schedule): terminate confirmed orphans, then keep each resource "
+      "class's idle quota (scale_down_schedule) and remove the idle instances beyond it — idle pool instances by a "
+      "conditional retirement, idle shared runners by a drain and deregistration first. Busy runners (the agent's "
+      "report or GitHub's flag), instances younger than the minimum running time and those marked bypass-removal "
+      "are kept. Prints every instance's decision and the rule that made it.");
+  bool sd_dry_run = false;
+  int sd_idle = -1;
+  scale_down->add_flag("--dry-run", sd_dry_run, "Only print the decisions");
+  scale_down->add_option("--idle", sd_idle, "Keep this many idle per class instead of the schedule's quota")
+      ->check(CLI::Range(0, 10000));
+
+  auto* scale_up = app.add_subcommand(
+      "scale-up",
+      "Shared pools: launch runners until each resource class holds its idle quota (the schedule's, or --to N). "
+      "They register once with shared_labels plus their class and serve any workflow's jobs.");
+  int su_to = -1;
+  std::string su_class, su_timeout;
+  bool su_no_wait = false;
+  scale_up->add_option("--to", su_to, "Idle runners per class to reach (default: the schedule's quota)")
+      ->check(CLI::Range(0, 10000));
+  scale_up->add_option("--resource-class,-c", su_class, "Only this class (default: every class)");
+  scale_up->add_flag("--no-wait", su_no_wait, "Do not wait for the new runners to register");
+  scale_up->add_option("--timeout", su_timeout, "How long to wait for registration (default: provision_timeout)");
+
+  auto* bypass = app.add_subcommand(
+      "bypass-removal", "Mark instances so that scale-down never removes them (--off clears the mark).");
+  std::vector<std::string> bypass_ids;
+  bool bypass_off = false;
+  bypass->add_option("instance-ids", bypass_ids, "Instance ids (i-…)")->required();
+  bypass->add_flag("--off", bypass_off, "Clear the mark instead");
+
   auto* status = app.add_subcommand(
       "status", "The pool's instances (state, label, class, type, age, heartbeat age, busy, deadline) and pool depth.");
   bool status_all = false;
@@ -209,7 +244,13 @@ int main(int argc, char** argv) {
   install_signal_handlers();
   try {
     if (*provision || *init) require_launch(settings);
-    if (*provision || *release) require_github(settings);
+    if (*provision || *release || *scale_down || *scale_up) require_github(settings);
+    if (*scale_up) require_launch(settings);
+    if (settings.shared && (*provision || *release)) {
+      throw UsageError(std::string(*provision ? "provision" : "release") +
+                       ": pool " + settings.pool + " is shared (pool_mode = shared): its runners serve any workflow; "
+                       "use scale-up and scale-down");
+    }
     Backend backend(settings);
     CommandMetrics metrics(settings, backend);  // its one PutLogEvents goes when it does, at the end
     Context ctx{settings, backend.clock(), backend.table(), backend.queue(), backend.compute(), backend.github(),
@@ -233,6 +274,21 @@ int main(int argc, char** argv) {
       return run_release(ctx, ReleaseOptions{release_label, parse_timeout("--timeout", release_timeout), json});
     }
     if (*status) return run_status(ctx, StatusOptions{json, status_all});
+    if (*scale_down) {
+      ScaleDownOptions o{sd_dry_run, json, std::nullopt};
+      if (sd_idle >= 0) o.idle = sd_idle;
+      return run_scale_down(ctx, o);
+    }
+    if (*scale_up) {
+      ScaleUpOptions o;
+      if (su_to >= 0) o.to = su_to;
+      o.resource_class = su_class;
+      o.wait = !su_no_wait;
+      o.timeout = parse_timeout("--timeout", su_timeout);
+      o.json = json;
+      return run_scale_up(ctx, o);
+    }
+    if (*bypass) return run_bypass_removal(ctx, bypass_ids, !bypass_off, json);
     if (*refresh) {
 #ifdef RUNPOOL_HAVE_REFRESH
       return run_refresh(ctx, RefreshOptions{dry_run, json});

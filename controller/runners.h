@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,14 @@ class Runners {
   virtual std::string registration_url() = 0;
   virtual std::vector<github::Runner> list() = 0;
   virtual github::DeleteOutcome remove(int64_t runner_id) = 0;
+  // One runner by id (scale-down's last-chance check); nullopt when GitHub does not know it. The
+  // default looks through list(); GithubRunners asks for the one runner.
+  virtual std::optional<github::Runner> get(int64_t runner_id) {
+    for (auto& r : list()) {
+      if (r.id == runner_id) return r;
+    }
+    return std::nullopt;
+  }
 };
 
 }  // namespace runpool::controller

@@ -116,6 +116,12 @@ const ResourceClass* Settings::find_class(const std::string& name) const {
   return nullptr;
 }
 
+std::string Settings::shared_label_list(const std::string& resource_class) const {
+  std::string out;
+  for (const auto& l : shared_labels) out += l + ",";
+  return out + resource_class;
+}
+
 std::string Settings::queue_name(const std::string& resource_class) const { return pool + "-" + resource_class; }
 
 std::vector<KeySpec> settings_schema() {
@@ -204,6 +210,31 @@ std::vector<KeySpec> settings_schema() {
        "refresh: an idle instance whose agent has not beaten for this long is terminated (longer than "
        "max_heartbeat_age)",
        kSec, kDay},
+      // Shared pools and scale-down.
+      {"pool_mode", K::kString, "run-scoped",
+       "run-scoped (provision registers runners per workflow run under a unique label) or shared (scale-up "
+       "keeps runners registered with shared_labels, serving any workflow)"},
+      {"shared_labels", K::kList, "self-hosted,linux,x64",
+       "shared pools: the labels a runner registers with; its resource class is appended"},
+      {"os", K::kString, "linux", "the image's operating system, linux or windows (scale-down's minimum running time)"},
+      {"scale_down_schedule", K::kString, "[]",
+       "the idle quota as JSON: [{\"cron\": \"* 8-18 * * mon-fri\", \"time_zone\": \"Europe/Berlin\", \"idle\": 3, "
+       "\"eviction\": \"oldest_first\", \"resource_class\": \"small\"}, …]; the first entry whose cron matches the "
+       "current minute decides, none means 0 (docs/configuration.md)"},
+      {"min_running_time_linux", K::kDuration, "5m", "scale-down: a Linux instance younger than this is kept", 0,
+       kDay},
+      {"min_running_time_windows", K::kDuration, "15m", "scale-down: a Windows instance younger than this is kept",
+       0, kDay},
+      {"runner_boot_time", K::kDuration, "5m",
+       "scale-down: an instance whose runner GitHub does not list this long after launch is marked orphan", kSec,
+       kDay},
+      {"scale_down_drain_wait", K::kDuration, "2m",
+       "scale-down: how long a pass waits for the drains it started (the rest finish on the next pass)", 0, kHour},
+      // Metrics.
+      {"metrics_file", K::kString, "", "append CloudWatch embedded-metric-format lines to this file"},
+      {"metrics_log_group", K::kString, "", "send embedded-metric-format events to this CloudWatch Logs group"},
+      {"metrics_namespace", K::kString, "runpool", "the CloudWatch namespace of the metrics"},
+      {"endpoint_logs", K::kString, "", "CloudWatch Logs endpoint URL (else AWS_ENDPOINT_URL_LOGS, else AWS's)"},
       // Logging.
       {"log_format", K::kString, "text", "text or json (on stderr)"},
       {"log_level", K::kString, "info", "trace, debug, info, warn, error"},
@@ -234,7 +265,7 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
       }
     }
   }
-  for (const char* key : {"endpoint_dynamodb", "endpoint_sqs", "endpoint_ec2"}) {
+  for (const char* key : {"endpoint_dynamodb", "endpoint_sqs", "endpoint_ec2", "endpoint_logs"}) {
     std::string v = c.get_string(key);
     if (!v.empty() && v.rfind("http://", 0) != 0 && v.rfind("https://", 0) != 0) {
       c.reject(key, "'" + v + "' is not an http(s) URL");
@@ -382,6 +413,37 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   s.orphan_grace = c.get_duration("orphan_grace");
   s.advertise_grace = c.get_duration("advertise_grace");
   s.agent_silence = c.get_duration("agent_silence");
+  s.scale_down.agent_silence_ms = s.agent_silence.count();
+  const std::string mode = c.get_string("pool_mode");
+  if (mode != "run-scoped" && mode != "shared") c.reject("pool_mode", "'" + mode + "' must be run-scoped or shared");
+  s.shared = mode == "shared";
+  s.shared_labels = c.get_list("shared_labels");
+  if (s.shared_labels.empty() || s.shared_labels.size() > 50) c.reject("shared_labels", "must hold 1 to 50 labels");
+  for (const auto& l : s.shared_labels) {
+    if (l.size() > 100 || l[0] == '-' || l[0] == '.' ||
+        !std::all_of(l.begin(), l.end(), [](char ch) { return is_name_char(ch) || ch == '.'; })) {
+      c.reject("shared_labels", "'" + l + "' is not a label (1–100 of A-Z a-z 0-9 . _ -, not starting with - or .)");
+    }
+  }
+  s.os = c.get_string("os");
+  if (s.os != "linux" && s.os != "windows") c.reject("os", "'" + s.os + "' must be linux or windows");
+  try {
+    s.scale_down_schedule = schedule::parse_idle_schedule(c.get_string("scale_down_schedule"));
+  } catch (const std::invalid_argument& e) {
+    c.reject("scale_down_schedule", e.what());
+  }
+  s.scale_down.min_running_linux_ms = ms("min_running_time_linux");
+  s.scale_down.min_running_windows_ms = ms("min_running_time_windows");
+  s.scale_down.boot_time_ms = ms("runner_boot_time");
+  s.scale_down_drain_wait = c.get_duration("scale_down_drain_wait");
+  s.metrics_file = c.get_string("metrics_file");
+  s.metrics_log_group = c.get_string("metrics_log_group");
+  s.metrics_namespace = c.get_string("metrics_namespace");
+  if (s.metrics_namespace.empty() || s.metrics_namespace.size() > 255) {
+    c.reject("metrics_namespace", "must be 1–255 characters");
+  }
+  s.endpoint_logs = c.get_string("endpoint_logs");
+
   // An instance provision would still claim (beaten within max_heartbeat_age) must not be retired
   // as silent.
   if (s.agent_silence <= s.max_heartbeat_age) {

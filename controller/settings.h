@@ -12,7 +12,9 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/pool/instance_record.h"
+#include "common/pool/scale_down_plan.h"
 #include "common/pool/transitions.h"
+#include "common/schedule/idle_schedule.h"
 #include "common/secret.h"
 
 namespace runpool::controller {
@@ -87,6 +89,23 @@ struct Settings {
   Duration orphan_grace{std::chrono::minutes(5)};     // refresh: tagged instance without a live record
   Duration advertise_grace{std::chrono::minutes(1)};  // refresh: idle, pool message maybe unsent → re-advertised
   Duration agent_silence{std::chrono::minutes(10)};   // refresh: idle, agent silent this long → terminated
+
+  // Shared pools and scale-down (docs/design.md, "Shared pools" and "Scale-down").
+  bool shared = false;                     // pool_mode = shared
+  std::vector<std::string> shared_labels;  // a shared runner's labels; its class is appended
+  std::string os = "linux";                // the image's OS: picks the minimum running time
+  std::vector<schedule::ScheduleEntry> scale_down_schedule;
+  pool::ScaleDownPolicy scale_down;  // min running times, boot time, agent_silence
+  Duration scale_down_drain_wait{std::chrono::minutes(2)};
+
+  // Metrics as CloudWatch embedded-metric-format lines (docs/observability.md).
+  std::string metrics_file;       // "": none; else EMF lines are appended to this file
+  std::string metrics_log_group;  // "": none; else sent to this CloudWatch Logs group
+  std::string metrics_namespace = "runpool";
+  std::string endpoint_logs;      // "" = AWS_ENDPOINT_URL_LOGS or public
+
+  // A shared runner's labels for `resource_class`: shared_labels then the class.
+  std::string shared_label_list(const std::string& resource_class) const;
 
   const ResourceClass* find_class(const std::string& name) const;
   std::string queue_name(const std::string& resource_class) const;  // "<pool>-<class>"

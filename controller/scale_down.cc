@@ -1,0 +1,437 @@
+// runpoolctl scale-down, the imperative shell around pool::plan_scale_down: scan the table, then
+// list GitHub's runners once per owner (after the scan, so every runner registered before it is
+// listed), look up marked orphans by runner id, take each class's quota from the schedule, plan,
+// and carry the plan out decision by decision. One failure never stops the others.
+#include "controller/scale_down.h"
+
+#include <algorithm>
+#include <map>
+
+#include <spdlog/spdlog.h>
+
+#include "common/json.h"
+#include "common/pool/memory_state_table.h"
+#include "common/pool/scale_down_plan.h"
+#include "common/pool/transitions.h"
+
+namespace runpool::controller {
+namespace {
+
+using pool::ScaleDownDecision;
+using pool::ScaleDownKind;
+
+// TerminateInstances takes up to 1000 ids; stay well inside it.
+constexpr size_t kTerminateBatch = 200;
+
+pool::RunnerView runner_view(const github::Runner& r) { return {r.id, r.name, r.busy, r.online()}; }
+
+struct Outcome {
+  enum Kind { kPlanned, kDone, kKept, kSkipped, kLeft, kFailed } kind = kPlanned;
+  std::string detail;
+};
+
+const char* outcome_name(Outcome::Kind k) {
+  switch (k) {
+    case Outcome::kPlanned: return "planned";
+    case Outcome::kDone: return "done";
+    case Outcome::kKept: return "kept";
+    case Outcome::kSkipped: return "skipped";
+    case Outcome::kLeft: return "left";
+    case Outcome::kFailed: return "failed";
+  }
+  return "unknown";
+}
+
+struct Result {
+  ScaleDownDecision decision;
+  Outcome outcome;
+};
+
+// What this pass asked of GitHub, reported with the result (the budget docs/design.md states).
+struct GithubCalls {
+  int lists = 0, gets = 0, remove_tokens = 0, deletes = 0;
+};
+
+class ScaleDown {
+ public:
+  ScaleDown(Context& ctx, const ScaleDownOptions& o) : ctx_(ctx), s_(ctx.settings), o_(o) {}
+
+  int run() {
+    pool::ScaleDownSnapshot snap;
+    snap.pool = s_.pool;
+    if (!scan(snap)) return finish({});
+    list_owners(snap);
+    look_up_orphans(snap);
+    snap.now_ms = ctx_.now_ms();
+    set_quotas(snap);
+
+    pool::ScaleDownPlan plan = pool::plan_scale_down(snap, s_.scale_down);
+    notes_.insert(notes_.end(), plan.notes.begin(), plan.notes.end());
+    std::vector<Result> results;
+    for (auto& d : plan.decisions) results.push_back({std::move(d), {}});
+    if (!o_.dry_run) execute(results);
+    return finish(results);
+  }
+
+ private:
+  void error(const std::string& what, const std::string& message) {
+    spdlog::error("scale-down: {}: {}", what, message);
+    errors_.push_back({what, message});
+  }
+
+  // ---- the snapshot
+
+  bool scan(pool::ScaleDownSnapshot& snap) {
+    try {
+      pool::ScanStats stats = ctx_.table.scan([&](const pool::InstanceRecord& r) { snap.records.push_back(r); });
+      if (stats.skipped) spdlog::warn("scale-down: {} table items skipped (foreign or corrupted)", stats.skipped);
+      return true;
+    } catch (const std::exception& e) {
+      error("scanning the table (nothing done)", e.what());
+      return false;
+    }
+  }
+
+  // One paginated list per owner. This controller's credentials speak for github_owner only: the
+  // instances of any other owner (registered by a controller configured differently) are kept.
+  void list_owners(pool::ScaleDownSnapshot& snap) {
+    std::string mine;
+    for (const auto& owner : pool::owners_to_list(snap.records, s_.pool)) {
+      snap.runners[owner] = std::nullopt;
+      try {
+        if (mine.empty()) mine = pool::owner_scope(ctx_.github.registration_url());
+        if (owner != mine) {
+          notes_.push_back("owner " + owner + " is not github_owner (" + mine + "): its instances are kept");
+          continue;
+        }
+        ++calls_.lists;
+        std::vector<pool::RunnerView> runners;
+        for (const auto& r : ctx_.github.list()) runners.push_back(runner_view(r));
+        snap.runners[owner] = std::move(runners);
+      } catch (const std::exception& e) {
+        error("listing the runners of " + owner + " (its instances are kept this pass)", e.what());
+      }
+    }
+  }
+
+  pool::RunnerLookup look_up(int64_t runner_id) {
+    pool::RunnerLookup l;
+    try {
+      ++calls_.gets;
+      if (auto r = ctx_.github.get(runner_id)) {
+        l.result = pool::RunnerLookup::Result::kFound;
+        l.runner = runner_view(*r);
+      } else {
+        l.result = pool::RunnerLookup::Result::kNotFound;
+      }
+    } catch (const std::exception& e) {
+      l.result = pool::RunnerLookup::Result::kFailed;
+      l.error = e.what();
+    }
+    return l;
+  }
+
+  void look_up_orphans(pool::ScaleDownSnapshot& snap) {
+    for (int64_t id : pool::orphan_lookups(snap.records, s_.pool)) snap.lookups[id] = look_up(id);
+  }
+
+  void set_quotas(pool::ScaleDownSnapshot& snap) {
+    std::vector<std::string> classes;
+    for (const auto& c : s_.resource_classes) classes.push_back(c.name);
+    for (const auto& r : snap.records) {
+      if (r.pool == s_.pool && !r.resource_class.empty()) classes.push_back(r.resource_class);
+    }
+    for (const auto& c : classes) {
+      if (snap.quotas.count(c)) continue;
+      if (o_.idle) {
+        snap.quotas[c] = {*o_.idle, pool::Eviction::kOldestFirst, "--idle " + std::to_string(*o_.idle)};
+      } else {
+        snap.quotas[c] = schedule::quota_at(s_.scale_down_schedule, c, snap.now_ms);
+      }
+    }
+    for (const auto& [c, q] : snap.quotas) {
+      spdlog::info("scale-down: class {}: keep {} idle, {} ({})", c, q.idle, pool::eviction_name(q.eviction), q.source);
+    }
+  }
+
+  // ---- carrying the plan out
+
+  bool write(const std::string& id, const pool::Step& step) { return ctx_.table.transition(id, step.expect, step.change); }
+
+  void execute(std::vector<Result>& results) {
+    for (auto& r : results) {
+      if (ctx_.cancelled.load()) {
+        if (r.decision.kind != ScaleDownKind::kKeep) r.outcome = {Outcome::kFailed, "cancelled before it was carried out"};
+        continue;
+      }
+      try {
+        r.outcome = carry_out(r);
+      } catch (const std::exception& e) {
+        r.outcome = {Outcome::kFailed, e.what()};
+      }
+      if (r.decision.kind != ScaleDownKind::kKeep || r.outcome.kind == Outcome::kKept) log_result(r);
+    }
+    wait_for_drains(results);
+    terminate_batch(results);
+  }
+
+  Outcome carry_out(Result& r) {
+    const ScaleDownDecision& d = r.decision;
+    const int64_t now = ctx_.now_ms();
+    const Outcome changed{Outcome::kSkipped, "the record changed since it was read"};
+    switch (d.kind) {
+      case ScaleDownKind::kKeep: return {Outcome::kPlanned, ""};
+      case ScaleDownKind::kMarkOrphan:
+        return write(d.record.instance_id, pool::mark_orphan(d.record, now)) ? Outcome{Outcome::kDone, ""} : changed;
+      case ScaleDownKind::kUnmarkOrphan:
+        return write(d.record.instance_id, pool::unmark_orphan(d.record)) ? Outcome{Outcome::kDone, ""} : changed;
+      case ScaleDownKind::kTerminate:
+      case ScaleDownKind::kRetire: return begin_terminate(d.record, &r);
+      case ScaleDownKind::kDrain: return drain(r);
+    }
+    return {Outcome::kFailed, "unknown decision"};
+  }
+
+  // The conditional write to terminating; the TerminateInstances calls go out in batches at the end.
+  Outcome begin_terminate(const pool::InstanceRecord& record, Result* r) {
+    if (!write(record.instance_id, pool::begin_terminate(record, ctx_.now_ms(), s_.timeouts))) {
+      return {Outcome::kSkipped, "the record changed since it was read"};
+    }
+    to_terminate_.push_back(r);
+    return {Outcome::kDone, ""};
+  }
+
+  // A shared runner over the quota: re-read its busy flag on GitHub right before, then hand its
+  // agent the drain with a write that fails if the agent reports busy.
+  Outcome drain(Result& r) {
+    r.decision = pool::recheck_before_drain(r.decision, look_up(r.decision.runner_id));
+    if (r.decision.kind == ScaleDownKind::kKeep) return {Outcome::kKept, r.decision.reason};
+    if (!remove_token_) {
+      ++calls_.remove_tokens;
+      remove_token_ = ctx_.github.remove_token();  // one per pass; a failure fails this drain (and is retried)
+    }
+    const pool::InstanceRecord& rec = r.decision.record;
+    if (!write(rec.instance_id, pool::drain_idle_shared(rec, *remove_token_, ctx_.now_ms(), s_.timeouts))) {
+      return {Outcome::kSkipped, "the record changed, or its agent reports busy"};
+    }
+    draining_.push_back(&r);
+    return {Outcome::kLeft, "draining"};
+  }
+
+  // Terminates each drained instance — after its agent deregistered the runner, which `drained`
+  // says — and leaves the rest draining for a later pass.
+  void wait_for_drains(std::vector<Result>&) {
+    if (draining_.empty()) return;
+    const auto until = ctx_.clock.steady_now() + s_.scale_down_drain_wait;
+    spdlog::info("scale-down: waiting up to {} for {} drain(s)", format_duration(s_.scale_down_drain_wait),
+                 draining_.size());
+    while (!draining_.empty() && !ctx_.cancelled.load()) {
+      std::erase_if(draining_, [&](Result* r) { return drain_settled(*r); });
+      if (draining_.empty() || ctx_.clock.steady_now() >= until) break;
+      ctx_.clock.sleep_for(s_.poll_interval);
+    }
+    for (Result* r : draining_) {
+      r->outcome = {Outcome::kLeft, "not drained within scale_down_drain_wait: finished by a later pass"};
+      log_result(*r);
+    }
+  }
+
+  bool drain_settled(Result& r) {
+    const std::string& id = r.decision.record.instance_id;
+    std::optional<pool::InstanceRecord> now;
+    try {
+      now = ctx_.table.get(id);
+    } catch (const std::exception& e) {
+      spdlog::warn("scale-down: reading {}: {}", id, e.what());
+      return false;
+    }
+    if (!now || now->state != pool::State::kDraining || now->generation != r.decision.record.generation) {
+      r.outcome = {Outcome::kSkipped, "the record moved on while draining"};
+      log_result(r);
+      return true;
+    }
+    if (!pool::agent_reported(*now, pool::AgentSignal::kDrained)) return false;
+    r.outcome = begin_terminate(*now, &r);
+    if (r.outcome.kind == Outcome::kDone) r.outcome.detail = "drained and deregistered";
+    log_result(r);
+    return true;
+  }
+
+  void terminate_batch(std::vector<Result>&) {
+    for (size_t i = 0; i < to_terminate_.size(); i += kTerminateBatch) {
+      std::vector<Result*> batch(to_terminate_.begin() + i,
+                                 to_terminate_.begin() + std::min(to_terminate_.size(), i + kTerminateBatch));
+      std::vector<std::string> ids;
+      for (Result* r : batch) ids.push_back(r->decision.record.instance_id);
+      try {
+        ctx_.compute.terminate(ids);
+      } catch (const std::exception& e) {
+        for (Result* r : batch) {
+          r->outcome = {Outcome::kFailed, std::string("TerminateInstances (refresh retries): ") + e.what()};
+          log_result(*r);
+        }
+        continue;
+      }
+      for (Result* r : batch) delete_runner_of_orphan(*r);
+    }
+  }
+
+  // An orphan GitHub lists as offline and busy is a ghost of a runner that died mid-job: its
+  // instance is gone now, so remove the runner too.
+  void delete_runner_of_orphan(Result& r) {
+    if (r.decision.rule != "orphan.offline-busy" || r.decision.runner_id == 0) return;
+    try {
+      ++calls_.deletes;
+      switch (ctx_.github.remove(r.decision.runner_id)) {
+        case github::DeleteOutcome::kDeleted:
+        case github::DeleteOutcome::kAlreadyGone: break;
+        case github::DeleteOutcome::kBusy: r.outcome.detail = "runner still listed busy: refresh's ghost sweep removes it";
+      }
+    } catch (const std::exception& e) {
+      r.outcome.detail = std::string("runner not deleted (refresh's ghost sweep will): ") + e.what();
+    }
+  }
+
+  void log_result(const Result& r) {
+    const std::string line = pool::describe(r.decision);
+    switch (r.outcome.kind) {
+      case Outcome::kFailed: spdlog::error("scale-down: {} — failed: {}", line, r.outcome.detail); break;
+      case Outcome::kKept: spdlog::warn("scale-down: {} — kept: {}", line, r.outcome.detail); break;
+      default:
+        spdlog::info("scale-down: {}{}", line,
+                     r.outcome.detail.empty() ? std::string() : " — " + std::string(outcome_name(r.outcome.kind)) +
+                                                                    ": " + r.outcome.detail);
+    }
+  }
+
+  // ---- the report
+
+  int finish(const std::vector<Result>& results) {
+    int failed = static_cast<int>(errors_.size());
+    std::map<std::string, int> counts;
+    for (const auto& r : results) {
+      if (r.outcome.kind == Outcome::kFailed) ++failed;
+      ++counts[std::string(pool::scale_down_kind_name(r.decision.kind))];
+    }
+    if (o_.json) {
+      print_json(results, counts, failed);
+    } else {
+      print_text(results, counts, failed);
+    }
+    return failed ? kExitFailed : kExitOk;
+  }
+
+  void print_json(const std::vector<Result>& results, const std::map<std::string, int>& counts, int failed) {
+    Json::Value doc(Json::objectValue);
+    doc["pool"] = s_.pool;
+    doc["dry_run"] = o_.dry_run;
+    doc["decisions"] = Json::Value(Json::arrayValue);
+    for (const auto& r : results) {
+      const ScaleDownDecision& d = r.decision;
+      Json::Value j(Json::objectValue);
+      j["instance_id"] = d.record.instance_id;
+      j["decision"] = std::string(pool::scale_down_kind_name(d.kind));
+      j["phase"] = d.phase;
+      j["rule"] = d.rule;
+      j["reason"] = d.reason;
+      j["state"] = std::string(pool::state_name(d.record.state));
+      j["resource_class"] = d.record.resource_class;
+      j["shared"] = d.record.shared;
+      if (!d.owner.empty()) j["owner"] = d.owner;
+      if (d.runner_id) j["runner_id"] = Json::Int64(d.runner_id);
+      j["outcome"] = outcome_name(r.outcome.kind);
+      if (!r.outcome.detail.empty()) j["detail"] = r.outcome.detail;
+      doc["decisions"].append(j);
+    }
+    doc["summary"] = Json::Value(Json::objectValue);
+    for (const auto& [name, n] : counts) doc["summary"][name] = n;
+    Json::Value calls(Json::objectValue);
+    calls["list_runners"] = calls_.lists;
+    calls["get_runner"] = calls_.gets;
+    calls["remove_token"] = calls_.remove_tokens;
+    calls["delete_runner"] = calls_.deletes;
+    doc["github_calls"] = calls;
+    doc["notes"] = Json::Value(Json::arrayValue);
+    for (const auto& n : notes_) doc["notes"].append(n);
+    doc["errors"] = Json::Value(Json::arrayValue);
+    for (const auto& [what, message] : errors_) {
+      Json::Value e(Json::objectValue);
+      e["what"] = what;
+      e["error"] = message;
+      doc["errors"].append(e);
+    }
+    doc["failed"] = failed;
+    ctx_.out << write_json(doc) << "\n";
+  }
+
+  void print_text(const std::vector<Result>& results, const std::map<std::string, int>& counts, int failed) {
+    for (const auto& r : results) {
+      std::string line = pool::describe(r.decision);
+      if (o_.dry_run || r.outcome.kind == Outcome::kPlanned || r.outcome.kind == Outcome::kDone) {
+        ctx_.out << (o_.dry_run && r.decision.kind != ScaleDownKind::kKeep ? "would " : "") << line << "\n";
+      } else {
+        ctx_.out << outcome_name(r.outcome.kind) << ": " << line << " (" << r.outcome.detail << ")\n";
+      }
+    }
+    for (const auto& n : notes_) ctx_.out << "note: " << n << "\n";
+    for (const auto& [what, message] : errors_) ctx_.out << "error: " << what << ": " << message << "\n";
+    ctx_.out << "scale-down " << s_.pool << (o_.dry_run ? " (dry run): " : ": ");
+    bool first = true;
+    for (const auto& [name, n] : counts) {
+      ctx_.out << (first ? "" : ", ") << n << " " << name;
+      first = false;
+    }
+    if (first) ctx_.out << "no instances";
+    ctx_.out << "; GitHub calls: " << calls_.lists << " list, " << calls_.gets << " get, " << calls_.remove_tokens
+             << " remove-token, " << calls_.deletes << " delete";
+    if (failed) ctx_.out << "; " << failed << " failed";
+    ctx_.out << "\n";
+  }
+
+  Context& ctx_;
+  const Settings& s_;
+  ScaleDownOptions o_;
+  std::optional<Secret> remove_token_;
+  std::vector<Result*> draining_;      // drains started this pass, waiting for `drained`
+  std::vector<Result*> to_terminate_;  // written terminating, TerminateInstances still to go
+  GithubCalls calls_;
+  std::vector<std::string> notes_;
+  std::vector<std::pair<std::string, std::string>> errors_;
+};
+
+}  // namespace
+
+int run_scale_down(Context& ctx, const ScaleDownOptions& options) { return ScaleDown(ctx, options).run(); }
+
+int run_bypass_removal(Context& ctx, const std::vector<std::string>& instance_ids, bool on, bool json) {
+  int failed = 0;
+  Json::Value doc(Json::arrayValue);
+  for (const auto& id : instance_ids) {
+    std::string outcome;
+    try {
+      auto r = ctx.table.get(id);
+      if (!r) {
+        outcome = "no record";
+      } else {
+        pool::Step step = pool::set_bypass_removal(*r, on);
+        outcome = ctx.table.transition(id, step.expect, step.change) ? (on ? "marked" : "cleared") : "no record";
+      }
+    } catch (const std::exception& e) {
+      outcome = std::string("failed: ") + e.what();
+    }
+    if (outcome != "marked" && outcome != "cleared") ++failed;
+    if (json) {
+      Json::Value j(Json::objectValue);
+      j["instance_id"] = id;
+      j["bypass_removal"] = on;
+      j["outcome"] = outcome;
+      doc.append(j);
+    } else {
+      ctx.out << id << ": bypass-removal " << (on ? "on" : "off") << ": " << outcome << "\n";
+    }
+  }
+  if (json) ctx.out << write_json(doc) << "\n";
+  return failed ? kExitFailed : kExitOk;
+}
+
+}  // namespace runpool::controller
