@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 'use strict';
-// The local cloud (docs/local-cloud.md): dynalite, local-aws-sqs and the EC2 stand-in, each behind
-// the SigV4-checking fault proxy, the GitHub stand-in, and the control API, all on 127.0.0.1.
+// The local cloud (docs/local-cloud.md): dynalite, local-aws-sqs, the EC2 and CloudWatch Logs
+// stand-ins, each behind the SigV4-checking fault proxy, the GitHub stand-in, and the control API,
+// all on 127.0.0.1.
 // Prints one ready JSON line on stdout; stops on SIGINT, SIGTERM or end of stdin, so a harness
 // that dies takes the local cloud with it.
 const fs = require('node:fs');
@@ -11,6 +12,7 @@ const { CredentialStore } = require('./lib/credentials');
 const { Faults } = require('./lib/faults');
 const { createProxy } = require('./lib/proxy');
 const { createControlHandler } = require('./lib/control');
+const { createLogs } = require('./logs');
 const { listenLocal, closeServer, createServer, keepAlive } = require('./lib/httputil');
 
 const USAGE = 'usage: localcloud.js [--state-dir DIR] [--region REGION] [--quiet] [--ignore-stdin]';
@@ -102,6 +104,11 @@ async function start(opts, log) {
       closers.push(() => ec2.close());
       await addProxy('ec2', ec2.url);
     }
+    // CloudWatch Logs: our stand-in (groups, streams, events), for the metrics runpoolctl sends.
+    const logs = await createLogs({ log });
+    closers.push(() => logs.close());
+    await addProxy('logs', logs.url);
+
     const githubMod = optionalModule('github', log);
     let github = null;
     if (githubMod) {
@@ -111,7 +118,7 @@ async function start(opts, log) {
       endpoints.githubWeb = github.url;
     }
 
-    const control = createServer(createControlHandler({ faults, credentials, proxies, ec2, github, log }));
+    const control = createServer(createControlHandler({ faults, credentials, proxies, ec2, github, logs, log }));
     endpoints.control = await listenLocal(control);
     closers.push(() => closeServer(control));
 

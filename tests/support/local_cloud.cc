@@ -87,6 +87,7 @@ LocalCloud::LocalCloud() {
   dynamodb_ = ep["dynamodb"].asString();
   sqs_ = ep["sqs"].asString();
   ec2_ = ep["ec2"].asString();
+  logs_ = ep["logs"].asString();
   github_ = ep["github"].asString();
   github_web_ = ep["githubWeb"].asString();
   control_ = ep["control"].asString();
@@ -141,7 +142,7 @@ Json::Value LocalCloud::control(const std::string& method, const std::string& pa
 }
 
 void LocalCloud::clear_faults() {
-  for (const char* service : {"dynamodb", "sqs", "ec2", "imds", "github"}) {
+  for (const char* service : {"dynamodb", "sqs", "ec2", "imds", "github", "logs"}) {
     Json::Value body;
     body["service"] = service;
     control("POST", "/_control/faults", body);

@@ -28,6 +28,7 @@ class LocalCloud {
   const std::string& dynamodb() const { return dynamodb_; }
   const std::string& sqs() const { return sqs_; }
   const std::string& ec2() const { return ec2_; }
+  const std::string& logs() const { return logs_; }  // CloudWatch Logs (read back: /_control/logs/events)
   const std::string& github() const { return github_; }       // REST API base (…/api/v3)
   const std::string& github_web() const { return github_web_; }
   const std::string& control_url() const { return control_; }
@@ -45,7 +46,7 @@ class LocalCloud {
   pid_t pid_ = -1;
   int stdin_fd_ = -1;
   std::string stderr_path_;
-  std::string region_, dynamodb_, sqs_, ec2_, github_, github_web_, control_, state_dir_;
+  std::string region_, dynamodb_, sqs_, ec2_, logs_, github_, github_web_, control_, state_dir_;
   std::string access_key_id_, secret_access_key_;
   CurlHttpClient http_;
 };

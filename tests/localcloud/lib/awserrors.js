@@ -42,6 +42,16 @@ const AUTH = {
     skew: { code: 'InvalidSignatureException', queryCode: 'SignatureDoesNotMatch', status: 403 },
     mismatch: { code: 'InvalidSignatureException', queryCode: 'SignatureDoesNotMatch', status: 403 },
   },
+  // CloudWatch Logs (JSON 1.1): the common errors of the AWS JSON services.
+  logs: {
+    missing: { code: 'MissingAuthenticationTokenException', status: 400 },
+    malformed: { code: 'IncompleteSignatureException', status: 400 },
+    unknownKey: { code: 'UnrecognizedClientException', status: 400 },
+    badToken: { code: 'UnrecognizedClientException', status: 400 },
+    expiredToken: { code: 'ExpiredTokenException', status: 400 },
+    skew: { code: 'InvalidSignatureException', status: 400 },
+    mismatch: { code: 'InvalidSignatureException', status: 400 },
+  },
   ec2: {
     missing: { code: 'MissingAuthenticationToken', status: 401 },
     malformed: { code: 'IncompleteSignature', status: 400 },
@@ -74,6 +84,13 @@ const FAULTS = {
       message: 'The request processing has failed because of an unknown error, exception or failure.' }),
     retryAfter: () => ({ ns: CORAL, code: 'ServiceUnavailable', queryCode: 'ServiceUnavailable', status: 503,
       message: 'The request has failed due to a temporary failure of the server.' }),
+  },
+  logs: {
+    throttle: () => ({ ns: CORAL, code: 'ThrottlingException', status: 400, message: 'Rate exceeded' }),
+    error: () => ({ ns: CORAL, code: 'ServiceUnavailableException', status: 500,
+      message: 'The service cannot complete the request.' }),
+    retryAfter: () => ({ ns: CORAL, code: 'ServiceUnavailableException', status: 503,
+      message: 'The service cannot complete the request.' }),
   },
   ec2: {
     throttle: () => ({ code: 'RequestLimitExceeded', status: 503, message: 'Request limit exceeded.' }),
@@ -115,7 +132,7 @@ function renderError(service, protocol, err) {
       `<Error><Type>${sender}</Type><Code>${xmlEscape(err.queryCode || err.code)}</Code>` +
       `<Message>${xmlEscape(err.message)}</Message><Detail/></Error><RequestId>${requestId}</RequestId></ErrorResponse>`;
   } else {
-    headers['content-type'] = 'application/x-amz-json-1.0';
+    headers['content-type'] = service === 'logs' ? 'application/x-amz-json-1.1' : 'application/x-amz-json-1.0';
     if (err.queryCode) headers['x-amzn-query-error'] = `${err.queryCode};${sender}`;
     body = JSON.stringify({ __type: `${err.ns}${err.code}`, message: err.message });
   }

@@ -1,17 +1,19 @@
 'use strict';
 // The control API (tests and demo only, never seen by runpool itself): health, fault knobs,
-// request stats, credentials, and delegation to the EC2 and GitHub stand-ins' own control routes.
+// request stats, credentials, and delegation to the EC2, GitHub and CloudWatch Logs stand-ins' own
+// control routes.
 const { readBody, sendJson } = require('./httputil');
 
 /**
- * createControlHandler({ faults, credentials, proxies: {service: proxy}, ec2, github, log })
- * -> (req, res) handler. ec2/github may be null (stand-in absent): their routes then answer 503.
+ * createControlHandler({ faults, credentials, proxies: {service: proxy}, ec2, github, logs, log })
+ * -> (req, res) handler. ec2/github/logs may be null (stand-in absent): their routes then answer 503.
  */
-function createControlHandler({ faults, credentials, proxies = {}, ec2 = null, github = null, log = () => {} }) {
-  const standIns = { ec2, github };
+function createControlHandler({ faults, credentials, proxies = {}, ec2 = null, github = null, logs = null,
+  log = () => {} }) {
+  const standIns = { ec2, github, logs };
 
   async function route(method, path, query, body) {
-    const stand = /^\/_control\/(ec2|github)(\/.*)?$/.exec(path);
+    const stand = /^\/_control\/(ec2|github|logs)(\/.*)?$/.exec(path);
     if (stand) {
       const target = standIns[stand[1]];
       if (!target) return { status: 503, json: { error: `the ${stand[1]} stand-in is not loaded` } };
@@ -21,7 +23,7 @@ function createControlHandler({ faults, credentials, proxies = {}, ec2 = null, g
     switch (key) {
       case 'GET /_control/health':
         return { status: 200, json: { ok: true, services: {
-          dynamodb: !!proxies.dynamodb, sqs: !!proxies.sqs, ec2: !!ec2, github: !!github } } };
+          dynamodb: !!proxies.dynamodb, sqs: !!proxies.sqs, ec2: !!ec2, github: !!github, logs: !!logs } } };
       case 'GET /_control/faults':
         return { status: 200, json: Object.fromEntries(Object.keys(faults.config).map((s) => [s, faults.get(s)])) };
       case 'POST /_control/faults': {

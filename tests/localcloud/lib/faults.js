@@ -2,7 +2,7 @@
 // Fault knobs, one set per service, shared by the proxy and every stand-in. Each request asks
 // `decide(service)` once; the answer says whether to fail it and how. Counters live in `stats`.
 
-const SERVICES = ['dynamodb', 'sqs', 'ec2', 'imds', 'github'];
+const SERVICES = ['dynamodb', 'sqs', 'ec2', 'imds', 'github', 'logs'];
 const KNOBS = ['errorRate', 'throttleRate', 'latencyMs', 'retryAfterRate', 'retryAfterSeconds'];
 
 function zero() { return Object.fromEntries(KNOBS.map((k) => [k, 0])); }
