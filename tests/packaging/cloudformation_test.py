@@ -136,9 +136,17 @@ check(inst_tags.get(tag_pool) == {"Ref": "PoolName"} and inst_tags.get(tag_table
 check(tags(lt.get("TagSpecifications", []), "launch-template").get(tag_pool) == {"Ref": "PoolName"},
       "the template must carry the pool's tag (the controller may change only such templates)")
 
+# --- The metrics log group (docs/observability.md): kept for a while, named in the outputs ------------
+logs = one("AWS::Logs::LogGroup")
+check(isinstance(logs.get("RetentionInDays"), dict) or isinstance(logs.get("RetentionInDays"), int),
+      "the metrics log group needs a retention (else its events are kept forever)")
+check(t.get("Outputs", {}).get("MetricsLogGroup", {}).get("Value") == {"Ref": "MetricsLogGroup"},
+      "the stack must output the metrics log group (runpoolctl's metrics_log_group)")
+
 # --- Roles and policies: packaging/iam's documents --------------------------------------------------
 SUBS = {"${AWS::Partition}": "aws", "${AWS::Region}": "@REGION@", "${AWS::AccountId}": "@ACCOUNT_ID@",
-        "${TableName}": "@TABLE@", "${PoolName}": "@POOL@", "${InstanceRole}": "@INSTANCE_ROLE@"}
+        "${TableName}": "@TABLE@", "${PoolName}": "@POOL@", "${InstanceRole}": "@INSTANCE_ROLE@",
+        "${MetricsLogGroup}": "@METRICS_LOG_GROUP@"}
 
 
 def normal(v):

@@ -125,9 +125,12 @@ for path in glob.glob(os.path.join(SRC, "common", "aws", "*.cc")):
         ops |= {"sqs:" + o for o in re.findall(r'\bcall\("([A-Z][A-Za-z]+)"', text)}
     elif base.startswith("ec2"):
         ops |= {"ec2:" + o for o in re.findall(r'\bEc2Form \w+\("([A-Z][A-Za-z]+)"', text)}
+    elif base.startswith("cloudwatch_logs"):
+        ops |= {"logs:" + o for o in re.findall(r'\bcall\("([A-Z][A-Za-z]+)"', text)}
 check(len(ops) >= 15, f"too few operations found in common/aws: {sorted(ops)}")
 # Operations the clients offer that runpoolctl never calls (tests and tooling only).
-not_for_runpoolctl = {"sqs:DeleteQueue", "dynamodb:DeleteTable", "ec2:DeleteTags"}
+# The metrics log group is the operator's (CloudFormation creates it, with its retention).
+not_for_runpoolctl = {"sqs:DeleteQueue", "dynamodb:DeleteTable", "ec2:DeleteTags", "logs:CreateLogGroup"}
 missing = ops - not_for_runpoolctl - actions(controller)
 check(not missing, f"the controller policy lacks operations the code issues: {sorted(missing)}")
 # CreateFleet launches through RunInstances (checked on the caller), and needs the role passed.
@@ -159,6 +162,9 @@ for st in controller["Statement"]:
     for r in st["Resource"]:
         if r.startswith("arn:aws:sqs:"):
             check(r.endswith(":@POOL@-*"), f"controller {sid}: queues beyond the pool's: {r}")
+        if r.startswith("arn:aws:logs:"):
+            check(r.split(":log-group:", 1)[-1] in ("@METRICS_LOG_GROUP@", "@METRICS_LOG_GROUP@:log-stream:*"),
+                  f"controller {sid}: log groups beyond the metrics group: {r}")
         if r.startswith("arn:aws:dynamodb:"):
             check(r in (table_arn, table_arn + "/index/by_label"), f"controller {sid}: tables beyond the pool's: {r}")
 
