@@ -1,6 +1,7 @@
 'use strict';
 // The EC2 stand-in's control API (tests, demo, benchmarks), mounted by the launcher under /_control/ec2.
 const fs = require('node:fs');
+const L = require('./launch');
 
 const NUMBERS = { pendingMs: 0, terminateGraceMs: 0, imdsTokenMaxTtlSeconds: 1, credentialTtlMs: 1, terminatedVisibleMs: 0 };
 const CHOICES = {
@@ -59,6 +60,38 @@ function createControl(world) {
     }
   }
 
+  // Instances without a machine (no directory, IMDS or processes), as many as a benchmark at scale
+  // needs: DescribeInstances, TerminateInstances and tags treat them like any other instance.
+  function recordOnly(body) {
+    const b = body && typeof body === 'object' && !Array.isArray(body) ? body : null;
+    if (!b) return fail(400, 'body must be a JSON object');
+    const known = ['count', 'instanceType', 'lifecycle', 'imageId', 'subnetId', 'tags'];
+    const extra = Object.keys(b).find((k) => !known.includes(k));
+    if (extra) return fail(400, `unknown field ${JSON.stringify(extra)}`);
+    if (!Number.isInteger(b.count) || b.count < 1 || b.count > 50000) return fail(400, 'count must be an integer in 1..50000');
+    const lifecycle = b.lifecycle === undefined ? 'on-demand' : b.lifecycle;
+    if (!['on-demand', 'spot'].includes(lifecycle)) return fail(400, "lifecycle must be 'on-demand' or 'spot'");
+    const instanceType = b.instanceType === undefined ? 'm7i.large' : b.instanceType;
+    if (typeof instanceType !== 'string' || !/^[a-z][a-z0-9-]*\.[a-z0-9-]+$/.test(instanceType)) return fail(400, 'bad instanceType');
+    const imageId = b.imageId === undefined ? 'ami-12345678' : b.imageId;
+    if (typeof imageId !== 'string' || !/^ami-([0-9a-f]{8}|[0-9a-f]{17})$/.test(imageId)) return fail(400, 'bad imageId');
+    if (b.tags !== undefined && (!b.tags || typeof b.tags !== 'object' || Array.isArray(b.tags) ||
+        Object.values(b.tags).some((v) => typeof v !== 'string'))) return fail(400, 'tags must map keys to strings');
+    let tags; let az;
+    try {
+      tags = L.validateTags(Object.entries(b.tags || {}).map(([Key, Value]) => ({ Key, Value })), { imdsTags: true });
+      az = L.zoneFor(world, {}, b.subnetId);
+    } catch (err) { return fail(400, err.message); }
+    const base = {
+      imageId, instanceType, lifecycle, tags, userData: null, profile: null, recordOnly: true,
+      metadata: { httpTokens: 'required', httpPutResponseHopLimit: 2, httpEndpoint: 'enabled', instanceMetadataTags: 'enabled' },
+      shutdownBehavior: world.settings.defaultShutdownBehavior, interruptionBehavior: 'terminate',
+      keyName: undefined, securityGroupIds: [], disableApiTermination: false,
+    };
+    const insts = L.createInstances(world, base, b.count, { subnetId: b.subnetId, az });
+    return ok({ instanceIds: insts.map((i) => i.id), reservationId: insts[0].reservationId });
+  }
+
   return async function control(method, subpath, body) {
     const url = new URL(subpath || '/', 'http://local');
     const p = url.pathname.replace(/\/+$/, '') || '/';
@@ -74,6 +107,7 @@ function createControl(world) {
         return perInstance(method, inst, m[2] || '', body);
       }
       switch (`${method} ${p}`) {
+        case 'POST /record-only-instances': return recordOnly(body);
         case 'GET /capacity': return ok({ rules: world.capacity.list() });
         case 'POST /capacity':
           try { world.capacity.set(body || {}); } catch (err) { return fail(400, err.message); }

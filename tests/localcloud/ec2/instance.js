@@ -42,6 +42,13 @@ class Instance {
     this.creds = null;
     this.wakePending = null;
     this.isScript = !!this.userData && this.userData.subarray(0, 2).toString() === '#!';
+    if (this.recordOnly) {
+      // A record without a machine (control route /record-only-instances, for benchmarks at
+      // scale): no directory, IMDS or processes; running at once, terminated at once.
+      this.state = 'running';
+      this.work = Promise.resolve();
+      return;
+    }
     fs.mkdirSync(path.join(this.dir, 'root'), { recursive: true });
     fs.mkdirSync(path.join(this.dir, 'bin'), { recursive: true });
     if (this.userData) fs.writeFileSync(path.join(this.dir, 'user-data'), this.userData, { mode: this.isScript ? 0o755 : 0o644 });
@@ -183,7 +190,7 @@ class Instance {
       launchTime: this.launchTime.toISOString(), reservationId: this.reservationId, fleetId: this.fleetId || null,
       imageId: this.imageId, availabilityZone: this.az, subnetId: this.subnetId || null,
       shutdownBehavior: this.shutdownBehavior, metadataOptions: this.metadata,
-      iamInstanceProfile: this.profile ? this.profile.arn : null, stateReason: this.stateReason,
+      iamInstanceProfile: this.profile ? this.profile.arn : null, stateReason: this.stateReason, recordOnly: !!this.recordOnly,
       spotNotice: this.notices.spot && { action: this.notices.spot.action, time: new Date(this.notices.spot.at).toISOString() },
       rebalanceNotice: this.notices.rebalance && { noticeTime: new Date(this.notices.rebalance.at).toISOString() },
       isolation: this.world.isolation.mode,

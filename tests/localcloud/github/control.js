@@ -1,7 +1,7 @@
 'use strict';
 // The test/demo control API of the GitHub stand-in (mounted at /_control/github). Documented
 // in README.md next to this file.
-const { lc } = require('./model');
+const { lc, Model, SYSTEM_LABELS } = require('./model');
 const { restRunner } = require('./rest');
 
 function createControl({ model, auth, broker, calls }) {
@@ -12,6 +12,32 @@ function createControl({ model, auth, broker, calls }) {
     ...restRunner(broker, r), owner: r.owner, repo: r.repo, currentJob: r.currentJob,
     session: r.session ? { id: r.session.id, createdAt: r.session.createdAt, lastSeen: r.session.lastSeen, openPolls: r.session.polls, live: broker.sessionLive(r) } : null,
   });
+
+  // Registers many runners at once without a runner process (benchmarks at scale): offline until
+  // a Listener would open a session, which they never do. All or nothing: names are checked first.
+  const bulkRunners = (b) => {
+    if (typeof b.owner !== 'string') throw new Error('owner must be a string');
+    if (b.repo !== undefined && (typeof b.repo !== 'string' || !b.repo)) throw new Error('repo must be a non-empty string');
+    if (!Array.isArray(b.runners) || b.runners.length < 1 || b.runners.length > 50000) throw new Error('runners must be an array of 1..50000');
+    model.addOwner(b.owner);
+    const key = Model.scopeKey(b.owner, b.repo);
+    const taken = new Set([...model.runners.values()].filter((r) => r.scopeKey === key).map((r) => lc(r.name)));
+    for (const r of b.runners) {
+      if (!r || typeof r.name !== 'string' || !r.name.trim()) throw new Error('each runner needs a name');
+      if (r.labels !== undefined && (!Array.isArray(r.labels) || r.labels.some((l) => typeof l !== 'string' || !l.trim()))) {
+        throw new Error(`runner ${r.name}: labels must be an array of names`);
+      }
+      if (r.busy !== undefined && typeof r.busy !== 'boolean') throw new Error(`runner ${r.name}: busy must be a boolean`);
+      if (taken.has(lc(r.name))) throw Object.assign(new Error(`a runner named ${r.name} already exists`), { status: 409 });
+      taken.add(lc(r.name));
+    }
+    return b.runners.map((r) => {
+      const labels = [...SYSTEM_LABELS.map((n) => ({ name: n, type: 'read-only' })), ...(r.labels || []).map((n) => ({ name: n.trim(), type: 'custom' }))];
+      const created = model.createRunner({ owner: b.owner, repo: b.repo, name: r.name, labels });
+      created.busy = !!r.busy;
+      return created.id;
+    });
+  };
 
   const table = [
     ['GET', /^\/settings$/, () => ok(model.settings)],
@@ -27,6 +53,7 @@ function createControl({ model, auth, broker, calls }) {
     ['POST', /^\/apps$/, (b) => ok(auth.addApp(b), 201)],
     ['POST', /^\/apps\/(\d+)\/installations$/, (b, m) => ok(auth.addInstallation(m[1], b.owner), 201)],
     ['GET', /^\/runners$/, () => ok({ runners: [...model.runners.values()].map(runnerView) })],
+    ['POST', /^\/runners\/bulk$/, (b) => ok({ ids: bulkRunners(b) }, 201)],
     ['DELETE', /^\/runners\/(\d+)$/, (b, m) => {
       const r = model.runners.get(Number(m[1]));
       if (!r) return bad('no such runner', 404);

@@ -458,3 +458,41 @@ test('fallback isolation (a session, no PID namespace) still ends processes that
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('record-only instances: described, filtered, paginated and terminated like others, with no machine', async () => {
+  const made = await ctl('POST', '/record-only-instances', { count: 7, instanceType: 'c7i.large', tags: { 'runpool:pool': 'scale-ro', k: 'v' } });
+  assert.equal(made.instanceIds.length, 7);
+  assert.match(made.reservationId, /^r-[0-9a-f]{17}$/);
+  for (const id of made.instanceIds) assert.match(id, /^i-[0-9a-f]{17}$/);
+  const filters = [{ Name: 'tag:runpool:pool', Values: ['scale-ro'] }, { Name: 'instance-state-name', Values: ['running'] }];
+  const pages = [];
+  let token;
+  do {
+    const r = await send(new E.DescribeInstancesCommand({ Filters: filters, MaxResults: 5, NextToken: token }));
+    pages.push(r.Reservations.flatMap((x) => x.Instances));
+    token = r.NextToken;
+  } while (token && pages.length < 5);
+  assert.deepEqual(pages.map((p) => p.length), [5, 2]);
+  const seen = pages.flat();
+  assert.deepEqual(seen.map((i) => i.InstanceId), made.instanceIds);
+  assert.ok(seen.every((i) => i.InstanceType === 'c7i.large' && i.ImageId === 'ami-12345678'));
+  assert.deepEqual(seen[0].Tags.map((t) => [t.Key, t.Value]).sort(), [['k', 'v'], ['runpool:pool', 'scale-ro']]);
+
+  const summary = await ctl('GET', `/instances/${made.instanceIds[0]}`);
+  assert.equal(summary.recordOnly, true);
+  assert.equal(summary.pid, null);
+  assert.deepEqual(summary.pids, []);
+  assert.equal(summary.imdsUrl, null);
+  assert.equal(fs.existsSync(summary.dir), false);
+
+  await send(new E.TerminateInstancesCommand({ InstanceIds: made.instanceIds.slice(0, 3) }));
+  await waitFor('terminated', async () => (await describe(made.instanceIds.slice(0, 3))).every((i) => i.State.Name === 'terminated'));
+  assert.deepEqual((await describe(made.instanceIds.slice(3))).map((i) => i.State.Name), ['running', 'running', 'running', 'running']);
+  await send(new E.TerminateInstancesCommand({ InstanceIds: made.instanceIds.slice(3) }));
+
+  for (const bad of [{}, { count: 0 }, { count: 50001 }, { count: 1, lifecycle: 'x' }, { count: 1, instanceType: 'bad' },
+    { count: 1, imageId: 'ami-x' }, { count: 1, tags: { 'aws:x': 'y' } }, { count: 1, tags: { k: 1 } }, { count: 1, extra: true }]) {
+    const r = await ec2.control('POST', '/record-only-instances', bad);
+    assert.equal(r.status, 400, JSON.stringify(bad));
+  }
+});

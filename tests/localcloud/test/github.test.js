@@ -236,3 +236,38 @@ test('primary rate limit: real budget per token, 403 with remaining 0 when spent
   // Another token's budget is untouched.
   assert.equal((await kit('ghp_bystander_0003').rest.actions.listSelfHostedRunnersForOrg({ org: 'acme' })).status, 200);
 });
+
+test('bulk runners: registered at once, listed in pages like any runner, all or nothing', async () => {
+  await ctl('POST', '/pats', { token: 'ghp_bulk_pat_0004', owners: ['bulkco'] });
+  const runners = Array.from({ length: 250 }, (_, i) => ({ name: `bulk-${i}`, labels: ['small'], busy: i % 3 === 0 }));
+  const made = await ctl('POST', '/runners/bulk', { owner: 'bulkco', repo: 'svc', runners });
+  assert.equal(made.ids.length, 250);
+  assert.equal(new Set(made.ids).size, 250);
+  const o = kit('ghp_bulk_pat_0004');
+  await gh.control('DELETE', '/calls');
+  const all = await o.paginate(o.rest.actions.listSelfHostedRunnersForRepo, { owner: 'bulkco', repo: 'svc', per_page: 100 });
+  assert.equal((await gh.control('GET', '/calls')).json.byRoute['GET /repos/{owner}/{repo}/actions/runners'], 3);
+  assert.deepEqual(all.map((r) => r.id), made.ids);
+  assert.deepEqual(all.map((r) => r.name), runners.map((r) => r.name));
+  assert.deepEqual(all.map((r) => r.busy), runners.map((r) => r.busy));
+  assert.ok(all.every((r) => r.status === 'offline' && !r.ephemeral));
+  assert.deepEqual(all[0].labels.map((l) => [l.name, l.type]), [['self-hosted', 'read-only'], ['Linux', 'read-only'], ['X64', 'read-only'], ['small', 'custom']]);
+  // Another scope of the owner does not see them; deletion works as for any runner.
+  assert.equal((await o.rest.actions.listSelfHostedRunnersForOrg({ org: 'bulkco' })).data.total_count, 0);
+  assert.equal((await o.rest.actions.deleteSelfHostedRunnerFromRepo({ owner: 'bulkco', repo: 'svc', runner_id: made.ids[1] })).status, 204);
+
+  // A taken name (case-insensitive) or a repeated one fails the whole batch.
+  const before = (await o.rest.actions.listSelfHostedRunnersForRepo({ owner: 'bulkco', repo: 'svc' })).data.total_count;
+  for (const [batch, status] of [
+    [[{ name: 'fresh-1' }, { name: 'BULK-2' }], 409],
+    [[{ name: 'twice' }, { name: 'twice' }], 409],
+    [[{ name: '' }], 400],
+    [[{ name: 'x', busy: 'yes' }], 400],
+    [[{ name: 'x', labels: [''] }], 400],
+    [[], 400],
+  ]) {
+    const r = await gh.control('POST', '/runners/bulk', { owner: 'bulkco', repo: 'svc', runners: batch });
+    assert.equal(r.status, status, JSON.stringify(batch));
+  }
+  assert.equal((await o.rest.actions.listSelfHostedRunnersForRepo({ owner: 'bulkco', repo: 'svc' })).data.total_count, before);
+});
