@@ -13,7 +13,7 @@ namespace runpool::controller {
 struct ScaleDownOptions {
   bool dry_run = false;
   bool json = false;
-  std::optional<int> idle;  // --idle N: this quota for every class instead of the schedule's
+  std::optional<int> idle{};  // --idle N: this quota for every class instead of the schedule's
 };
 
 // Scan the table, list GitHub's runners once per owner, look up marked orphans, plan, carry the

@@ -11,10 +11,10 @@
 namespace runpool::controller {
 
 struct ScaleUpOptions {
-  std::optional<int> to;       // idle runners per class to reach; else the schedule's quota
-  std::string resource_class;  // "": every class of resource_classes
+  std::optional<int> to{};     // idle runners per class to reach; else the schedule's quota
+  std::string resource_class{};  // "": every class of resource_classes
   bool wait = true;            // wait until the new runners registered, and mark them running
-  std::optional<Duration> timeout;  // of the wait (default provision_timeout)
+  std::optional<Duration> timeout{};  // of the wait (default provision_timeout)
   bool json = false;
 };
 

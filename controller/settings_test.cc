@@ -104,6 +104,42 @@ TEST(Settings, RefreshGracesAreTheirOwnKeys) {
   EXPECT_EQ(load("max_heartbeat_age = 10s\n").agent_silence.count(), 600'000) << "not derived from max_heartbeat_age";
 }
 
+TEST(Settings, SharedPoolsScaleDownAndMetrics) {
+  Settings d = load("");
+  EXPECT_FALSE(d.shared);
+  EXPECT_EQ(d.shared_label_list("small"), "self-hosted,linux,x64,small");
+  EXPECT_EQ(d.os, "linux");
+  EXPECT_TRUE(d.scale_down_schedule.empty()) << "no schedule: every class's quota is 0";
+  EXPECT_EQ(d.scale_down.min_running_linux_ms, 5 * 60'000);
+  EXPECT_EQ(d.scale_down.min_running_windows_ms, 15 * 60'000);
+  EXPECT_EQ(d.scale_down.boot_time_ms, 5 * 60'000);
+  EXPECT_EQ(d.scale_down.agent_silence_ms, d.agent_silence.count()) << "one silence bound for refresh and scale-down";
+  EXPECT_EQ(d.metrics_namespace, "runpool");
+
+  Settings s = load(
+      "pool_mode = shared\nshared_labels = self-hosted linux,gpu\nos = windows\n"
+      "scale_down_schedule = [{\"cron\": \"* 8-18 * * mon-fri\", \"time_zone\": \"Europe/Berlin\", \"idle\": 3}]\n"
+      "min_running_time_windows = 20m\nrunner_boot_time = 2m\nscale_down_drain_wait = 0s\n");
+  EXPECT_TRUE(s.shared);
+  EXPECT_EQ(s.shared_label_list("large"), "self-hosted,linux,gpu,large");
+  EXPECT_EQ(s.os, "windows");
+  ASSERT_EQ(s.scale_down_schedule.size(), 1u);
+  EXPECT_EQ(s.scale_down_schedule[0].idle, 3);
+  EXPECT_EQ(s.scale_down.min_running_windows_ms, 20 * 60'000);
+  EXPECT_EQ(s.scale_down.boot_time_ms, 2 * 60'000);
+  EXPECT_EQ(s.scale_down_drain_wait.count(), 0);
+
+  EXPECT_NE(error_of("pool_mode = pooled").find("pool_mode"), std::string::npos);
+  EXPECT_NE(error_of("shared_labels = ok,bad;label").find("shared_labels"), std::string::npos);
+  EXPECT_NE(error_of("shared_labels = -dash").find("shared_labels"), std::string::npos);
+  EXPECT_NE(error_of("os = macos").find("os"), std::string::npos);
+  EXPECT_NE(error_of("scale_down_schedule = [{\"cron\": \"* 25 * * *\", \"idle\": 1}]").find("scale_down_schedule"),
+            std::string::npos);
+  EXPECT_NE(error_of("scale_down_schedule = {").find("scale_down_schedule"), std::string::npos);
+  EXPECT_NE(error_of("endpoint_logs = ftp://x").find("endpoint_logs"), std::string::npos);
+  EXPECT_NE(error_of("metrics_namespace = ").find("metrics_namespace"), std::string::npos);
+}
+
 TEST(Settings, GithubServerDerivation) {
   EXPECT_EQ(github_server_for_api("https://api.github.com"), "https://github.com");
   EXPECT_EQ(github_server_for_api("https://ghes.example.com/api/v3"), "https://ghes.example.com");
