@@ -226,7 +226,7 @@ std::vector<KeySpec> settings_schema() {
       {"min_running_time_windows", K::kDuration, "15m", "scale-down: a Windows instance younger than this is kept",
        0, kDay},
       {"runner_boot_time", K::kDuration, "5m",
-       "scale-down: an instance whose runner GitHub does not list this long after launch is marked orphan", kSec,
+       "scale-down: an instance whose runner GitHub does not list this long into created, claimed or running is marked orphan", kSec,
        kDay},
       {"scale_down_drain_wait", K::kDuration, "2m",
        "scale-down: how long a pass waits for the drains it started (the rest finish on the next pass)", 0, kHour},

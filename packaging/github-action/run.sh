@@ -37,7 +37,16 @@ case "$command" in
       only release "$input" "${!var:-}"
     done
     ;;
-  refresh | status | init)
+  scale-up)
+    args+=(scale-up)
+    flag resource-class "${INPUT_RESOURCE_CLASS:-}"
+    flag timeout "${INPUT_TIMEOUT:-}"
+    for input in count usage-class allowed-instance-types label; do
+      var=INPUT_${input//-/_}; var=${var^^}
+      only scale-up "$input" "${!var:-}"
+    done
+    ;;
+  refresh | scale-down | status | init)
     args+=("$command")
     for input in count resource-class usage-class allowed-instance-types label timeout; do
       var=INPUT_${input//-/_}; var=${var^^}
@@ -45,7 +54,7 @@ case "$command" in
     done
     ;;
   *)
-    echo "::error::command must be provision, release, refresh, status or init (got '$command')" >&2
+    echo "::error::command must be provision, release, refresh, scale-down, scale-up, status or init (got '$command')" >&2
     exit 2
     ;;
 esac

@@ -61,7 +61,7 @@ check({"label", "instance-ids"} <= set(outputs), "outputs label and instance-ids
 script = os.path.join(SRC, step["run"].strip("'\"").replace("$GITHUB_ACTION_PATH/", ""))
 check(os.path.isfile(script), f"the step runs {script}, which does not exist")
 help_text = {c: subprocess.run([CTL, *([c] if c else []), "--help"], capture_output=True, text=True).stdout
-             for c in ("", "provision", "release", "refresh", "status", "init")}
+             for c in ("", "provision", "release", "refresh", "scale-down", "scale-up", "status", "init")}
 
 with tempfile.TemporaryDirectory() as tmp:
     fake = os.path.join(tmp, "runpoolctl")
@@ -109,13 +109,20 @@ with tempfile.TemporaryDirectory() as tmp:
     if argv:
         flags_known(argv)
 
-    for command in ("refresh", "status", "init"):
+    rc, argv, _, err = run(command="scale-up", resource_class="small", timeout="8m")
+    check(rc == 0 and argv == ["scale-up", "--resource-class", "small", "--timeout", "8m"], f"scale-up: {argv} ({err})")
+    if argv:
+        flags_known(argv)
+
+    for command in ("refresh", "scale-down", "status", "init"):
         rc, argv, _, err = run(command=command, config="c.conf")
         check(rc == 0 and argv == ["--config", "c.conf", command], f"{command}: {argv} ({err})")
 
     for given, why in ((dict(command="release"), "release without a label"),
                        (dict(command="refresh", count="2"), "an input the command does not take"),
                        (dict(command="release", label="l", resource_class="x"), "release with a resource class"),
+                       (dict(command="scale-down", resource_class="x"), "scale-down with a resource class"),
+                       (dict(command="scale-up", count="3"), "scale-up with a count"),
                        (dict(command="terminate-everything"), "an unknown command"),
                        (dict(command=""), "no command")):
         rc, argv, _, _ = run(**given)
