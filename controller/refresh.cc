@@ -420,7 +420,9 @@ class Refresh {
       if (r.action.record) state = r.action.record->state;
       done.push_back({r.action.kind, r.action.rule, state, r.outcome.detail});
     }
-    for (const auto& e : refresh_events(s_, ctx_.now_ms(), done, failed, depths_, options_.dry_run)) ctx_.metrics.emit(e);
+    for (const auto& e : refresh_events(s_, ctx_.now_ms(), done, failed, depths_, options_.dry_run)) {
+      ctx_.metrics.emit(e);
+    }
   }
 
   void print_json(const std::vector<Result>& results, const std::map<std::string, int>& counts, int failed) {
