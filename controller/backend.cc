@@ -15,8 +15,8 @@ Backend::Backend(const Settings& settings, const aws::GetEnv& getenv) : settings
                           {"sqs", settings.endpoint_sqs},
                           {"ec2", settings.endpoint_ec2},
                           {"logs", settings.endpoint_logs}}};
-  // AWS's own name for the Logs variable is AWS_ENDPOINT_URL_CLOUDWATCH_LOGS; the settings' help
-  // says AWS_ENDPOINT_URL_LOGS. Both are honoured.
+  // The service id is "logs" here, but AWS's own variable for it is AWS_ENDPOINT_URL_CLOUDWATCH_LOGS;
+  // the shorter AWS_ENDPOINT_URL_LOGS is honoured first.
   auto env = [&](const char* name) -> const char* {
     const char* v = getenv(name);
     if ((!v || !*v) && std::string_view(name) == "AWS_ENDPOINT_URL_LOGS") {

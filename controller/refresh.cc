@@ -315,6 +315,8 @@ class Refresh {
         advertise(*current);
         return {Outcome::kDone, ""};
       }
+      case ActionKind::kMarkRunning:
+        return write(a.instance_id, pool::mark_running(*a.record, now, t)) ? Outcome{Outcome::kDone, ""} : changed;
       case ActionKind::kMarkAdvertised:
         return write(a.instance_id, pool::advertised(*a.record)) ? Outcome{Outcome::kDone, ""} : changed;
       case ActionKind::kDeleteRecord: {

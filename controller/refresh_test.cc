@@ -207,6 +207,20 @@ TEST_F(RefreshTest, AHealthyPoolNeedsNothing) {
   EXPECT_EQ(runners.remove_tokens, 0);
 }
 
+TEST_F(RefreshTest, ASharedRunnerThatRegisteredUnwatchedIsMarkedRunning) {
+  pool::InstanceRecord r = pool::launched_record(id_of(1), "ci", "self-hosted,linux,small", "small",
+                                                 pool::UsageClass::kSpot, "c7i.large", Secret("reg"),
+                                                 "https://github.com/o/r", kNow - 60'000, settings.timeouts);
+  r.shared = true;
+  ASSERT_TRUE(table.create(r));
+  compute.launch(r.instance_id, kNow - 60'000);
+  ASSERT_TRUE(table.report(r.instance_id, {.heartbeat_ms = kNow, .signal = pool::AgentSignal::kRegistered,
+                                           .generation = 1}));
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(outcome("mark-running", r.instance_id), "done");
+  EXPECT_EQ(get(r.instance_id).state, State::kRunning);
+}
+
 TEST_F(RefreshTest, ExpiredIdleIsTerminatedAndClosedInOnePass) {
   InstanceRecord r = put(1, State::kIdle);
   later(settings.timeouts.idle_ttl_ms);

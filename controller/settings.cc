@@ -234,7 +234,7 @@ std::vector<KeySpec> settings_schema() {
       {"metrics_file", K::kString, "", "append CloudWatch embedded-metric-format lines to this file"},
       {"metrics_log_group", K::kString, "", "send embedded-metric-format events to this CloudWatch Logs group"},
       {"metrics_namespace", K::kString, "runpool", "the CloudWatch namespace of the metrics"},
-      {"endpoint_logs", K::kString, "", "CloudWatch Logs endpoint URL (else AWS_ENDPOINT_URL_LOGS, else AWS's)"},
+      {"endpoint_logs", K::kString, "", "CloudWatch Logs endpoint URL (else AWS_ENDPOINT_URL_CLOUDWATCH_LOGS, else AWS's)"},
       // Logging.
       {"log_format", K::kString, "text", "text or json (on stderr)"},
       {"log_level", K::kString, "info", "trace, debug, info, warn, error"},

@@ -22,6 +22,7 @@ std::string_view action_name(ActionKind kind) {
     case ActionKind::kDeleteRunner: return "delete-runner";
     case ActionKind::kDeleteMessage: return "delete-message";
     case ActionKind::kReleaseMessage: return "release-message";
+    case ActionKind::kMarkRunning: return "mark-running";
   }
   return "unknown";
 }
@@ -140,6 +141,15 @@ class Planner {
       } else {
         add(records_, ActionKind::kReturnToPool, r, "handshake.drained", "drained but never returned to the pool");
       }
+      return;
+    }
+
+    // A shared runner serves once registered; the scale-up that launched it may have stopped
+    // waiting (--no-wait, a timeout, a crash). A run-scoped one waits for its provision instead.
+    if (r.shared && (r.state == State::kCreated || r.state == State::kClaimed) &&
+        agent_reported(r, AgentSignal::kRegistered)) {
+      add(records_, ActionKind::kMarkRunning, r, "handshake.registered",
+          "shared runner registered for generation " + std::to_string(r.generation) + " but not marked running");
       return;
     }
 

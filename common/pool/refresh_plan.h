@@ -74,6 +74,7 @@ enum class ActionKind {
   kDeleteRunner,        // DELETE the ghost runner (422: busy, kept)
   kDeleteMessage,       // a stale, duplicate or malformed pool message
   kReleaseMessage,      // a valid pool message: visible again at once
+  kMarkRunning,         // mark_running: a shared runner registered while no scale-up waited for it
 };
 
 std::string_view action_name(ActionKind kind);

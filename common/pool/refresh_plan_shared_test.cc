@@ -31,6 +31,28 @@ TEST(PlanRefreshShared, DrainedSharedRunnerIsTerminatedNotReturnedEvenPastItsDea
   }
 }
 
+TEST(PlanRefreshShared, ARegisteredSharedRunnerNobodyMarkedIsMarkedRunning) {
+  for (int64_t deadline : {kNow + 600'000, kNow - 1}) {  // before and after its boot deadline
+    Fixture f;
+    InstanceRecord r = shared(1, State::kCreated);
+    signal(r, AgentSignal::kRegistered, r.generation);
+    r.deadline_ms = deadline;
+    f.add(r);
+    Action a = only(f.plan(), r.instance_id);
+    EXPECT_EQ(a.kind, ActionKind::kMarkRunning);
+    EXPECT_EQ(a.rule, "handshake.registered");
+  }
+  // Not registered yet: nothing before the deadline; a run-scoped one waits for its provision.
+  Fixture booting;
+  booting.add(shared(2, State::kCreated));
+  EXPECT_TRUE(booting.plan().actions.empty());
+  Fixture run_scoped;
+  InstanceRecord r = record(3, State::kCreated, 1);
+  signal(r, AgentSignal::kRegistered, r.generation);
+  run_scoped.add(r);
+  EXPECT_TRUE(run_scoped.plan().actions.empty());
+}
+
 TEST(PlanRefreshShared, ADrainedSignalOfAnEarlierGenerationSaysNothing) {
   Fixture f;
   InstanceRecord r = shared(1, State::kDraining);
@@ -51,7 +73,7 @@ TEST(PlanRefreshShared, DeadlinesApplyAsToAnyRecord) {
   const std::vector<Case> cases = {
       {State::kRunning, 1, AgentSignal::kRegistered, ActionKind::kDrain, "deadline.running"},
       {State::kRunning, 2, AgentSignal::kRegistered, ActionKind::kTerminate, "deadline.running.hard"},
-      {State::kCreated, 1, AgentSignal::kRegistered, ActionKind::kDrain, "deadline.created.registered"},
+      // (created and registered: marked running, handshake.registered — a shared runner serves)
       {State::kCreated, 1, AgentSignal::kNone, ActionKind::kTerminate, "deadline.created"},
       {State::kDraining, 1, AgentSignal::kRegistered, ActionKind::kTerminate, "deadline.draining"},
   };
