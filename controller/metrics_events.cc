@@ -92,4 +92,27 @@ std::vector<metrics::Event> refresh_events(const Settings& s, int64_t now_ms, co
   return out;
 }
 
+std::vector<metrics::Event> scale_down_events(const Settings& s, int64_t now_ms, const ScaleDownDone& d,
+                                              bool dry_run) {
+  std::vector<metrics::Event> out;
+  if (!dry_run) {
+    metrics::Event e = pool_event(s, now_ms);
+    e.add("ScaleDownDrains", d.drains_started)
+        .add("ScaleDownTerminations", d.drained_terminated + d.orphans_terminated)
+        .add("ScaleDownRetirements", d.retired)
+        .add("OrphansMarked", d.orphans_marked)
+        .add("OrphansUnmarked", d.orphans_unmarked)
+        .add("OrphansTerminated", d.orphans_terminated)
+        .add("ScaleDownFailures", d.failed)
+        .property("Command", "scale-down");
+    out.push_back(std::move(e));
+  }
+  for (const auto& [resource_class, idle] : d.idle_quota) {
+    metrics::Event e = pool_event(s, now_ms, resource_class);
+    e.add("IdleQuota", idle).property("Command", "scale-down");
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 }  // namespace runpool::controller

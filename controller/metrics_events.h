@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,5 +52,20 @@ struct PoolDepthSample {
 // the pool depth.
 std::vector<metrics::Event> refresh_events(const Settings& s, int64_t now_ms, const std::vector<RefreshDone>& done,
                                            int failed, const std::vector<PoolDepthSample>& depths, bool dry_run);
+
+// What one scale-down pass did, by decision kind (outcomes "done"), and the quota it kept per class.
+struct ScaleDownDone {
+  int orphans_marked = 0, orphans_unmarked = 0, orphans_terminated = 0;
+  int drains_started = 0, drained_terminated = 0, retired = 0;
+  int failed = 0;
+  std::map<std::string, int> idle_quota;  // by resource class
+};
+
+// A pass's events: a Pool summary — ScaleDownDrains, ScaleDownTerminations (drained shared runners
+// and orphans), ScaleDownRetirements, OrphansMarked, OrphansUnmarked, OrphansTerminated,
+// ScaleDownFailures, zeros included — and per class Pool+ResourceClass IdleQuota. A dry run
+// did nothing: only the quotas.
+std::vector<metrics::Event> scale_down_events(const Settings& s, int64_t now_ms, const ScaleDownDone& done,
+                                              bool dry_run);
 
 }  // namespace runpool::controller

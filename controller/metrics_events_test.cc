@@ -168,5 +168,26 @@ TEST(MetricsEvents, ADryRunReportsOnlyThePoolDepth) {
   EXPECT_EQ(values_of(events[0], "IdleInstances"), std::vector<double>{1});
 }
 
+TEST(MetricsEvents, ScaleDownSummaryAndQuotas) {
+  ScaleDownDone d;
+  d.drains_started = 3;
+  d.drained_terminated = 2;
+  d.orphans_terminated = 1;
+  d.retired = 4;
+  d.orphans_marked = 5;
+  d.idle_quota = {{"large", 1}, {"small", 3}};
+  auto events = scale_down_events(settings(), kNow, d, false);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(values_of(events[0], "ScaleDownDrains"), std::vector<double>{3});
+  EXPECT_EQ(values_of(events[0], "ScaleDownTerminations"), std::vector<double>{3}) << "drained and orphans";
+  EXPECT_EQ(values_of(events[0], "ScaleDownRetirements"), std::vector<double>{4});
+  EXPECT_EQ(values_of(events[0], "OrphansMarked"), std::vector<double>{5});
+  EXPECT_EQ(values_of(events[0], "ScaleDownFailures"), std::vector<double>{0});
+  EXPECT_EQ(dimension_of(events[2], "ResourceClass"), "small");
+  EXPECT_EQ(values_of(events[2], "IdleQuota"), std::vector<double>{3});
+  for (const auto& e : events) EXPECT_NO_THROW(metrics::format_emf(e));
+  EXPECT_EQ(scale_down_events(settings(), kNow, d, true).size(), 2u) << "a dry run: only the quotas";
+}
+
 }  // namespace
 }  // namespace runpool::controller

@@ -13,6 +13,7 @@
 #include "common/pool/memory_state_table.h"
 #include "common/pool/scale_down_plan.h"
 #include "common/pool/transitions.h"
+#include "controller/metrics_events.h"
 
 namespace runpool::controller {
 namespace {
@@ -150,6 +151,7 @@ class ScaleDown {
       }
     }
     for (const auto& [c, q] : snap.quotas) {
+      quotas_[c] = q.idle;
       spdlog::info("scale-down: class {}: keep {} idle, {} ({})", c, q.idle, pool::eviction_name(q.eviction), q.source);
     }
   }
@@ -313,12 +315,34 @@ class ScaleDown {
       if (r.outcome.kind == Outcome::kFailed) ++failed;
       ++counts[std::string(pool::scale_down_kind_name(r.decision.kind))];
     }
+    emit_metrics(results, failed);
     if (o_.json) {
       print_json(results, counts, failed);
     } else {
       print_text(results, counts, failed);
     }
     return failed ? kExitFailed : kExitOk;
+  }
+
+  void emit_metrics(const std::vector<Result>& results, int failed) {
+    ScaleDownDone d;
+    d.failed = failed;
+    d.idle_quota = quotas_;
+    for (const auto& r : results) {
+      const bool done = r.outcome.kind == Outcome::kDone;
+      switch (r.decision.kind) {
+        case ScaleDownKind::kMarkOrphan: d.orphans_marked += done; break;
+        case ScaleDownKind::kUnmarkOrphan: d.orphans_unmarked += done; break;
+        case ScaleDownKind::kRetire: d.retired += done; break;
+        case ScaleDownKind::kTerminate: (r.decision.phase == 1 ? d.orphans_terminated : d.drained_terminated) += done; break;
+        case ScaleDownKind::kDrain:
+          if (done || r.outcome.kind == Outcome::kLeft) ++d.drains_started;
+          d.drained_terminated += done;
+          break;
+        case ScaleDownKind::kKeep: break;
+      }
+    }
+    for (const auto& e : scale_down_events(s_, ctx_.now_ms(), d, o_.dry_run)) ctx_.metrics.emit(e);
   }
 
   void print_json(const std::vector<Result>& results, const std::map<std::string, int>& counts, int failed) {
@@ -395,6 +419,7 @@ class ScaleDown {
   std::vector<Result*> draining_;      // drains started this pass, waiting for `drained`
   std::vector<Result*> to_terminate_;  // written terminating, TerminateInstances still to go
   GithubCalls calls_;
+  std::map<std::string, int> quotas_;  // the idle quota applied, by class
   std::vector<std::string> notes_;
   std::vector<std::pair<std::string, std::string>> errors_;
 };
