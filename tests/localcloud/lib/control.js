@@ -37,6 +37,11 @@ function createControlHandler({ faults, credentials, proxies = {}, ec2 = null, g
         faults.resetStats();
         for (const p of Object.values(proxies)) p.authFailures = {};
         return { status: 200, json: { ok: true } };
+      case 'GET /_control/requests': // { service: { principal: { operation: count } } }
+        return { status: 200, json: Object.fromEntries(Object.entries(proxies).map(([s, p]) => [s, p.requests.snapshot()])) };
+      case 'POST /_control/requests/reset':
+        for (const p of Object.values(proxies)) p.requests.reset();
+        return { status: 200, json: { ok: true } };
       case 'GET /_control/auth-failures':
         return { status: 200, json: Object.fromEntries(Object.entries(proxies).map(([s, p]) => [s, p.authFailures])) };
       case 'GET /_control/credentials': {

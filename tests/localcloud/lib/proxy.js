@@ -7,6 +7,7 @@ const http = require('node:http');
 const { verify } = require('./sigv4');
 const { faultError, renderError } = require('./awserrors');
 const { readBody, listenLocal, closeServer, createServer } = require('./httputil');
+const { RequestCounts } = require('./requests');
 
 const PRINCIPAL = 'x-localcloud-principal';
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade',
@@ -33,11 +34,12 @@ function operationOf(protocol, req, body) {
 /**
  * createProxy({ service, region, credentials, faults, log, backend }) -> proxy
  *   proxy.listen() -> Promise<url>; proxy.url; proxy.backend (settable: 'http://127.0.0.1:P');
- *   proxy.authFailures: { code: count }; proxy.close() -> Promise.
+ *   proxy.authFailures: { code: count }; proxy.requests: RequestCounts (per principal and
+ *   operation, signed requests only); proxy.close() -> Promise.
  */
 function createProxy({ service, region, credentials, faults, log = () => {}, backend = null }) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-  const proxy = { service, backend, url: null, authFailures: {} };
+  const proxy = { service, backend, url: null, authFailures: {}, requests: new RequestCounts() };
 
   const reply = (res, protocol, err) => {
     const { status, headers, body } = renderError(service, protocol, err);
@@ -94,6 +96,7 @@ function createProxy({ service, region, credentials, faults, log = () => {}, bac
       log('debug', `${service} ${operation}: rejected ${v.code}: ${v.message}`);
       return reply(res, protocol, v);
     }
+    proxy.requests.record(v.principal, operation);
     const decision = faults.decide(service, operation);
     await faults.delay(service);
     if (decision) {
