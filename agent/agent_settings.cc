@@ -112,6 +112,13 @@ AgentSettings load_agent_settings(const Config& c) {
   if (!is_safe_absolute_path(expand_instance_path(s.runner_root, "i-0"))) {
     c.reject("runner_root", "must be an absolute path other than / without . or .. parts");
   }
+  // The packaged unit's ProtectSystem=full makes these read-only for the agent and the runner.
+  for (const char* system : {"/usr", "/boot", "/efi", "/etc"}) {
+    const std::string dir = system;
+    if (s.runner_root == dir || s.runner_root.rfind(dir + "/", 0) == 0) {
+      c.reject("runner_root", "must not be under " + dir + " (read-only for the agent's systemd unit)");
+    }
+  }
   s.runner_template = c.get_string("runner_template");
   if (!s.runner_template.empty() && !is_safe_absolute_path(s.runner_template)) {
     c.reject("runner_template", "must be an absolute path without . or .. parts");

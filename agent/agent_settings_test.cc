@@ -112,6 +112,8 @@ TEST(AgentSettings, BadValuesNameTheKeyAndWhereTheyCameFrom) {
       {kMinimal + "runner_root = relative/path\n", "runner_root"},
       {kMinimal + "runner_root = /\n", "runner_root"},
       {kMinimal + "runner_root = /opt/../etc\n", "runner_root"},
+      {kMinimal + "runner_root = /usr/local/runner\n", "runner_root"},
+      {kMinimal + "runner_root = /etc\n", "runner_root"},
       {kMinimal + "runner_root = /opt/./x\n", "runner_root"},
       {kMinimal + "runner_template = tpl\n", "runner_template"},
       {kMinimal + "runner_path = bin\n", "runner_path"},

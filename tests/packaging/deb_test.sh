@@ -102,7 +102,9 @@ done
 grep -q '^WatchdogSec=[1-9]' "$unit" || bad "the unit has no WatchdogSec"
 grep -q -- '--config /etc/runpool/agent.conf' "$unit" || bad "the unit does not read /etc/runpool/agent.conf"
 if grep -Eq '^(User|DynamicUser|PrivateUsers)=' "$unit"; then bad "the agent must run as root (it setuids to the runner user)"; fi
-if grep -Eq '^(ProtectProc=invisible|ProtectSystem=(strict|full)|ReadOnlyPaths=/opt)' "$unit" &&
+# (ProtectSystem=full leaves /opt writable: it covers /usr, /boot, /efi and /etc, and the agent
+# refuses a runner_root there.)
+if grep -Eq '^(ProtectProc=invisible|ProtectSystem=strict|ReadOnlyPaths=/opt)' "$unit" &&
   ! grep -q '^ReadWritePaths=.*/opt/runpool' "$unit"; then
   bad "the unit's file-system protection keeps the agent from writing the runner root"
 fi
@@ -112,6 +114,16 @@ if grep -q '^CapabilityBoundingSet=' "$unit"; then
   done
 fi
 if grep -Eq '^SystemCallFilter=.*~.*@privileged' "$unit"; then bad "SystemCallFilter forbids setuid"; fi
+# The hardening stays: systemd's own exposure score (offline, from the unit file) must not creep
+# back up; it was 9.6 ("UNSAFE") without it.
+if systemd-analyze security --help 2>/dev/null | grep -q -- --offline; then
+  sed "s#^ExecStart=#ExecStart=$root#" "$unit" > "$work/security.service"
+  exposure=$(systemd-analyze security --offline=yes "$work/security.service" 2>/dev/null |
+    sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
+  [ -n "$exposure" ] || bad "systemd-analyze security printed no exposure level"
+  [ -z "$exposure" ] || awk -v e="$exposure" 'BEGIN { exit !(e <= 6.0) }' ||
+    bad "the unit's exposure level is $exposure (> 6.0): its hardening was weakened"
+fi
 # systemd's own parser: silent for a valid unit (it reports bad values and unknown keys, even
 # though it exits 0 for them). ExecStart is pointed at the extracted binary, which it checks.
 if command -v systemd-analyze > /dev/null; then
