@@ -5,8 +5,10 @@
 // pages, DescribeInstances pages, GitHub list pages — which should grow as n / page size.
 //
 //   control_plane_bench [--sizes 1000,5000,10000] [--runs 3] [--idle-every 20] [--quota-percent 4]
-//                       [--ctl PATH] [--set key=value]…
+//                       [--latency-ms github=300,ec2=150,dynamodb=10] [--ctl PATH] [--set key=value]…
 //
+// --latency-ms adds that much to every request of a service (the local cloud answers in about a
+// millisecond; real services do not), so wall times can be read for a real network too.
 // --ctl measures another runpoolctl build (a what-if: say so when quoting its figures).
 // The state is steady, so `refresh` finds nothing to change and measures its reading cost; it runs
 // for real. `scale-down` runs with --dry-run: a real pass would start drains of the idle runners
@@ -127,6 +129,17 @@ int run(const Options& o) {
   print_fact("runpoolctl", binary.empty() ? std::string(RUNPOOL_CTL_BINARY) : binary + " (WHAT-IF build)");
 
   auto& cloud = runpool::testing::LocalCloud::shared();
+  const std::string latency = o.get("latency-ms", "");
+  std::stringstream latencies(latency);
+  for (std::string part; std::getline(latencies, part, ',');) {
+    const auto eq = part.find('=');
+    if (eq == std::string::npos) throw std::runtime_error("--latency-ms takes service=ms,…");
+    Json::Value knobs;
+    knobs["service"] = part.substr(0, eq);
+    knobs["latencyMs"] = std::stoi(part.substr(eq + 1));
+    cloud.control("POST", "/_control/faults", knobs);
+  }
+  print_fact("added latency per request", latency.empty() ? "none (the local cloud's own)" : latency + " ms");
   std::string extra = "pool_mode = shared\nresource_classes = small=c7i.large\n";
   for (const auto& line : o.config()) extra += line + "\n";
   controller::testing::CtlPool pool(cloud, "scale", "ctl-scale", extra);
@@ -161,7 +174,8 @@ int run(const Options& o) {
     summary += fmt::format("{}n={}: {}", summary.empty() ? "" : "; ", n, line);
   }
   print_fact("host load at end", host_load());
-  print_summary(kBench, summary + fmt::format(" (target <= {:g} s each){}", kTargetSeconds,
+  print_summary(kBench, summary + fmt::format(" (target <= {:g} s each){}{}", kTargetSeconds,
+                                              latency.empty() ? "" : "; added latency " + latency + " ms",
                                               binary.empty() ? "" : "; WHAT-IF runpoolctl " + binary));
   return 0;
 }
