@@ -203,13 +203,12 @@ ExitStatus exit_status_of(int ws) {
 }
 
 CommandOutcome run_command(const SpawnOptions& o, Duration timeout, const std::function<void()>& alive,
-                           size_t tail_bytes) {
+                           size_t tail_bytes, const std::function<bool()>& cancelled) {
   CommandOutcome result;
   Child c = spawn(o);
   const auto start = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> term_sent;
   bool out_open = c.stdout_fd >= 0, err_open = c.stderr_fd >= 0;
-  int ws = 0;
   for (;;) {
     struct pollfd fds[2];
     nfds_t nfds = 0;
@@ -222,16 +221,25 @@ CommandOutcome run_command(const SpawnOptions& o, Duration timeout, const std::f
     if (err_open) err_open = read_available(c.stderr_fd, chunk);
     append_tail(result.output, chunk, tail_bytes);
     if (alive) alive();
-    pid_t w = waitpid(c.pid, &ws, WNOHANG);
-    if (w == c.pid) break;
+    // Looked at without reaping it: until it is reaped the leader's pid stays the group's id,
+    // so the group can still be signalled as a whole, never a recycled pid.
+    siginfo_t info{};
+    if (waitid(P_PID, static_cast<id_t>(c.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == c.pid) break;
     auto now = std::chrono::steady_clock::now();
-    if (!term_sent && now - start >= timeout) {
-      result.timed_out = true;
-      kill(-c.pid, SIGTERM);
-      term_sent = now;
-    } else if (term_sent && now - *term_sent >= std::chrono::seconds(2)) {
+    if (!term_sent) {
+      if (now - start >= timeout) result.timed_out = true;
+      else if (cancelled && cancelled()) result.cancelled = true;
+      if (result.timed_out || result.cancelled) {
+        kill(-c.pid, SIGTERM);
+        term_sent = now;
+      }
+    } else if (now - *term_sent >= std::chrono::seconds(2)) {
       kill(-c.pid, SIGKILL);
     }
+  }
+  if (term_sent) kill(-c.pid, SIGKILL);  // members that outlived (or ignored) the SIGTERM
+  int ws = 0;
+  while (waitpid(c.pid, &ws, 0) < 0 && errno == EINTR) {
   }
   // What is left in the pipes (descendants may hold them open: read without waiting).
   std::string rest;
@@ -240,8 +248,8 @@ CommandOutcome run_command(const SpawnOptions& o, Duration timeout, const std::f
   append_tail(result.output, rest, tail_bytes);
   if (c.stdout_fd >= 0) close(c.stdout_fd);
   if (c.stderr_fd >= 0) close(c.stderr_fd);
-  ExitStatus st = exit_status_of(ws);
-  result.exit_code = (st.signaled || result.timed_out) ? -1 : st.code;
+  result.status = exit_status_of(ws);
+  result.exit_code = (result.status.signaled || term_sent) ? -1 : result.status.code;
   return result;
 }
 

@@ -48,15 +48,19 @@ Child spawn(const SpawnOptions& options);
 bool read_available(int fd, std::string& buffer);
 
 struct CommandOutcome {
-  int exit_code = -1;  // -1: timed out, killed by a signal, or not started
+  int exit_code = -1;  // -1: timed out, cancelled, killed by a signal, or not started
   bool timed_out = false;
+  bool cancelled = false;  // `cancelled` asked to stop it
   std::string output;  // the last `tail_bytes` of stdout and stderr, interleaved as read
+  ExitStatus status{};  // as waitpid gave it (a signal's number, or the exit code)
 };
 
-// Runs to completion. On timeout the process group gets SIGTERM, then SIGKILL after 2 s. `alive`
-// is called about every 100 ms while waiting (the watchdog's pulse).
+// Runs to completion. On timeout (or once `cancelled` returns true) the process group gets
+// SIGTERM, then SIGKILL after 2 s — and SIGKILL as soon as the leader is gone, so that nothing of
+// the group outlives a stopped command. `alive` is called about every 100 ms while waiting (the
+// watchdog's pulse), `cancelled` as often.
 CommandOutcome run_command(const SpawnOptions& options, Duration timeout, const std::function<void()>& alive,
-                           size_t tail_bytes = 4096);
+                           size_t tail_bytes = 4096, const std::function<bool()>& cancelled = {});
 
 // Every process (but this one) whose real or effective uid is `uid`, from /proc.
 std::vector<pid_t> processes_of_user(uid_t uid);
