@@ -72,6 +72,11 @@ std::string status_text(const StatusView& v) {
                          r.instance_type, short_age(v.now_ms - r.created_ms),
                          r.heartbeat_ms ? short_age(v.now_ms - r.heartbeat_ms) : "-", r.busy ? "yes" : "no",
                          r.deadline_ms ? short_age(r.deadline_ms - v.now_ms) : "-");
+      // The operator's pre-run script is news only when it did not succeed (docs/agent.md).
+      if (r.pre_run == pool::PreRun::kFailed || r.pre_run == pool::PreRun::kTimeout) {
+        out += fmt::format("{:<20} pre-run {}: {}\n", "", pool::pre_run_name(r.pre_run),
+                           r.pre_run_detail.empty() ? "-" : r.pre_run_detail);
+      }
     }
   }
   out += "\nPOOL\n";
@@ -107,6 +112,10 @@ Json::Value status_json(const StatusView& v) {
     if (r.signal != pool::AgentSignal::kNone) {
       j["signal"] = std::string(pool::agent_signal_name(r.signal));
       j["signal_generation"] = static_cast<Json::Int64>(r.signal_generation);
+    }
+    if (r.pre_run != pool::PreRun::kNone) {
+      j["pre_run"] = std::string(pool::pre_run_name(r.pre_run));
+      j["pre_run_detail"] = r.pre_run_detail;
     }
     root["instances"].append(j);
   }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "common/json.h"
 #include "controller/test_fakes.h"
 
@@ -56,6 +58,44 @@ TEST(Status, TableAndPoolDepth) {
   EXPECT_EQ(j["instances"][0]["state"].asString(), "running");
   EXPECT_TRUE(j["instances"][0]["busy"].asBool());
   EXPECT_EQ(j["instances"][0]["heartbeat_age_ms"].asInt(), 1000);
+}
+
+TEST(Status, ShowsAPreRunScriptThatDidNotSucceed) {
+  World w;
+  auto ok = testing::idle_record("i-00000000000000bb1", w.now());
+  ok.pre_run = pool::PreRun::kOk;
+  ok.pre_run_detail = "exit 0 after 4s";
+  w.table.inner.create(ok);
+  auto failed = testing::idle_record("i-00000000000000bb2", w.now());
+  failed.state = pool::State::kCreated;
+  failed.pre_run = pool::PreRun::kFailed;
+  failed.pre_run_detail = "exit 3: no disk";
+  w.table.inner.create(failed);
+  auto slow = testing::idle_record("i-00000000000000bb3", w.now());
+  slow.state = pool::State::kCreated;
+  slow.pre_run = pool::PreRun::kTimeout;
+  slow.pre_run_detail = "timed out after 10m: warming";
+  w.table.inner.create(slow);
+
+  ASSERT_EQ(run_status(w.ctx, {false, false}), kExitOk);
+  const std::string text = w.out.str();
+  EXPECT_NE(text.find("pre-run failed: exit 3: no disk"), std::string::npos) << text;
+  EXPECT_NE(text.find("pre-run timeout: timed out after 10m: warming"), std::string::npos) << text;
+  EXPECT_EQ(text.find("exit 0 after 4s"), std::string::npos) << "a script that worked is no news: " << text;
+  // Each under its own instance's line.
+  EXPECT_LT(text.find("i-00000000000000bb2"), text.find("exit 3: no disk"));
+  EXPECT_GT(text.find("i-00000000000000bb3"), text.find("exit 3: no disk"));
+
+  w.out.str("");
+  ASSERT_EQ(run_status(w.ctx, {true, false}), kExitOk);
+  Json::Value j = parse_json(w.out.str(), "status");
+  ASSERT_EQ(j["instances"].size(), 3u);
+  std::map<std::string, Json::Value> by_id;
+  for (const auto& i : j["instances"]) by_id[i["instance_id"].asString()] = i;
+  EXPECT_EQ(by_id["i-00000000000000bb1"]["pre_run"].asString(), "ok");
+  EXPECT_EQ(by_id["i-00000000000000bb2"]["pre_run"].asString(), "failed");
+  EXPECT_EQ(by_id["i-00000000000000bb2"]["pre_run_detail"].asString(), "exit 3: no disk");
+  EXPECT_EQ(by_id["i-00000000000000bb3"]["pre_run"].asString(), "timeout");
 }
 
 TEST(Status, EmptyPoolAndUnreadableDepth) {

@@ -229,6 +229,10 @@ bool DynamoStateTable::report(const std::string& instance_id, const AgentReport&
   if (r.runner_id) b.set(attr::kRunnerId, AttributeValue::number(*r.runner_id));
   if (r.runner_name && !r.runner_name->empty()) b.set(attr::kRunnerName, AttributeValue::string(*r.runner_name));
   if (r.agent_version && !r.agent_version->empty()) b.set(attr::kAgentVersion, AttributeValue::string(*r.agent_version));
+  if (r.pre_run && *r.pre_run != PreRun::kNone) {
+    b.set(attr::kPreRun, AttributeValue::string(std::string(pre_run_name(*r.pre_run))));
+  }
+  if (r.pre_run_detail) b.set(attr::kPreRunDetail, AttributeValue::string(r.pre_run_detail->empty() ? "-" : *r.pre_run_detail));
   if (r.take_reg_token) b.remove(attr::kRegToken);
   if (r.take_remove_token) b.remove(attr::kRemoveToken);
   return conditional_update(db_, table_, instance_id, b);

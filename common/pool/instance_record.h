@@ -28,6 +28,25 @@ enum class AgentSignal { kNone, kBooted, kRegistered, kDrained, kFailed, kInterr
 std::string_view agent_signal_name(AgentSignal s);
 std::optional<AgentSignal> parse_agent_signal(std::string_view name);
 
+// What the operator's pre-run script came to on this boot (docs/agent.md); kNone: no script, or
+// not reported yet. Inline: the table's attribute values, shared by the codec and the CLI.
+enum class PreRun { kNone, kOk, kFailed, kTimeout };
+inline std::string_view pre_run_name(PreRun p) {
+  switch (p) {
+    case PreRun::kNone: return "";
+    case PreRun::kOk: return "ok";
+    case PreRun::kFailed: return "failed";
+    case PreRun::kTimeout: return "timeout";
+  }
+  return "";
+}
+inline std::optional<PreRun> parse_pre_run(std::string_view name) {
+  for (PreRun p : {PreRun::kOk, PreRun::kFailed, PreRun::kTimeout}) {
+    if (name == pre_run_name(p)) return p;
+  }
+  return std::nullopt;
+}
+
 struct InstanceRecord {
   std::string instance_id;
 
@@ -63,6 +82,8 @@ struct InstanceRecord {
   std::string runner_name;
   bool busy = false;
   std::string agent_version;
+  PreRun pre_run = PreRun::kNone;  // the pre-run script's result on this boot
+  std::string pre_run_detail;      // "exit 3: <last line>", ≤ 200 characters
 };
 
 }  // namespace runpool::pool

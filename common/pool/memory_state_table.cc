@@ -43,6 +43,8 @@ void apply(InstanceRecord& r, const AgentReport& a) {
   if (a.runner_id) r.runner_id = *a.runner_id;
   if (a.runner_name && !a.runner_name->empty()) r.runner_name = *a.runner_name;
   if (a.agent_version && !a.agent_version->empty()) r.agent_version = *a.agent_version;
+  if (a.pre_run && *a.pre_run != PreRun::kNone) r.pre_run = *a.pre_run;
+  if (a.pre_run_detail) r.pre_run_detail = a.pre_run_detail->empty() ? "-" : *a.pre_run_detail;
   if (a.take_reg_token) r.reg_token = Secret();
   if (a.take_remove_token) r.remove_token = Secret();
 }

@@ -52,6 +52,8 @@ aws::Item encode_record(const InstanceRecord& r) {
   put_string(item, attr::kRunnerName, r.runner_name);
   if (r.busy) item[attr::kBusy] = AttributeValue::boolean(true);
   put_string(item, attr::kAgentVersion, r.agent_version);
+  if (r.pre_run != PreRun::kNone) item[attr::kPreRun] = AttributeValue::string(std::string(pre_run_name(r.pre_run)));
+  put_string(item, attr::kPreRunDetail, r.pre_run_detail);
   return item;
 }
 
@@ -100,6 +102,12 @@ InstanceRecord decode_record(const aws::Item& item) {
     r.runner_name = aws::find_string(item, attr::kRunnerName).value_or("");
     r.busy = aws::find_bool(item, attr::kBusy).value_or(false);
     r.agent_version = aws::find_string(item, attr::kAgentVersion).value_or("");
+    if (auto p = aws::find_string(item, attr::kPreRun)) {
+      auto parsed = parse_pre_run(*p);
+      if (!parsed) throw RecordError("unknown pre_run");
+      r.pre_run = *parsed;
+    }
+    r.pre_run_detail = aws::find_string(item, attr::kPreRunDetail).value_or("");
     return r;
   } catch (const RecordError& e) {
     throw RecordError(at + ": " + e.what());

@@ -39,6 +39,8 @@ inline constexpr const char* kRunnerId = "runner_id";
 inline constexpr const char* kRunnerName = "runner_name";
 inline constexpr const char* kBusy = "busy";
 inline constexpr const char* kAgentVersion = "agent_version";
+inline constexpr const char* kPreRun = "pre_run";
+inline constexpr const char* kPreRunDetail = "pre_run_detail";
 }  // namespace attr
 
 // The global secondary index on `label`.

@@ -37,6 +37,8 @@ InstanceRecord full_record() {
   r.runner_name = "default-i-0abc-g7";
   r.busy = true;
   r.agent_version = "0.1.0";
+  r.pre_run = PreRun::kFailed;
+  r.pre_run_detail = "exit 3: no disk";
   return r;
 }
 
@@ -49,6 +51,23 @@ TEST(RecordCodec, RoundTripsEveryField) {
   expect_same(decode_record(encode_record(r)), r);
 }
 
+TEST(RecordCodec, PreRunResultsRoundTripUnderTheirAttributeNames) {
+  for (PreRun p : {PreRun::kOk, PreRun::kFailed, PreRun::kTimeout}) {
+    InstanceRecord r = full_record();
+    r.pre_run = p;
+    aws::Item item = encode_record(r);
+    EXPECT_EQ(item.at("pre_run").as_string(), pre_run_name(p));
+    EXPECT_EQ(item.at("pre_run_detail").as_string(), "exit 3: no disk");
+    InstanceRecord back = decode_record(item);
+    EXPECT_EQ(back.pre_run, p);
+    EXPECT_EQ(back.pre_run_detail, "exit 3: no disk");
+  }
+  EXPECT_EQ(pre_run_name(PreRun::kOk), "ok");
+  EXPECT_EQ(pre_run_name(PreRun::kTimeout), "timeout");
+  EXPECT_FALSE(parse_pre_run(""));
+  EXPECT_FALSE(parse_pre_run("OK"));
+}
+
 TEST(RecordCodec, MinimalRecordRoundTripsAndOmitsEmptyFields) {
   InstanceRecord r;
   r.instance_id = "i-1";
@@ -56,9 +75,12 @@ TEST(RecordCodec, MinimalRecordRoundTripsAndOmitsEmptyFields) {
   EXPECT_EQ(item.count(attr::kLabel), 0u);
   EXPECT_EQ(item.count(attr::kRegToken), 0u);
   EXPECT_EQ(item.count(attr::kSignal), 0u);
+  EXPECT_EQ(item.count(attr::kPreRun), 0u) << "no script, or not reported: no attribute";
+  EXPECT_EQ(item.count(attr::kPreRunDetail), 0u);
   InstanceRecord back = decode_record(item);
   EXPECT_EQ(back.state, State::kCreated);
   EXPECT_EQ(back.signal, AgentSignal::kNone);
+  EXPECT_EQ(back.pre_run, PreRun::kNone);
   EXPECT_TRUE(back.reg_token.empty());
 }
 
@@ -85,6 +107,9 @@ TEST(RecordCodec, ForeignAndCorruptItemsAreRejectedWithTheirId) {
       broken([](aws::Item& i) { i[attr::kOrphanSince] = AttributeValue::string("soon"); }),
       broken([](aws::Item& i) { i[attr::kBypassRemoval] = AttributeValue::number(1); }),
       broken([](aws::Item& i) { i[attr::kGeneration] = AttributeValue::number_text("1.5"); }),
+      broken([](aws::Item& i) { i[attr::kPreRun] = AttributeValue::string("maybe"); }),
+      broken([](aws::Item& i) { i[attr::kPreRun] = AttributeValue::boolean(true); }),
+      broken([](aws::Item& i) { i[attr::kPreRunDetail] = AttributeValue::number(3); }),
   };
   for (size_t n = 0; n < bad.size(); ++n) {
     try {

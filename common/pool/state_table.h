@@ -53,6 +53,8 @@ struct AgentReport {
   std::optional<int64_t> runner_id{};
   std::optional<std::string> runner_name{};
   std::optional<std::string> agent_version{};
+  std::optional<PreRun> pre_run{};              // kNone writes nothing
+  std::optional<std::string> pre_run_detail{};  // "" is written as "-"
   bool take_reg_token = false;
   bool take_remove_token = false;
   std::optional<int64_t> generation{};  // required when signal or a take is set

@@ -77,7 +77,7 @@ for m in re.finditer(r"^\| (`[^|]+`) \| [A-Z, ]+ \| ([^|]+) \|", design, re.M):
     else:
         controller_only |= names
 check({"heartbeat", "signal", "signal_generation", "signal_detail", "runner_id", "runner_name", "busy",
-       "agent_version", "reg_token", "remove_token"} <= agent_attrs,
+       "agent_version", "pre_run", "pre_run_detail", "reg_token", "remove_token"} <= agent_attrs,
       f"docs/design.md's agent attributes were not all found: {sorted(agent_attrs)}")
 expected_write = agent_attrs | {"instance_id", "generation"}
 
