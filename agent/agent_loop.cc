@@ -105,6 +105,7 @@ bool AgentLoop::tick() {
       return true;
     }
   }
+  report_pre_run();
   handle_notice();
   if (self_terminate()) return true;
   Decision d = decide(st_, reachable_ ? record_ : std::nullopt);
@@ -148,6 +149,7 @@ void AgentLoop::resume() {
     configured_foreign_ = true;
   }
   st_ = initial_state(record_, configured_generation_);
+  st_.pre_run_failure = pre_run_failure_;
   spdlog::info("resuming as {} (generation {}, last served {})", phase_name(st_.phase), st_.generation,
                st_.last_served);
   if (record_ && record_->generation == st_.generation) label_ = record_->label;
@@ -548,7 +550,9 @@ void AgentLoop::update_status() {
   const std::string what = label_.empty() ? "generation " + std::to_string(st_.generation) : label_ + gen;
   switch (st_.phase) {
     case Phase::kIdle:
-      set_status(st_.interrupted ? "idle, interrupted: taking no new assignment" : "idle, waiting for an assignment");
+      if (!st_.pre_run_failure.empty()) set_status("idle, serving nothing on this boot: " + clip(st_.pre_run_failure, 160));
+      else if (st_.interrupted) set_status("idle, interrupted: taking no new assignment");
+      else set_status("idle, waiting for an assignment");
       break;
     case Phase::kServing:
       if (!strays_.empty()) set_status("serving " + what + ", retiring a Listener left by an earlier agent");

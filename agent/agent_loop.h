@@ -56,6 +56,10 @@ class AgentLoop {
   // Where the loop's metric events go (agent_metrics.h); none unless set.
   void set_metrics(AgentMetrics m) { metrics_ = std::move(m); }
 
+  // The pre-run script's result on this boot (pre_run.h), before the first tick: reported to the
+  // record once it can be; a failed one keeps every assignment from being served.
+  void set_pre_run(pool::PreRun status, const std::string& detail);
+
   // One step. False once there is nothing left to do: the instance was told to terminate and
   // neither the API nor the OS shutdown took effect in time.
   bool tick();
@@ -92,6 +96,9 @@ class AgentLoop {
   Steady steady() const;
   Duration since(Steady t) const;
   std::string resource_class() const;  // the record's, for the metrics; "" before it is read
+
+  // agent_loop_pre_run.cc: the pre-run script's result
+  void report_pre_run();
 
   // agent_loop_runner.cc: the Listener, strays and draining
   void pump_listener();
@@ -157,6 +164,12 @@ class AgentLoop {
   bool cleaned_ = false;
   std::optional<Steady> clean_failed_at_;
   std::string last_drain_step_;
+
+  // The pre-run script's result (kNone: no script).
+  pool::PreRun pre_run_ = pool::PreRun::kNone;
+  std::string pre_run_detail_;
+  std::string pre_run_failure_;  // → st_.pre_run_failure
+  bool pre_run_reported_ = false;
 
   // Notices.
   std::mutex notice_mu_;

@@ -15,6 +15,7 @@
 #include "agent/clock_observing_http.h"
 #include "agent/heartbeat.h"
 #include "agent/local_runner_host.h"
+#include "agent/pre_run_boot.h"
 #include "agent/process.h"
 #include "agent/systemd.h"
 #include "common/aws/credentials.h"
@@ -77,6 +78,23 @@ std::optional<Identity> learn_identity(aws::ImdsClient& imds, const AgentSetting
     if (stop.wait_for(std::chrono::seconds(1))) return std::nullopt;
   }
   return std::nullopt;
+}
+
+// The instance's resource class for the pre-run script, if known yet: the tag it was launched
+// with (controller/compute.h's runpool:resource-class, through IMDS's instance tags), else its
+// record's. Neither may be there this early; the script then goes without.
+std::string known_resource_class(aws::ImdsClient& imds, pool::StateTable& table, const std::string& instance_id) {
+  try {
+    if (auto tag = imds.tag("runpool:resource-class"); tag && !tag->empty()) return *tag;
+  } catch (const std::exception& e) {
+    spdlog::debug("no resource class from IMDS: {}", e.what());
+  }
+  try {
+    if (auto r = table.get(instance_id)) return r->resource_class;
+  } catch (const std::exception& e) {
+    spdlog::debug("no resource class from the record: {}", e.what());
+  }
+  return "";
 }
 
 RetryPolicy aws_retry(const AgentSettings& s) {
@@ -202,6 +220,25 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   });
 
   notifier.ready();
+  // The operator's pre-run script, before the first assignment: the heartbeat already beats, the
+  // watchdog is fed while it runs, and a stop request ends it.
+  if (!s.pre_run_script.empty()) {
+    PreRunOptions pre;
+    pre.script = s.pre_run_script;
+    pre.timeout = s.pre_run_timeout;
+    pre.instance_id = id->instance_id;
+    pre.pool = s.pool;
+    {
+      // A connection of its own: the credentials' IMDS client is in use by other threads.
+      CurlHttpClient tag_http;
+      aws::ImdsClient tag_imds(tag_http, system_clock(), imds_options);
+      pre.resource_class = known_resource_class(tag_imds, table, id->instance_id);
+    }
+    notifier.status("running the pre-run script " + s.pre_run_script);
+    PreRunResult result = run_pre_run_once(pre, pre_run_state_file(id->instance_id), current_boot_id(),
+                                           [&] { watchdog.alive(); }, [&] { return stop.requested(); });
+    if (!result.cancelled) loop.set_pre_run(result.status, result.detail);
+  }
   int exit_code = kExitStopped;
   while (!stop.requested()) {
     watchdog.alive();

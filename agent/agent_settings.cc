@@ -67,6 +67,12 @@ std::vector<KeySpec> agent_schema() {
       {"runner_disable_update", KeyType::kBool, "true", "configure the runner with --disableupdate (the image pins its version)"},
       {"runner_path", KeyType::kString, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
        "PATH of the runner's processes"},
+      {"pre_run_script", KeyType::kString, "",
+       "an executable the agent runs as root once per boot before it takes its first assignment (mount disks, warm "
+       "caches); if it fails or times out the instance serves nothing and is replaced; empty: none"},
+      {"pre_run_timeout", KeyType::kDuration, "10m",
+       "the pre-run script's bound: its whole process group is killed after this long, which counts as a failure", kSec,
+       2 * kHour},
       {"heartbeat_interval", KeyType::kDuration, "30s", "how often the agent writes its heartbeat", 50, kHour},
       {"assignment_poll_interval", KeyType::kDuration, "1s", "how often the agent reads its record", 20, 5 * kMin},
       {"notice_poll_interval", KeyType::kDuration, "5s", "how often IMDS is asked for spot and rebalance notices", 20, 5 * kMin},
@@ -130,6 +136,11 @@ AgentSettings load_agent_settings(const Config& c) {
   s.runner_disable_update = c.get_bool("runner_disable_update");
   s.runner_path = c.get_string("runner_path");
   if (s.runner_path.empty() || s.runner_path[0] != '/') c.reject("runner_path", "must be a PATH of absolute directories");
+  s.pre_run_script = c.get_string("pre_run_script");
+  if (!s.pre_run_script.empty() && !is_safe_absolute_path(s.pre_run_script)) {
+    c.reject("pre_run_script", "must be an absolute path without . or .. parts");
+  }
+  s.pre_run_timeout = c.get_duration("pre_run_timeout");
 
   s.heartbeat_interval = c.get_duration("heartbeat_interval");
   s.assignment_poll_interval = c.get_duration("assignment_poll_interval");

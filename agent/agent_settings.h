@@ -30,6 +30,10 @@ struct AgentSettings {
   bool runner_disable_update = true;
   std::string runner_path;  // PATH of the runner's processes
 
+  // The operator's pre-run script (pre_run.h): run once per boot before the first assignment.
+  std::string pre_run_script;  // "" = none
+  Duration pre_run_timeout{std::chrono::minutes(10)};
+
   // Timing.
   Duration heartbeat_interval{std::chrono::seconds(30)};
   Duration assignment_poll_interval{std::chrono::seconds(1)};

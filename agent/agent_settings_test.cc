@@ -44,6 +44,16 @@ TEST(AgentSettings, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(s.runner_template, "");
   EXPECT_EQ(s.metrics_file, "") << "metrics are off unless asked for";
   EXPECT_EQ(s.metrics_namespace, "runpool");
+  EXPECT_EQ(s.pre_run_script, "") << "no pre-run script unless asked for";
+  EXPECT_EQ(s.pre_run_timeout, std::chrono::minutes(10));
+}
+
+TEST(AgentSettings, PreRunScript) {
+  Config c(agent_schema());
+  c.merge_text(kMinimal + "pre_run_script = /usr/local/sbin/prepare-instance\npre_run_timeout = 90s\n", "agent.conf");
+  AgentSettings s = load_agent_settings(c);
+  EXPECT_EQ(s.pre_run_script, "/usr/local/sbin/prepare-instance");
+  EXPECT_EQ(s.pre_run_timeout, std::chrono::seconds(90));
 }
 
 TEST(AgentSettings, Metrics) {
@@ -132,6 +142,12 @@ TEST(AgentSettings, BadValuesNameTheKeyAndWhereTheyCameFrom) {
       {kMinimal + "metrics_file = metrics.emf\n", "metrics_file"},
       {kMinimal + "metrics_file = /var/log/../x\n", "metrics_file"},
       {kMinimal + "metrics_namespace = \n", "metrics_namespace"},
+      {kMinimal + "pre_run_script = prepare.sh\n", "pre_run_script"},
+      {kMinimal + "pre_run_script = /opt/../tmp/prepare.sh\n", "pre_run_script"},
+      {kMinimal + "pre_run_script = /\n", "pre_run_script"},
+      {kMinimal + "pre_run_timeout = 500ms\n", "pre_run_timeout"},
+      {kMinimal + "pre_run_timeout = 3h\n", "pre_run_timeout"},
+      {kMinimal + "pre_run_timeout = later\n", "pre_run_timeout"},
       {kMinimal + "metrics_namespace = " + std::string(256, 'n') + "\n", "metrics_namespace"},
   };
   for (const auto& c : cases) {

@@ -45,9 +45,18 @@ AgentSignal signal_for_current(const InstanceRecord& r) {
   return r.signal_generation == r.generation ? r.signal : AgentSignal::kNone;
 }
 
+bool ending(State s) { return s == State::kTerminating || s == State::kTerminated; }
+
 Decision idle(const AgentState& a, const InstanceRecord& r) {
   const std::string gen = " (generation " + std::to_string(r.generation) + ")";
   const AgentSignal sig = signal_for_current(r);
+  if (!a.pre_run_failure.empty()) {
+    // Whatever the record asks — an assignment, a drain, the pool — the answer is `failed`,
+    // once per generation: the controller then terminates the instance (refresh's agent.failed).
+    if (ending(r.state)) return {Action::kWait, "the record is " + std::string(pool::state_name(r.state))};
+    if (sig == AgentSignal::kFailed) return {Action::kWait, "failure already reported" + gen};
+    return {Action::kRefuse, a.pre_run_failure};
+  }
   if (r.state == State::kDraining) {
     if (sig == AgentSignal::kDrained) return {Action::kWait, "drained already reported" + gen};
     return {Action::kFinishUnserved, "drain of an assignment with no runner here" + gen};
@@ -67,6 +76,8 @@ Decision idle(const AgentState& a, const InstanceRecord& r) {
 }
 
 Decision serving(const AgentState& a, const InstanceRecord& r) {
+  // Only after a reboot with a runner still configured: it is stopped, never served.
+  if (!a.pre_run_failure.empty() && !ending(r.state)) return {Action::kAbandon, a.pre_run_failure};
   if (r.generation != a.generation) {
     return {Action::kAbandon, "the record moved to generation " + std::to_string(r.generation) + " without a drain"};
   }
@@ -87,6 +98,7 @@ Decision serving(const AgentState& a, const InstanceRecord& r) {
 }
 
 Decision stopped(const AgentState& a, const InstanceRecord& r) {
+  if (!a.pre_run_failure.empty() && !ending(r.state)) return {Action::kCleanLocal, a.pre_run_failure};
   if (r.generation != a.generation) {
     return {Action::kCleanLocal, "the record moved to generation " + std::to_string(r.generation)};
   }

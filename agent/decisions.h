@@ -29,6 +29,9 @@ struct AgentState {
   int64_t generation = 0;   // the assignment of the configured runner (every phase but idle)
   int64_t last_served = 0;  // the newest assignment this agent finished with (cleaned up)
   bool interrupted = false; // a spot interruption or rebalance notice: take no new assignment
+  // Non-empty: the pre-run script failed on this boot ("pre-run script failed: exit 3: …"). No
+  // runner is served; every generation is answered with `failed`, which ends the instance.
+  std::string pre_run_failure{};
 };
 
 enum class Action {

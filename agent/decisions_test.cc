@@ -90,6 +90,25 @@ TEST(DecideIdle, FinishesADrainOfAnAssignmentWithoutRunner) {
   EXPECT_EQ(act(agent(Phase::kIdle, 0, 3), rec(State::kDraining, 3, AgentSignal::kDrained)), Action::kWait);
 }
 
+TEST(DecideIdle, AFailedPreRunScriptAnswersEveryGenerationWithFailedOnce) {
+  AgentState a = agent(Phase::kIdle, 0, 0);
+  a.pre_run_failure = "pre-run script failed: exit 3: no disk";
+  for (State s : {State::kCreated, State::kClaimed, State::kRunning, State::kDraining, State::kIdle}) {
+    Decision d = decide(a, rec(s, 1));
+    EXPECT_EQ(d.action, Action::kRefuse) << pool::state_name(s);
+    EXPECT_EQ(d.reason, a.pre_run_failure) << "the reason is the failure's signal_detail";
+    // Reported already for this generation: nothing more; a new generation is answered again.
+    EXPECT_EQ(act(a, rec(s, 1, AgentSignal::kFailed)), Action::kWait) << pool::state_name(s);
+    EXPECT_EQ(act(a, rec(s, 2, AgentSignal::kFailed, 1)), Action::kRefuse) << pool::state_name(s);
+  }
+  // Even an assignment it "served" before (last_served) is not registered.
+  EXPECT_EQ(act(agent(Phase::kIdle, 0, 5), rec(State::kClaimed, 3)), Action::kWait);
+  a.last_served = 5;
+  EXPECT_EQ(act(a, rec(State::kClaimed, 3)), Action::kRefuse);
+  for (State s : {State::kTerminating, State::kTerminated}) EXPECT_EQ(act(a, rec(s, 1)), Action::kWait);
+  EXPECT_EQ(decide(a, std::nullopt).action, Action::kWait);
+}
+
 // ---- decide: serving
 
 TEST(DecideServing, SupervisesDrainsOrAbandons) {
@@ -128,6 +147,21 @@ TEST(DecideStopped, DeregistersOnADrainElseWaitsOrCleans) {
   EXPECT_EQ(act(agent(Phase::kStopped, 3), rec(State::kTerminating, 3)), Action::kWait);
 }
 
+TEST(DecidePreRunFailed, ARunnerLeftConfiguredIsStoppedAndCleanedNeverServed) {
+  // Only after a reboot: the runner of the assignment before it is not served again.
+  AgentState a = agent(Phase::kServing, 3);
+  a.pre_run_failure = "pre-run script failed: timed out after 10m";
+  for (State s : {State::kCreated, State::kClaimed, State::kRunning, State::kDraining, State::kIdle}) {
+    EXPECT_EQ(act(a, rec(s, 3)), Action::kAbandon) << pool::state_name(s);
+  }
+  EXPECT_EQ(act(a, rec(State::kTerminating, 3)), Action::kWait);
+  a.phase = Phase::kStopped;
+  for (State s : {State::kCreated, State::kRunning, State::kDraining}) {
+    EXPECT_EQ(act(a, rec(s, 3)), Action::kCleanLocal) << pool::state_name(s);
+  }
+  EXPECT_EQ(act(a, rec(State::kTerminated, 3)), Action::kWait);
+}
+
 TEST(DecideTerminating, DoesNothingElse) {
   for (State s : kAllStates) EXPECT_EQ(act(agent(Phase::kTerminating, 3), rec(s, 3)), Action::kWait);
 }
@@ -141,36 +175,50 @@ TEST(Decide, InvariantsOverEveryCombination) {
         for (AgentSignal sig : kAllSignals) {
           for (bool token : {false, true}) {
             for (bool interrupted : {false, true}) {
-              AgentState a = agent(p, 3, p == Phase::kIdle ? 3 : 2);
-              a.interrupted = interrupted;
-              InstanceRecord r = rec(s, g, sig);
-              if (!token) r.reg_token = Secret();
-              Decision d = decide(a, r);
-              ++combos;
-              EXPECT_FALSE(d.reason.empty());
-              // Registration only from idle, for a newer assignment with its token, never interrupted.
-              if (d.action == Action::kRegister) {
-                EXPECT_EQ(p, Phase::kIdle);
-                EXPECT_GT(g, a.last_served);
-                EXPECT_TRUE(token);
-                EXPECT_FALSE(interrupted);
-                EXPECT_TRUE(s == State::kCreated || s == State::kClaimed);
-              }
-              // Deregistration only when the controller drains this very assignment.
-              if (d.action == Action::kDeregisterAndClean) {
-                EXPECT_EQ(p, Phase::kStopped);
-                EXPECT_EQ(s, State::kDraining);
-                EXPECT_EQ(g, a.generation);
-              }
-              if (d.action == Action::kDrain) {
-                EXPECT_EQ(p, Phase::kServing);
-                EXPECT_EQ(s, State::kDraining);
-              }
-              if (d.action == Action::kSupervise) {
-                EXPECT_EQ(p, Phase::kServing);
-              }
-              if (p == Phase::kDraining || p == Phase::kTerminating) {
-                EXPECT_EQ(d.action, Action::kWait);
+              for (bool pre_run_failed : {false, true}) {
+                AgentState a = agent(p, 3, p == Phase::kIdle ? 3 : 2);
+                a.interrupted = interrupted;
+                if (pre_run_failed) a.pre_run_failure = "pre-run script failed: exit 3";
+                InstanceRecord r = rec(s, g, sig);
+                if (!token) r.reg_token = Secret();
+                Decision d = decide(a, r);
+                ++combos;
+                EXPECT_FALSE(d.reason.empty());
+                // Registration only from idle, for a newer assignment with its token, never interrupted.
+                if (d.action == Action::kRegister) {
+                  EXPECT_EQ(p, Phase::kIdle);
+                  EXPECT_GT(g, a.last_served);
+                  EXPECT_TRUE(token);
+                  EXPECT_FALSE(interrupted);
+                  EXPECT_TRUE(s == State::kCreated || s == State::kClaimed);
+                }
+                // Deregistration only when the controller drains this very assignment.
+                if (d.action == Action::kDeregisterAndClean) {
+                  EXPECT_EQ(p, Phase::kStopped);
+                  EXPECT_EQ(s, State::kDraining);
+                  EXPECT_EQ(g, a.generation);
+                }
+                if (d.action == Action::kDrain) {
+                  EXPECT_EQ(p, Phase::kServing);
+                  EXPECT_EQ(s, State::kDraining);
+                }
+                if (d.action == Action::kSupervise) {
+                  EXPECT_EQ(p, Phase::kServing);
+                }
+                if (p == Phase::kDraining || p == Phase::kTerminating) {
+                  EXPECT_EQ(d.action, Action::kWait);
+                }
+                // A failed pre-run script: nothing is served, every generation is answered `failed`.
+                if (pre_run_failed) {
+                  EXPECT_TRUE(d.action == Action::kWait || d.action == Action::kRefuse || d.action == Action::kAbandon ||
+                              d.action == Action::kCleanLocal)
+                      << action_name(d.action);
+                  const bool ending = s == State::kTerminating || s == State::kTerminated;
+                  if (p == Phase::kIdle && !ending && sig != AgentSignal::kFailed) {
+                    EXPECT_EQ(d.action, Action::kRefuse);
+                    EXPECT_EQ(d.reason, "pre-run script failed: exit 3");
+                  }
+                }
               }
             }
           }
@@ -178,7 +226,7 @@ TEST(Decide, InvariantsOverEveryCombination) {
       }
     }
   }
-  EXPECT_EQ(combos, 5 * 7 * 3 * 6 * 2 * 2);
+  EXPECT_EQ(combos, 5 * 7 * 3 * 6 * 2 * 2 * 2);
 }
 
 // ---- initial_state

@@ -151,7 +151,10 @@ class AgentCloud {
     r.user_data = render_user_data(read_text(fs::path(RUNPOOL_SOURCE_DIR) / "cloud-init" / "user-data.sh.in"),
                                    agent_config(o), RUNPOOL_AGENT_BINARY);
     r.iam_instance_profile_name = "runpool-agent";
-    r.tag_specifications = {{"instance", {{"runpool:pool", kPool}, {"runpool:table", table_name_}}}};
+    // As the controller tags a launch (controller/launch_plan.cc); the class matches
+    // write_launched_record's.
+    r.tag_specifications = {
+        {"instance", {{"runpool:pool", kPool}, {"runpool:table", table_name_}, {"runpool:resource-class", "small"}}}};
     r.instance_initiated_shutdown_behavior = "terminate";
     r.instance_metadata_tags = true;
     r.spot = o.spot;
