@@ -178,7 +178,9 @@ class Planner {
     auto d = [&](ScaleDownKind kind, const char* rule, std::string reason) {
       return decide(r, 2, kind, rule, std::move(reason), owner);
     };
-    const int64_t runtime = now - r.created_ms;
+    // Clamped: created_at and now are two processes' estimates of the AWS clock (1 s resolution),
+    // so a record written within the last second may seem to be created after now.
+    const int64_t runtime = std::max<int64_t>(0, now - r.created_ms);
     const int64_t min_ms = min_running_ms(r, p_);
     auto too_young = [&] {
       return d(ScaleDownKind::kKeep, "min-running-time",

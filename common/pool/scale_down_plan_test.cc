@@ -141,6 +141,15 @@ TEST(ScaleDownPhase2, MissingFromGithubIsMarkedOnceTheBootTimeSinceTheStateBegan
   }
 }
 
+TEST(ScaleDownPhase2, ARecordStampedSlightlyAfterNowIsNotTooYoungForAZeroMinimum) {
+  Fixture f;
+  f.p.min_running_linux_ms = 0;
+  InstanceRecord r = record(1, State::kIdle);
+  r.created_ms = kNow + 600;  // another process's AWS-clock estimate, a little ahead of ours
+  f.add(r);
+  expect(only(f.plan(), r.instance_id), ScaleDownKind::kRetire, "idle.over-quota");
+}
+
 TEST(ScaleDownPhase2, ARunnerIdFromAnEarlierGenerationIsNeitherMatchedNorLookedUp) {
   Fixture f;
   f.quota("small", 5);
