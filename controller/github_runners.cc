@@ -14,6 +14,7 @@ github::GithubClient& GithubRunners::client() {
   github::GithubSettings gs;
   gs.api_base = settings_.github_api_url;
   gs.timeout = settings_.github_timeout;
+  gs.max_pages = settings_.github_max_pages;
   caller_ = std::make_unique<github::GithubCaller>(http_, clock_, gs);
   github::OwnerScope scope = github::OwnerScope::parse(settings_.github_owner);
   if (!settings_.github_token.empty()) {

@@ -149,6 +149,10 @@ std::vector<KeySpec> settings_schema() {
       {"github_app_private_key", K::kSecret, "", "GitHub App: the PEM private key itself (e.g. from the environment)"},
       {"github_app_installation_id", K::kInt, "", "GitHub App: installation id (default: looked up)", 1},
       {"github_timeout", K::kDuration, "30s", "timeout of one GitHub request", 100 * kMs, 10 * kMin},
+      {"github_max_pages", K::kInt, "1000",
+       "the most pages (100 runners each) one runner listing may read; a longer list fails rather than "
+       "act on a part of it",
+       1, 100000},
       // The pool's instances.
       {"resource_classes", K::kString, "",
        "resource classes and their instance types in order of preference: name=type[,type…][;name=…]"},
@@ -306,6 +310,7 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   s.github_app_private_key = c.get_secret("github_app_private_key");
   if (c.has("github_app_installation_id")) s.github_app_installation_id = c.get_int("github_app_installation_id");
   s.github_timeout = c.get_duration("github_timeout");
+  s.github_max_pages = static_cast<int>(c.get_int("github_max_pages"));
   if (!s.github_token.empty() && !s.github_app_id.empty()) {
     c.reject("github_app_id", "give either github_token or a GitHub App, not both");
   }

@@ -51,6 +51,7 @@ struct Settings {
   Secret github_app_private_key;
   std::optional<int64_t> github_app_installation_id;
   Duration github_timeout{std::chrono::seconds(30)};
+  int github_max_pages = 1000;  // a runner listing never stops short of the pool: 100 per page
 
   // The pool's instances.
   std::vector<ResourceClass> resource_classes;

@@ -115,6 +115,7 @@ TEST(Settings, SharedPoolsScaleDownAndMetrics) {
   EXPECT_EQ(d.scale_down.boot_time_ms, 5 * 60'000);
   EXPECT_EQ(d.scale_down.agent_silence_ms, d.agent_silence.count()) << "one silence bound for refresh and scale-down";
   EXPECT_EQ(d.metrics_namespace, "runpool");
+  EXPECT_EQ(d.github_max_pages, 1000) << "a runner listing covers 100,000 runners before it refuses";
 
   Settings s = load(
       "pool_mode = shared\nshared_labels = self-hosted linux,gpu\nos = windows\n"
