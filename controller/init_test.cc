@@ -106,7 +106,7 @@ TEST(InitTemplate, DataAndFingerprint) {
   EXPECT_TRUE(d.require_imdsv2);
   EXPECT_TRUE(d.instance_metadata_tags);
   EXPECT_EQ(d.instance_initiated_shutdown_behavior, "terminate");
-  EXPECT_NE(d.user_data.find("table = runpool\npool = ci\n"), std::string::npos) << d.user_data;
+  EXPECT_NE(d.user_data.find("      table = runpool\n      pool = ci\n"), std::string::npos) << d.user_data;
   std::string fp = launch_template_fingerprint(d);
   EXPECT_EQ(fp.size(), 32u);
   EXPECT_EQ(fp, launch_template_fingerprint(launch_template_data(s)));

@@ -15,7 +15,6 @@ bool has_control(const std::string& s) {
   return std::any_of(s.begin(), s.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
 }
 
-
 }  // namespace
 
 std::string agent_config_text(const std::vector<std::pair<std::string, std::string>>& config) {
@@ -33,7 +32,8 @@ std::string agent_config_text(const std::vector<std::pair<std::string, std::stri
 
 std::string render_user_data(const std::string& template_text, const std::string& agent_config,
                              const std::string& agent_binary) {
-  // The template's own renderer (cloud-init's side) knows which characters may go where.
+  // The template's own renderer (cloud-init's side) knows which characters may go where; the limit
+  // is on the whole document.
   std::string out = agent::render_user_data(template_text, agent_config, agent_binary);
   if (out.size() > 16 * 1024) {
     throw std::invalid_argument("the rendered user-data is " + std::to_string(out.size()) +

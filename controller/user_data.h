@@ -1,6 +1,6 @@
-// The instance's user-data: the template (cloud-init/user-data.sh.in) with the agent's config file
-// text and the agent binary's path filled in. What the agent is told comes only from here and from
-// its own record: no GitHub credential ever reaches user-data.
+// The instance's user-data: a #cloud-config document carrying the template (cloud-init/user-data.sh.in)
+// with the agent's config file text and the agent binary's path filled in. What the agent is told
+// comes only from here and from its own record: no GitHub credential ever reaches user-data.
 #pragma once
 
 #include <string>
@@ -13,9 +13,9 @@ namespace runpool::controller {
 // read back as the same pair (control characters, '=' or '#' in a key, a value with a newline).
 std::string agent_config_text(const std::vector<std::pair<std::string, std::string>>& config);
 
-// Fills @AGENT_CONFIG@ and @AGENT_BINARY@ with agent/user_data.h's renderer (which keeps both from
-// escaping their places in the script). Throws std::invalid_argument on what it refuses, or when
-// the result passes EC2's 16 KiB user-data limit.
+// Fills @AGENT_CONFIG@ and @AGENT_BINARY@ and wraps the script in its #cloud-config with
+// agent/user_data.h's renderer (which keeps both from escaping their places). Throws
+// std::invalid_argument on what it refuses, or when the document passes EC2's 16 KiB limit.
 std::string render_user_data(const std::string& template_text, const std::string& agent_config,
                              const std::string& agent_binary);
 

@@ -1,7 +1,14 @@
 #include "controller/user_data.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "agent/user_data.h"
 #include "common/config.h"
 #include "controller/settings.h"
 
@@ -32,17 +39,21 @@ TEST(UserData, ConfigTextRefusesWhatWouldNotReadBack) {
 TEST(UserData, Render) {
   std::string t = "#!/bin/bash\ncat > /etc/runpool/agent.conf <<'EOF'\n@AGENT_CONFIG@\nEOF\nexec @AGENT_BINARY@ --config /etc/runpool/agent.conf\n";
   std::string out = render_user_data(t, "table = t\npool = p\n", "/usr/bin/runpool-agent");
-  EXPECT_EQ(out,
-            "#!/bin/bash\ncat > /etc/runpool/agent.conf <<'EOF'\ntable = t\npool = p\nEOF\nexec /usr/bin/runpool-agent "
-            "--config /etc/runpool/agent.conf\n");
+  EXPECT_EQ(out, agent::cloud_config("#!/bin/bash\ncat > /etc/runpool/agent.conf <<'EOF'\ntable = t\npool = p\nEOF\n"
+                                     "exec /usr/bin/runpool-agent --config /etc/runpool/agent.conf\n"));
   EXPECT_THROW(render_user_data("#!/bin/sh\n", "a = b\n", "/x"), std::invalid_argument);
   EXPECT_THROW(render_user_data("@AGENT_CONFIG@ @AGENT_BINARY@", std::string(17 * 1024, 'a'), "/x"),
                std::invalid_argument);
+  // The limit is on the document: a script just under 16 KiB does not fit once wrapped.
+  const std::string wrapped_empty = agent::cloud_config("");
+  EXPECT_THROW(render_user_data("@AGENT_CONFIG@@AGENT_BINARY@", std::string(16 * 1024 - 16, 'a'), ""), std::invalid_argument);
+  EXPECT_EQ(render_user_data("@AGENT_CONFIG@@AGENT_BINARY@", std::string(16 * 1024 - wrapped_empty.size() - 7, 'a'), "").size(),
+            16u * 1024);
   EXPECT_THROW(render_user_data("@AGENT_CONFIG@ @AGENT_BINARY@", "", "/x\n/y"), std::invalid_argument);
   EXPECT_THROW(render_user_data("@AGENT_CONFIG@ @AGENT_BINARY@", "", "/x'; rm -rf /'"), std::invalid_argument);
   EXPECT_THROW(render_user_data("@AGENT_CONFIG@ @AGENT_BINARY@", "a = b\nRUNPOOL_AGENT_CONFIG_EOF\n", ""),
                std::invalid_argument);
-  EXPECT_EQ(render_user_data("@AGENT_CONFIG@|@AGENT_BINARY@", "a = b\n", ""), "a = b|");
+  EXPECT_EQ(render_user_data("@AGENT_CONFIG@|@AGENT_BINARY@", "a = b\n", ""), agent::cloud_config("a = b|"));
   EXPECT_THROW(read_template("/nonexistent/user-data.sh.in"), std::runtime_error);
 }
 
@@ -51,9 +62,20 @@ TEST(UserData, TheRepositoryTemplateRenders) {
   std::string out = render_user_data(t, "table = t\npool = p\n", "/usr/bin/runpool-agent");
   EXPECT_EQ(out.find("@AGENT_CONFIG@"), std::string::npos);
   EXPECT_EQ(out.find("@AGENT_BINARY@"), std::string::npos);
-  EXPECT_NE(out.find("table = t\npool = p"), std::string::npos);
-  EXPECT_EQ(out.rfind("#!", 0), 0u);
-  EXPECT_NE(out.find("agent_binary='/usr/bin/runpool-agent'"), std::string::npos);
+  EXPECT_NE(out.find("      table = t\n      pool = p\n"), std::string::npos);
+  EXPECT_EQ(out.rfind("#cloud-config\n", 0), 0u);
+  EXPECT_NE(out.find("      #!/bin/bash\n"), std::string::npos);
+  EXPECT_NE(out.find("      agent_binary='/usr/bin/runpool-agent'\n"), std::string::npos);
+  // cloud-init's own validator accepts it (scripts/setup.sh installs cloud-init: no skip).
+  const std::string file = std::filesystem::temp_directory_path() / ("runpool-ctl-ud-" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(file) << out;
+  const std::string cmd = "cloud-init schema -c " + file + " > " + file + ".log 2>&1";
+  const int ws = std::system(cmd.c_str());
+  std::ifstream log(file + ".log");
+  const std::string log_text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(WIFEXITED(ws) && WEXITSTATUS(ws) == 0) << log_text;
+  std::filesystem::remove(file);
+  std::filesystem::remove(file + ".log");
 }
 
 }  // namespace

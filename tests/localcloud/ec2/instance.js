@@ -6,6 +6,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { Sandbox, SYS_PATH } = require('./sandbox');
 const { startImds } = require('./imds');
+const { isCloudConfig, applyCloudConfig } = require('./cloud_config');
 
 const STATE_CODES = { pending: 0, running: 16, 'shutting-down': 32, terminated: 48, stopping: 64, stopped: 80 };
 
@@ -42,6 +43,7 @@ class Instance {
     this.creds = null;
     this.wakePending = null;
     this.isScript = !!this.userData && this.userData.subarray(0, 2).toString() === '#!';
+    this.isCloudConfig = isCloudConfig(this.userData);
     if (this.recordOnly) {
       // A record without a machine (control route /record-only-instances, for benchmarks at
       // scale): no directory, IMDS or processes; running at once, terminated at once.
@@ -85,15 +87,32 @@ class Instance {
     if (this.state !== 'pending') return;
     this.setState('running');
     this.console(`instance ${this.id} (${this.instanceType}, ${this.lifecycle}) running; IMDS at ${this.imds.url}`);
-    if (!this.userData) this.console('no user-data');
-    else if (!this.isScript) this.console('user-data is not a script (no #!): stored and served by IMDS, not executed');
-    else this.console('executing user-data script');
     this.sandbox = new Sandbox({ isolation: this.world.isolation, dir: this.dir, env: this.env,
-      argv: this.isScript ? [path.join(this.dir, 'user-data')] : [], consolePath: this.consolePath(), log: this.world.log });
+      argv: this.bootArgv(), consolePath: this.consolePath(), log: this.world.log });
     await this.sandbox.start();
     this.sandbox.exited.then((r) => {
       if (this.state === 'running') this.world.log('warn', `instance ${this.id}: its init exited unexpectedly ${JSON.stringify(r)}`);
     });
+  }
+
+  // What the init runs, as cloud-init would: a script user-data itself, a #cloud-config's runcmd
+  // (after its write_files), nothing for anything else.
+  bootArgv() {
+    if (!this.userData) { this.console('no user-data'); return []; }
+    if (this.isScript) { this.console('executing user-data script'); return [path.join(this.dir, 'user-data')]; }
+    if (!this.isCloudConfig) {
+      this.console('user-data is neither a script (#!) nor #cloud-config: stored and served by IMDS, not executed');
+      return [];
+    }
+    try {
+      const runcmd = applyCloudConfig(this.userData.toString('utf8'), this.dir, (line) => this.console(line));
+      if (!runcmd) { this.console('cloud-config has no runcmd: nothing to run'); return []; }
+      this.console('running cloud-config runcmd');
+      return [runcmd];
+    } catch (err) {
+      this.console(`cloud-config not applied: ${err.message}`);
+      return [];
+    }
   }
 
   setState(state, why) {
@@ -186,7 +205,8 @@ class Instance {
       id: this.id, state: this.state, stateCode: this.stateCode, type: this.instanceType, lifecycle: this.lifecycle,
       tags: Object.fromEntries(this.tags), pid: this.sandbox ? this.sandbox.initPid : null,
       pids: this.sandbox ? this.sandbox.members() : [], imdsUrl: this.imds ? this.imds.url : null, dir: this.dir,
-      consoleLog: this.consolePath(), userDataIsScript: this.isScript, env: this.env,
+      consoleLog: this.consolePath(), userDataIsScript: this.isScript,
+      userDataIsCloudConfig: this.isCloudConfig, env: this.env,
       launchTime: this.launchTime.toISOString(), reservationId: this.reservationId, fleetId: this.fleetId || null,
       imageId: this.imageId, availabilityZone: this.az, subnetId: this.subnetId || null,
       shutdownBehavior: this.shutdownBehavior, metadataOptions: this.metadata,
