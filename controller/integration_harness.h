@@ -223,8 +223,8 @@ class CtlPool {
     pat["owners"].append("acme");
     cloud.control("POST", "/_control/github/pats", pat);
     std::ofstream(dir_ + "/user-data.sh.in")
-        << "#cloud-config\n# not a script: the local cloud stores it without running it\n# @AGENT_BINARY@\n"
-           "write_files:\n  - path: /etc/runpool/agent.conf\n    content: |\n@AGENT_CONFIG@\n";
+        << "#!/bin/sh\n# Simulated agents play these instances: the boot script starts nothing.\n: '@AGENT_BINARY@'\n"
+           "cat > /dev/null <<'RUNPOOL_AGENT_CONFIG_EOF'\n@AGENT_CONFIG@\nRUNPOOL_AGENT_CONFIG_EOF\n";
     std::ofstream conf(dir_ + "/runpool.conf");
     conf << "table = " << table << "\n"
          << "pool = " << pool << "\n"
