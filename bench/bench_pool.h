@@ -191,9 +191,13 @@ inline int fill_largest(BenchPool& pool, int want) {
     const auto t0 = std::chrono::steady_clock::now();
     try {
       pool.fill(size);
+      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double busy = host_busy_s();
+      std::this_thread::sleep_for(std::chrono::seconds(5));
       print_fact(fmt::format("pool filled with {}", size),
-                 fmt::format("in {:.1f} s (cold provision + release); {} MB memory available before",
-                             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), mem));
+                 fmt::format("in {:.1f} s (cold provision + release); {} MB memory available before; "
+                             "machine's CPU busy with them idle (5 s): {:.2f} cores",
+                             took, mem, (host_busy_s() - busy) / 5));
       return size;
     } catch (const std::exception& e) {
       std::string why = e.what();
@@ -222,6 +226,9 @@ inline void print_costs(BenchPool& pool, const std::vector<double>& ctl_cpu) {
 // Prints what a benchmark ran on and with: the machine's load, the settings changed by --set.
 inline void print_context(const Options& o) {
   print_fact("host load at start", host_load());
+  const double busy = host_busy_s();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  print_fact("machine's CPU busy before start (2 s)", fmt::format("{:.2f} cores", (host_busy_s() - busy) / 2));
   std::string set;
   for (const auto& c : o.config()) set += (set.empty() ? "" : "; ") + c;
   print_fact("timings", set.empty() ? "runpoolctl's and the agent's defaults" : "defaults except " + set);

@@ -118,6 +118,7 @@ int run(const Options& o) {
     print_series(fmt::format("x{}: machine's CPU busy meanwhile", size), busy,
                  fmt::format("cores (of {})", sysconf(_SC_NPROCESSORS_ONLN)));
     print_requests(requests, ok, fmt::format("x{} release", size));
+    if (all_advertised.empty()) continue;
     summary += fmt::format("{}x{} p95 {:.2f} s{}", summary.empty() ? "" : ", ", size, percentile(all_advertised, 95),
                            percentile(all_advertised, 95) <= kTarget ? "" : " (MISSED)");
   }

@@ -69,7 +69,7 @@ int run(const Options& o) {
   std::vector<double> ctl_cpu;
   for (int size : sizes) {
     const int trials = o.get_int("trials-" + std::to_string(size), default_trials(size));
-    std::vector<double> wall, per_instance, busy;
+    std::vector<double> wall, per_instance, busy, cpu_per_runner;
     Phases phases;
     RequestTally requests;
     int ok = 0, not_warm = 0;
@@ -90,6 +90,7 @@ int run(const Options& o) {
         ++ok;
         wall.push_back(p.seconds);
         busy.push_back(p.host_cores_busy);
+        cpu_per_runner.push_back(p.host_cores_busy * p.seconds / size);
         ctl_cpu.push_back(p.cpu_s);
         add_requests(requests, req);
         for (const auto& i : p.report["instances"]) per_instance.push_back(i["running_after_ms"].asDouble() / 1000);
@@ -106,8 +107,12 @@ int run(const Options& o) {
     if (not_warm > 0) print_fact(fmt::format("x{}: trials not all warm (left out)", size), std::to_string(not_warm));
     print_series(fmt::format("x{}: machine's CPU busy meanwhile", size), busy,
                  fmt::format("cores (of {})", sysconf(_SC_NPROCESSORS_ONLN)));
+    // On one host every instance's runner starts on the same cores: N registrations need N times
+    // this much CPU, whatever runpool does (on EC2 each instance brings its own).
+    print_series(fmt::format("x{}: machine CPU-seconds per runner started", size), cpu_per_runner, "s");
     print_requests(requests, ok, fmt::format("x{} provision", size));
     print_fact(fmt::format("x{}: lowest memory available", size), fmt::format("{} MB", mem_low));
+    if (wall.empty()) continue;
     summary += fmt::format("{}x{} p95 {:.2f} s{}", summary.empty() ? "" : ", ", size, percentile(wall, 95),
                            target_for(size) ? (percentile(wall, 95) <= *target_for(size) ? " (target met)"
                                                                                           : " (target MISSED)")
