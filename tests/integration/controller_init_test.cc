@@ -44,7 +44,7 @@ TEST_F(ControllerInit, CreatesTableQueuesAndTemplateThenChangesNothing) {
   EXPECT_NE(d.user_data.find("table = ctl-init-1\n"), std::string::npos) << d.user_data;
   EXPECT_NE(d.user_data.find("pool = init1\n"), std::string::npos);
   EXPECT_NE(d.user_data.find("endpoint_dynamodb = " + cloud_.dynamodb()), std::string::npos);
-  EXPECT_NE(d.user_data.find("# /usr/bin/runpool-agent"), std::string::npos);
+  EXPECT_NE(d.user_data.find(": '/usr/bin/runpool-agent'"), std::string::npos) << "the agent binary filled in";
   EXPECT_EQ(d.user_data.find("ghp_"), std::string::npos);  // no GitHub credential in user data
 
   auto second = p.run({"--json", "init"});
