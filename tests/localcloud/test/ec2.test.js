@@ -100,8 +100,9 @@ test('an instance runs its user-data script in a clean environment; terminate en
   const escaped = await waitFor('the escaped process', () => findProcs(['sleep', '987651'])[0]);
   const main = await waitFor('the boot process', () => findProcs(['sleep', '987652'])[0]);
   assert.notEqual(escaped.session, main.session, 'the child really left the session');
-  // A fresh look: the first one may predate the boot script's start under load.
-  assert.ok((await ctl('GET', `/instances/${id}`)).pids.includes(main.pid));
+  // Fresh looks until it shows: a look may predate the boot script's exec under load.
+  await waitFor('the boot process among the instance\'s pids',
+    async () => (await ctl('GET', `/instances/${id}`)).pids.includes(main.pid));
 
   const t = await send(new E.TerminateInstancesCommand({ InstanceIds: [id] }));
   assert.deepEqual(t.TerminatingInstances, [{ InstanceId: id, CurrentState: { Code: 32, Name: 'shutting-down' },
