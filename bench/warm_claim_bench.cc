@@ -84,8 +84,14 @@ int run(const Options& o) {
       if (!p.ok()) {
         print_fact(fmt::format("x{} trial {} FAILED", size, t), p.result.out.substr(0, 300));
       } else if (p.report["warm"].asInt() != size) {
-        // Part of it launched cold: not a warm claim, so not a sample (reported).
+        // Part of it launched cold: not a warm claim, so not a sample (reported, with why).
         ++not_warm;
+        for (const auto& l : p.log()) {
+          const std::string msg = l["msg"].asString();
+          if (msg.find("pool small: claimed") == 0 || msg.find("dropping") == 0 || msg.find("leaving") == 0) {
+            print_fact(fmt::format("x{} trial {} not all warm", size, t), msg);
+          }
+        }
       } else {
         ++ok;
         wall.push_back(p.seconds);
