@@ -5,6 +5,7 @@
 
 #include "common/aws/ec2_types.h"
 #include "common/pool/runner_name.h"
+#include "common/pool/span.h"
 
 namespace runpool::pool {
 
@@ -28,14 +29,6 @@ std::string_view action_name(ActionKind kind) {
 }
 
 namespace {
-
-// A coarse, readable span: "45s", "12m", "3h".
-std::string span(int64_t ms) {
-  if (ms < 0) ms = 0;
-  if (ms < 120'000) return std::to_string(ms / 1000) + "s";
-  if (ms < 2 * 3'600'000) return std::to_string(ms / 60'000) + "m";
-  return std::to_string(ms / 3'600'000) + "h";
-}
 
 class Planner {
  public:

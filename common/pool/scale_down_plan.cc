@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/pool/runner_name.h"
+#include "common/pool/span.h"
 #include "common/pool/transitions.h"
 
 namespace runpool::pool {
@@ -21,14 +22,6 @@ std::string_view scale_down_kind_name(ScaleDownKind kind) {
 }
 
 namespace {
-
-// A coarse, readable span: "45s", "12m", "3h".
-std::string span(int64_t ms) {
-  if (ms < 0) ms = 0;
-  if (ms < 120'000) return std::to_string(ms / 1000) + "s";
-  if (ms < 2 * 3'600'000) return std::to_string(ms / 60'000) + "m";
-  return std::to_string(ms / 3'600'000) + "h";
-}
 
 int64_t min_running_ms(const InstanceRecord& r, const ScaleDownPolicy& p) {
   return r.os == "windows" ? p.min_running_windows_ms : p.min_running_linux_ms;
