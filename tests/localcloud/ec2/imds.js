@@ -3,6 +3,8 @@
 // (TTL 1..21600 s, clamped to the imdsTokenMaxTtlSeconds setting so tests can force early expiry);
 // every GET needs a valid token unless the instance allows IMDSv1 (HttpTokens=optional).
 // POST /_localcloud/poweroff is the local cloud's stand-in for an OS shutdown (bin/poweroff calls it).
+// /_localcloud/tokens (tests): GET counts tokens issued and refused (expired, revoked, unknown,
+// missing); DELETE expires every token now, as an IMDS restart or a TTL running out mid-run would.
 const http = require('node:http');
 const crypto = require('node:crypto');
 
@@ -18,13 +20,39 @@ const notFound = (res) => send(res, 404, '<?xml version="1.0" encoding="iso-8859
 
 // inst: the Instance (read live on every request, so tags and notices show at once).
 async function startImds(inst, world) {
-  const tokens = new Map(); // token -> expiry (ms)
+  const tokens = new Map(); // token -> { exp (ms), revoked }
+  const counts = { issued: 0, revoked: 0, refused: { expired: 0, revoked: 0, unknown: 0, missing: 0 } };
 
-  function tokenOk(t) {
-    const exp = tokens.get(t);
-    if (exp === undefined) return false;
-    if (Date.now() >= exp) { tokens.delete(t); return false; }
-    return true;
+  // Why a token is refused ('expired', 'revoked', 'unknown'), or null when it is good. An expired
+  // token stays known until the next sweep, so its refusal is told apart from a forged one.
+  function tokenProblem(t) {
+    const e = tokens.get(t);
+    if (e === undefined) return 'unknown';
+    if (e.revoked) return 'revoked';
+    return Date.now() >= e.exp ? 'expired' : null;
+  }
+
+  function sweep() {
+    const now = Date.now();
+    for (const [t, e] of tokens) if (e.revoked || now >= e.exp) tokens.delete(t);
+  }
+
+  function expireAll() {
+    let n = 0;
+    const now = Date.now();
+    for (const e of tokens.values()) if (!e.revoked && now < e.exp) { e.revoked = true; n++; }
+    counts.revoked += n;
+    return n;
+  }
+
+  function tokensRoute(req, res) {
+    const json = (body) => send(res, 200, JSON.stringify(body), { 'content-type': 'application/json' });
+    if (req.method === 'DELETE') return json({ instanceId: inst.id, revoked: expireAll() });
+    if (req.method !== 'GET') return send(res, 405, 'Method Not Allowed');
+    const now = Date.now();
+    const live = [...tokens.values()].filter((e) => !e.revoked && now < e.exp).length;
+    return json({ instanceId: inst.id, live, issued: counts.issued, revoked: counts.revoked,
+      refused: { ...counts.refused }, maxTtlSeconds: world.settings.imdsTokenMaxTtlSeconds });
   }
 
   function putToken(req, res) {
@@ -34,9 +62,10 @@ async function startImds(inst, world) {
       return send(res, 400, 'Bad Request');
     }
     const ttl = Math.min(Number(raw), world.settings.imdsTokenMaxTtlSeconds);
-    if (tokens.size > 1000) for (const [t, exp] of tokens) if (Date.now() >= exp) tokens.delete(t);
+    if (tokens.size > 1000) sweep();
     const token = crypto.randomBytes(42).toString('base64');
-    tokens.set(token, Date.now() + ttl * 1000);
+    tokens.set(token, { exp: Date.now() + ttl * 1000, revoked: false });
+    counts.issued++;
     send(res, 200, token, { 'x-aws-ec2-metadata-token-ttl-seconds': String(ttl) });
   }
 
@@ -107,6 +136,7 @@ async function startImds(inst, world) {
       const behavior = inst.instanceInitiatedShutdown();
       return send(res, 202, JSON.stringify({ instanceId: inst.id, behavior }), { 'content-type': 'application/json' });
     }
+    if (p === '/_localcloud/tokens') return tokensRoute(req, res);
     const fault = world.faults.decide('imds', `${req.method} ${operation(p)}`);
     await world.faults.delay('imds');
     if (fault && fault.kind === 'error') return send(res, 500, 'Internal Server Error');
@@ -116,7 +146,9 @@ async function startImds(inst, world) {
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'Method Not Allowed');
     const token = req.headers['x-aws-ec2-metadata-token'];
-    if (token !== undefined ? !tokenOk(token) : inst.metadata.httpTokens !== 'optional') {
+    const problem = token !== undefined ? tokenProblem(token) : inst.metadata.httpTokens !== 'optional' ? 'missing' : null;
+    if (problem) {
+      counts.refused[problem]++;
       return send(res, 401, 'Unauthorized');
     }
     const body = lookup(p);
