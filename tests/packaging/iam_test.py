@@ -44,6 +44,11 @@ def as_list(v):
     return v if isinstance(v, list) else [v]
 
 
+def source(path):
+    with open(os.path.join(SRC, path)) as f:
+        return f.read()
+
+
 instance = load("instance-policy.json")
 controller = load("controller-policy.json")
 trust = load("instance-trust-policy.json")
@@ -58,13 +63,6 @@ for name, doc in (("instance", instance), ("controller", controller)):
     check("aws:ARN" not in json.dumps(doc), f"{name}: aws:ARN is not a documented condition key (it never matches)")
 
 # --- The instance role --------------------------------------------------------------------------
-check(actions(instance) == {"dynamodb:GetItem", "dynamodb:UpdateItem", "ec2:TerminateInstances"},
-      f"instance role actions: {sorted(actions(instance))}")
-for a in actions(instance):
-    check(not a.startswith(("sqs:", "iam:", "sts:")), f"instance role has {a}")
-check("ec2:RunInstances" not in actions(instance) and "ec2:CreateFleet" not in actions(instance),
-      "the instance role can launch")
-
 # The agent's attributes, from docs/design.md's state table: writer "agent", plus the tokens the
 # agent removes, the key and the generation its writes are conditional on.
 design = open(os.path.join(SRC, "docs", "design.md")).read()
@@ -81,32 +79,156 @@ check({"heartbeat", "signal", "signal_generation", "signal_detail", "runner_id",
       f"docs/design.md's agent attributes were not all found: {sorted(agent_attrs)}")
 expected_write = agent_attrs | {"instance_id", "generation"}
 
+# The same list from the code, not a copy: every attribute DynamoStateTable::report (the agent's
+# only write) names, through common/pool/record_codec.h's constants; and the agent uses the table
+# only through get (GetItem) and report (UpdateItem).
+codec = dict(re.findall(r'inline constexpr const char\* (k\w+) = "([a-z_]+)";', source("common/pool/record_codec.h")))
+table_cc = source("common/pool/dynamo_state_table.cc")
+body = re.search(r"bool DynamoStateTable::report\(.*?\n}\n", table_cc, re.S)
+check(body is not None, "DynamoStateTable::report not found in common/pool/dynamo_state_table.cc")
+code_write = {codec.get(k, "?" + k) for k in re.findall(r"attr::(k\w+)", body.group(0) if body else "")}
+check(code_write == expected_write,
+      f"the attributes the agent's report() names {sorted(code_write)} != docs/design.md's {sorted(expected_write)}")
+agent_code = "".join(source(os.path.join("agent", f)) for f in sorted(os.listdir(os.path.join(SRC, "agent")))
+                     if f.endswith(".cc") and not f.endswith("_test.cc"))
+table_methods = set(re.findall(r"virtual [^(]*?\b(\w+)\(", source("common/pool/state_table.h")))
+used = {m for m in re.findall(r"\btable\w*(?:\.|->)(\w+)\(", agent_code) if m in table_methods}
+check(used and used <= {"get", "report"}, f"the agent calls table methods beyond get and report: {sorted(used)}")
+check(not re.search(r"\b(put_item|update_item|delete_item|query|scan|transact\w*|batch\w*)\(", agent_code),
+      "the agent calls DynamoDB directly, beside its record's get and report")
+
 table_arn = "arn:aws:dynamodb:@REGION@:@ACCOUNT_ID@:table/@TABLE@"
-for st in instance["Statement"]:
-    sid = st.get("Sid")
-    if any(a.startswith("dynamodb:") for a in st["Action"]):
-        check(st["Resource"] == [table_arn], f"instance {sid}: resource must be the table only, not {st['Resource']}")
+own_instance = "arn:aws:ec2:@REGION@:@ACCOUNT_ID@:instance/${ec2:InstanceID}"
+PLACEHOLDERS = {"@REGION@", "@ACCOUNT_ID@", "@TABLE@", "@POOL@", "@INSTANCE_ROLE@", "@METRICS_LOG_GROUP@"}
+
+
+def instance_failures(doc):
+    """Every way the instance policy grants more than the agent's own item, fields and self."""
+    out = []
+
+    def need(ok, what):
+        if not ok:
+            out.append(what)
+
+    sts = doc.get("Statement", [])
+    need(doc.get("Version") == "2012-10-17", "Version must be 2012-10-17")
+    acts = {}
+    for st in sts:
+        sid = st.get("Sid")
+        need(st.get("Effect") == "Allow", f"instance {sid}: only Allow statements are expected")
+        need(not {"NotAction", "NotResource", "Principal", "NotPrincipal"} & set(st),
+             f"instance {sid}: NotAction/NotResource/Principal widen or misplace the scope")
+        a, r = as_list(st.get("Action", [])), as_list(st.get("Resource", []))
+        need(len(a) == 1, f"instance {sid}: one action per statement, so each has its own conditions: {a}")
+        for x in a:
+            acts[x] = acts.get(x, 0) + 1
+        # No wildcard anywhere: the placeholders and ${ec2:InstanceID} are the only variables.
+        for text in r + [json.dumps(st.get("Condition", {}))] + a:
+            need("*" not in text and "?" not in text, f"instance {sid}: a wildcard in {text}")
+            left = re.sub(r"@[A-Z_]+@", lambda m: "" if m.group(0) in PLACEHOLDERS else m.group(0), text)
+            need(not re.search(r"@[A-Z_]+@", left), f"instance {sid}: unknown placeholder in {text}")
+            need(set(re.findall(r"\$\{[^}]*\}", text)) <= {"${ec2:InstanceID}"}, f"instance {sid}: a variable in {text}")
         cond = st.get("Condition", {})
-        fav = cond.get("ForAllValues:StringEquals", {})
-        check(as_list(fav.get("dynamodb:LeadingKeys")) == ["${ec2:InstanceID}"],
-              f"instance {sid}: no dynamodb:LeadingKeys = ${{ec2:InstanceID}} condition")
-        # ForAllValues is true on an empty set: require the key to be present.
-        check(cond.get("Null", {}).get("dynamodb:LeadingKeys") == "false",
-              f"instance {sid}: LeadingKeys must be required (Null = false)")
-        if "dynamodb:UpdateItem" in st["Action"]:
-            attrs = set(as_list(fav.get("dynamodb:Attributes", [])))
-            check(attrs == expected_write,
-                  f"instance {sid}: dynamodb:Attributes {sorted(attrs)} != {sorted(expected_write)}")
-            leaked = attrs & (controller_only - {"instance_id", "generation"})
-            check(not leaked, f"instance {sid}: the agent may write controller attributes {sorted(leaked)}")
-            check(as_list(cond.get("StringEqualsIfExists", {}).get("dynamodb:ReturnValues")) == ["NONE"],
-                  f"instance {sid}: ReturnValues must be limited to NONE")
-    if "ec2:TerminateInstances" in st["Action"]:
-        check(st["Resource"] == ["arn:aws:ec2:@REGION@:@ACCOUNT_ID@:instance/${ec2:InstanceID}"],
-              f"instance {sid}: TerminateInstances must name only the instance itself, not {st['Resource']}")
-        src = st.get("Condition", {}).get("ArnLike", {}).get("ec2:SourceInstanceARN", "")
-        check(src.endswith(":instance/${ec2:InstanceID}"),
-              f"instance {sid}: the request must come from the instance itself (ec2:SourceInstanceARN)")
+        if a == ["dynamodb:GetItem"] or a == ["dynamodb:UpdateItem"]:
+            need(r == [table_arn], f"instance {sid}: resource must be the table only, not {r}")
+            fav = cond.get("ForAllValues:StringEquals", {})
+            need(as_list(fav.get("dynamodb:LeadingKeys")) == ["${ec2:InstanceID}"],
+                 f"instance {sid}: no ForAllValues:StringEquals dynamodb:LeadingKeys = ${{ec2:InstanceID}}")
+            # ForAllValues is true on an empty set: require the key to be present.
+            need(cond.get("Null", {}).get("dynamodb:LeadingKeys") == "false",
+                 f"instance {sid}: LeadingKeys must be required (Null = false)")
+            allowed_ops = {"ForAllValues:StringEquals", "Null"}
+            if a == ["dynamodb:UpdateItem"]:
+                allowed_ops.add("StringEqualsIfExists")
+                attrs = as_list(fav.get("dynamodb:Attributes", []))
+                need(sorted(attrs) == sorted(code_write),
+                     f"instance {sid}: dynamodb:Attributes {sorted(attrs)} != what the agent writes {sorted(code_write)}")
+                need(as_list(cond.get("StringEqualsIfExists", {}).get("dynamodb:ReturnValues")) == ["NONE"],
+                     f"instance {sid}: ReturnValues must be limited to NONE")
+                need(set(fav) == {"dynamodb:LeadingKeys", "dynamodb:Attributes"}, f"instance {sid}: keys {sorted(fav)}")
+            else:
+                need(set(fav) == {"dynamodb:LeadingKeys"}, f"instance {sid}: keys {sorted(fav)}")
+            need(set(cond) == allowed_ops, f"instance {sid}: condition operators {sorted(cond)} != {sorted(allowed_ops)}")
+        elif a == ["ec2:TerminateInstances"]:
+            need(r == [own_instance], f"instance {sid}: TerminateInstances must name only the instance itself, not {r}")
+            need(cond.get("ArnLike", {}) == {"ec2:SourceInstanceARN": own_instance},
+                 f"instance {sid}: the request must come from the instance itself (ec2:SourceInstanceARN)")
+            need(cond.get("StringEquals", {}) == {"ec2:ResourceTag/runpool:pool": "@POOL@"},
+                 f"instance {sid}: only an instance tagged for the pool")
+            need(set(cond) == {"ArnLike", "StringEquals"}, f"instance {sid}: condition operators {sorted(cond)}")
+    need(acts == {"dynamodb:GetItem": 1, "dynamodb:UpdateItem": 1, "ec2:TerminateInstances": 1},
+         f"instance role actions: {acts} (exactly GetItem, UpdateItem, TerminateInstances, once each)")
+    need("aws:ARN" not in json.dumps(doc), "aws:ARN is not a documented condition key (it never matches)")
+    return out
+
+
+failures += instance_failures(instance)
+leaked = set(code_write) & (controller_only - {"instance_id", "generation"})
+check(not leaked, f"the agent writes controller attributes {sorted(leaked)}")
+
+# The checker itself: each weakening of the policy must be caught.
+with open(os.path.join(IAM, "instance-policy.json")) as f:
+    pristine = json.load(f)
+
+
+def by_action(doc, action):
+    return next(st for st in doc["Statement"] if action in as_list(st["Action"]))
+
+
+def cond_of(doc, action):
+    return by_action(doc, action)["Condition"]
+
+
+MUTATIONS = {
+    "GetItem without LeadingKeys": lambda d: cond_of(d, "dynamodb:GetItem").pop("ForAllValues:StringEquals"),
+    "GetItem without the Null guard": lambda d: cond_of(d, "dynamodb:GetItem").pop("Null"),
+    "UpdateItem without the Null guard": lambda d: cond_of(d, "dynamodb:UpdateItem").pop("Null"),
+    "a Null guard that allows no key": lambda d: cond_of(d, "dynamodb:UpdateItem")["Null"].update(
+        {"dynamodb:LeadingKeys": "true"}),
+    "ForAnyValue instead of ForAllValues": lambda d: cond_of(d, "dynamodb:UpdateItem").update(
+        {"ForAnyValue:StringEquals": cond_of(d, "dynamodb:UpdateItem").pop("ForAllValues:StringEquals")}),
+    "another item's key": lambda d: cond_of(d, "dynamodb:GetItem")["ForAllValues:StringEquals"].update(
+        {"dynamodb:LeadingKeys": ["i-0123456789abcdef0"]}),
+    "any key": lambda d: cond_of(d, "dynamodb:GetItem")["ForAllValues:StringEquals"].update(
+        {"dynamodb:LeadingKeys": ["*"]}),
+    "the state attribute writable": lambda d: cond_of(d, "dynamodb:UpdateItem")["ForAllValues:StringEquals"][
+        "dynamodb:Attributes"].append("state"),
+    "any attribute writable": lambda d: cond_of(d, "dynamodb:UpdateItem")["ForAllValues:StringEquals"].pop(
+        "dynamodb:Attributes"),
+    "heartbeat not writable": lambda d: cond_of(d, "dynamodb:UpdateItem")["ForAllValues:StringEquals"][
+        "dynamodb:Attributes"].remove("heartbeat"),
+    "ReturnValues unlimited": lambda d: cond_of(d, "dynamodb:UpdateItem").pop("StringEqualsIfExists"),
+    "ReturnValues ALL_OLD": lambda d: cond_of(d, "dynamodb:UpdateItem")["StringEqualsIfExists"].update(
+        {"dynamodb:ReturnValues": ["NONE", "ALL_OLD"]}),
+    "every table": lambda d: by_action(d, "dynamodb:GetItem").update(
+        {"Resource": "arn:aws:dynamodb:@REGION@:@ACCOUNT_ID@:table/*"}),
+    "the index too": lambda d: by_action(d, "dynamodb:GetItem").update(
+        {"Resource": [table_arn, table_arn + "/index/by_label"]}),
+    "Query beside GetItem": lambda d: by_action(d, "dynamodb:GetItem").update(
+        {"Action": ["dynamodb:GetItem", "dynamodb:Query"]}),
+    "dynamodb:*": lambda d: by_action(d, "dynamodb:UpdateItem").update({"Action": ["dynamodb:*"]}),
+    "a statement for SQS": lambda d: d["Statement"].append(
+        {"Sid": "X", "Effect": "Allow", "Action": ["sqs:SendMessage"], "Resource": "arn:aws:sqs:@REGION@:@ACCOUNT_ID@:@POOL@-x"}),
+    "NotAction": lambda d: d["Statement"].append(
+        {"Sid": "X", "Effect": "Allow", "NotAction": ["iam:*"], "Resource": "*"}),
+    "terminate any instance": lambda d: by_action(d, "ec2:TerminateInstances").update(
+        {"Resource": "arn:aws:ec2:@REGION@:@ACCOUNT_ID@:instance/*"}),
+    "terminate without the source-instance condition": lambda d: cond_of(d, "ec2:TerminateInstances").pop("ArnLike"),
+    "a source instance other than itself": lambda d: cond_of(d, "ec2:TerminateInstances")["ArnLike"].update(
+        {"ec2:SourceInstanceARN": "arn:aws:ec2:@REGION@:@ACCOUNT_ID@:instance/i-*"}),
+    "terminate without the pool's tag": lambda d: cond_of(d, "ec2:TerminateInstances").pop("StringEquals"),
+    "another pool's tag": lambda d: cond_of(d, "ec2:TerminateInstances")["StringEquals"].update(
+        {"ec2:ResourceTag/runpool:pool": "other"}),
+    "the undocumented aws:ARN": lambda d: cond_of(d, "ec2:TerminateInstances")["ArnLike"].update(
+        {"aws:ARN": "${ec2:SourceInstanceARN}"}),
+    "GetItem and UpdateItem in one statement": lambda d: d.update({"Statement": [
+        dict(by_action(d, "dynamodb:UpdateItem"), Action=["dynamodb:GetItem", "dynamodb:UpdateItem"]),
+        by_action(d, "ec2:TerminateInstances")]}),
+}
+for what, mutate in MUTATIONS.items():
+    doc = json.loads(json.dumps(pristine))
+    mutate(doc)
+    check(instance_failures(doc), f"the checker passes an instance policy with {what}")
 
 check([s["Principal"] for s in trust["Statement"]] == [{"Service": "ec2.amazonaws.com"}],
       "the instance role must be assumable by EC2 only")
@@ -171,5 +293,6 @@ for st in controller["Statement"]:
 for f in failures:
     print("FAIL:", f)
 if not failures:
-    print(f"iam_test: OK ({len(ops)} operations in the code, agent attributes {sorted(expected_write)})")
+    print(f"iam_test: OK ({len(ops)} operations in the code, agent attributes {sorted(code_write)}, "
+          f"{len(MUTATIONS)} weakened instance policies caught)")
 sys.exit(1 if failures else 0)
