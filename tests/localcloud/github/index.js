@@ -15,6 +15,7 @@ const apps = require('./apps');
 const pipelines = require('./pipelines');
 const { createDownloads } = require('./downloads');
 const { createControl, createCalls } = require('./control');
+const { holdsOf } = require('../lib/hold');
 
 const SECONDARY = 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID ';
 const RATE_DOC = 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api';
@@ -35,6 +36,7 @@ async function createGithub({ faults = null, stateDir = null, log = () => {} } =
   const matchRest = router([...rest.routes(deps), ...apps.routes(deps), rateLimitRoute]);
   const matchRunner = router(pipelines.routes(deps));
   const control = createControl({ model, auth, broker, calls });
+  const holds = holdsOf(faults); // crash points: lib/hold.js
   let origin = null;
   let errorFlip = false; // injected server errors alternate 502 / 500
 
@@ -44,7 +46,9 @@ async function createGithub({ faults = null, stateDir = null, log = () => {} } =
     const a = auth.authenticate(req.headers.authorization);
     const requestId = crypto.randomBytes(8).toString('hex').toUpperCase();
     const route = m ? `${req.method} ${m.route.template}` : `${req.method} (unmatched)`;
-    const reply = (status, body, headers = {}) => {
+    let gate = null; // a held step (lib/hold.js), when: 'after': withheld here, the handler's effect done
+    const reply = async (status, body, headers = {}) => {
+      if (gate?.when === 'after' && await gate.hold() === 'drop') return res.destroy();
       calls.record({ route, principal: a.principal ? a.principal.key : a.status ? 'invalid' : 'anonymous', token: a.principal?.token, status });
       send(res, status, body, { 'x-github-api-version-selected': '2022-11-28', 'x-github-media-type': 'github.v3; format=json', 'x-github-request-id': requestId, ...headers });
     };
@@ -52,6 +56,8 @@ async function createGithub({ faults = null, stateDir = null, log = () => {} } =
     if (!m) return reply(404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest', status: '404' });
     const isRateLimit = m.route.template === '/rate_limit';
     if (!a.principal && !isRateLimit) return reply(401, { message: 'Requires authentication', documentation_url: 'https://docs.github.com/rest', status: '401' }, auth.rate(null).headers);
+    if (a.principal) gate = holds?.gate({ service: 'github', identities: ['github'], operation: route, body: raw });
+    if (gate?.when === 'before' && await gate.hold() === 'drop') return res.destroy();
 
     const fault = faults ? faults.decide('github', route) : null;
     if (faults) await faults.delay('github');
@@ -66,17 +72,24 @@ async function createGithub({ faults = null, stateDir = null, log = () => {} } =
     const body = parseJson(raw);
     if (body === undefined || (body !== null && typeof body !== 'object')) return reply(400, { message: 'Problems parsing JSON', documentation_url: 'https://docs.github.com/rest', status: '400' }, rate.headers);
     const ctx = { params: m.params, query: u.searchParams, body: body || {}, principal: a.principal, origin, base: `${origin}/api/v3${apiPath}` };
+    let r;
     try {
-      const r = await m.route.handler(ctx);
-      return reply(r.status, r.body, { ...rate.headers, ...(r.headers || {}) });
+      r = await m.route.handler(ctx);
     } catch (e) {
       if (!(e instanceof rest.HttpError)) throw e;
       return reply(e.status, e.body, rate.headers);
     }
+    return reply(r.status, r.body, { ...rate.headers, ...(r.headers || {}) });
   }
 
   async function handleRunner(req, res, u, raw, m) {
     calls.runner(`${req.method} ${m.route.template}`);
+    const gate = holds?.gate({ service: 'github', identities: ['runner'], operation: `${req.method} ${m.route.template}`, body: raw });
+    if (gate?.when === 'before' && await gate.hold() === 'drop') return res.destroy();
+    const reply = async (status, body) => {
+      if (gate?.when === 'after' && await gate.hold() === 'drop') return res.destroy();
+      send(res, status, body);
+    };
     const ctx = {
       params: m.params, query: u.searchParams, rawBody: raw, headers: req.headers, origin,
       body: (/json/.test(req.headers['content-type'] || '') ? parseJson(raw) : null) || {},
@@ -84,10 +97,10 @@ async function createGithub({ faults = null, stateDir = null, log = () => {} } =
     };
     try {
       const r = await m.route.handler(ctx);
-      send(res, r.status, r.body);
+      await reply(r.status, r.body);
     } catch (e) {
       if (!(e instanceof rest.HttpError)) throw e;
-      send(res, e.status, e.body);
+      await reply(e.status, e.body);
     }
   }
 

@@ -3,6 +3,7 @@
 // request stats, credentials, and delegation to the EC2, GitHub and CloudWatch Logs stand-ins' own
 // control routes.
 const { readBody, sendJson } = require('./httputil');
+const { holdsOf } = require('./hold');
 
 /**
  * createControlHandler({ faults, credentials, proxies: {service: proxy}, ec2, github, logs, log })
@@ -11,6 +12,7 @@ const { readBody, sendJson } = require('./httputil');
 function createControlHandler({ faults, credentials, proxies = {}, ec2 = null, github = null, logs = null,
   log = () => {} }) {
   const standIns = { ec2, github, logs };
+  const holds = holdsOf(faults);
 
   async function route(method, path, query, body) {
     const stand = /^\/_control\/(ec2|github|logs)(\/.*)?$/.exec(path);
@@ -44,6 +46,19 @@ function createControlHandler({ faults, credentials, proxies = {}, ec2 = null, g
         return { status: 200, json: { ok: true } };
       case 'GET /_control/auth-failures':
         return { status: 200, json: Object.fromEntries(Object.entries(proxies).map(([s, p]) => [s, p.authFailures])) };
+      case 'POST /_control/hold': // crash points (lib/hold.js)
+        try { holds.arm(body); } catch (err) { throw badRequest(err.message); }
+        return { status: 200, json: holds.status() };
+      case 'GET /_control/hold':
+        return { status: 200, json: holds.status() };
+      case 'POST /_control/hold/release':
+        if (!holds.decide('forward')) return { status: 409, json: { error: 'no request is held' } };
+        return { status: 200, json: holds.status() };
+      case 'DELETE /_control/hold': {
+        const dropped = !!holds.held && !holds.held.decided;
+        holds.disarm();
+        return { status: 200, json: { dropped } };
+      }
       case 'GET /_control/credentials': {
         const c = credentials.controller;
         return { status: 200, json: { accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey } };

@@ -8,6 +8,7 @@ const { verify } = require('./sigv4');
 const { faultError, renderError } = require('./awserrors');
 const { readBody, listenLocal, closeServer, createServer } = require('./httputil');
 const { RequestCounts } = require('./requests');
+const { holdsOf } = require('./hold');
 
 const PRINCIPAL = 'x-localcloud-principal';
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade',
@@ -48,7 +49,8 @@ function createProxy({ service, region, credentials, faults, log = () => {}, bac
     res.end(body);
   };
 
-  function forward(req, res, body, principal, protocol) {
+  // `gate` (lib/hold.js, when: 'after'): the answer is read whole and withheld until the test decides.
+  function forward(req, res, body, principal, protocol, gate = null) {
     const target = new URL(proxy.backend);
     const headers = {};
     for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k) && k !== PRINCIPAL) headers[k] = v;
@@ -66,10 +68,19 @@ function createProxy({ service, region, credentials, faults, log = () => {}, bac
         path: req.url, headers, agent }, (upRes) => {
         const out = {};
         for (const [k, v] of Object.entries(upRes.headers)) if (!HOP_BY_HOP.has(k)) out[k] = v;
-        res.writeHead(upRes.statusCode, upRes.statusMessage, out);
         upRes.on('aborted', () => res.destroy());
         upRes.on('error', () => res.destroy());
-        upRes.pipe(res);
+        if (!gate) {
+          res.writeHead(upRes.statusCode, upRes.statusMessage, out);
+          return upRes.pipe(res);
+        }
+        const chunks = [];
+        upRes.on('data', (c) => chunks.push(c));
+        upRes.on('end', () => gate.hold().then((d) => {
+          if (d === 'drop' || res.destroyed) return res.destroy();
+          res.writeHead(upRes.statusCode, upRes.statusMessage, out);
+          res.end(Buffer.concat(chunks));
+        }));
       });
       up.on('error', (err) => {
         if (clientGone) return;
@@ -97,6 +108,8 @@ function createProxy({ service, region, credentials, faults, log = () => {}, bac
       return reply(res, protocol, v);
     }
     proxy.requests.record(v.principal, operation);
+    const gate = holdsOf(faults)?.gate({ service, identities: [v.principal, v.accessKeyId], operation, body });
+    if (gate?.when === 'before' && await gate.hold() === 'drop') return res.destroy();
     const decision = faults.decide(service, operation);
     await faults.delay(service);
     if (decision) {
@@ -104,7 +117,7 @@ function createProxy({ service, region, credentials, faults, log = () => {}, bac
       return reply(res, protocol, faultError(service, decision, operation));
     }
     if (!proxy.backend) return reply(res, protocol, faultError(service, { kind: 'retryAfter', seconds: 1 }, operation));
-    forward(req, res, body, v.principal, protocol);
+    forward(req, res, body, v.principal, protocol, gate?.when === 'after' ? gate : null);
   }
 
   proxy.server = createServer((req, res) => {
