@@ -18,6 +18,7 @@ ClaimVerdict judge_pool_message(const PoolMessage& message, const std::optional<
   const InstanceRecord& r = *record;
   if (r.state != State::kIdle) return {MessageFate::kDrop, "instance is " + std::string(state_name(r.state))};
   if (r.shared) return {MessageFate::kDrop, "instance belongs to a shared pool"};
+  if (!request.pool.empty() && r.pool != request.pool) return {MessageFate::kDrop, "instance belongs to another pool"};
   // A message from an earlier idle period (the instance was claimed and re-advertised since), or
   // one naming a generation the record never had (forged, or from another table).
   if (r.generation != message.generation) {

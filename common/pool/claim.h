@@ -24,6 +24,9 @@ struct ClaimRequest {
   int64_t now_ms = 0;
   int64_t min_remaining_ms = 0;      // the instance must outlive the claim by this much
   int64_t max_heartbeat_age_ms = 0;  // the agent must have beaten this recently
+  // The claiming pool: several pools may share a table, and a message in this pool's queue naming
+  // another pool's instance (forged, or a queue shared by mistake) must never claim it. Empty: any.
+  std::string pool;
 };
 
 enum class MessageFate {

@@ -10,6 +10,7 @@ constexpr int64_t kNow = 1'800'000'000'000;
 InstanceRecord idle_record() {
   InstanceRecord r;
   r.instance_id = "i-0123456789abcdef0";
+  r.pool = "ci";
   r.state = State::kIdle;
   r.generation = 4;
   r.resource_class = "large";
@@ -23,6 +24,7 @@ InstanceRecord idle_record() {
 ClaimRequest request() {
   ClaimRequest q;
   q.resource_class = "large";
+  q.pool = "ci";
   q.now_ms = kNow;
   q.min_remaining_ms = 600'000;
   q.max_heartbeat_age_ms = 60'000;
@@ -54,6 +56,16 @@ TEST(JudgePoolMessage, ASharedPoolsInstanceDrops) {
   ClaimVerdict v = judge_pool_message(message(), r, request());
   EXPECT_EQ(v.fate, MessageFate::kDrop);
   EXPECT_EQ(v.reason, "instance belongs to a shared pool");
+}
+
+TEST(JudgePoolMessage, AnotherPoolsInstanceDrops) {
+  InstanceRecord r = idle_record();
+  r.pool = "someone-else";  // same table, same class name: a forged message, or a shared queue
+  ClaimVerdict v = judge_pool_message(message(), r, request());
+  EXPECT_EQ(v.fate, MessageFate::kDrop);
+  EXPECT_EQ(v.reason, "instance belongs to another pool");
+  r.pool = "";
+  EXPECT_EQ(judge_pool_message(message(), r, request()).fate, MessageFate::kDrop);
 }
 
 TEST(JudgePoolMessage, StaleGenerationDrops) {
