@@ -44,8 +44,11 @@ bool parse_iso8601(const std::string& text, WallTime* out) {
     rest = rest.substr(i);
   }
   if (rest != "Z" && rest != "+00:00") return false;
-  if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
-      tm.tm_min > 59 || tm.tm_sec > 60) {
+  // Years past what WallTime (int64 nanoseconds: 1678–2262) holds, or signs sscanf lets through
+  // ("-1"), are not times any service sends: refused, rather than overflowing into nonsense.
+  if (tm.tm_year < 1900 || tm.tm_year > 2200 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
+      tm.tm_mday > 31 || tm.tm_hour < 0 || tm.tm_hour > 23 || tm.tm_min < 0 || tm.tm_min > 59 || tm.tm_sec < 0 ||
+      tm.tm_sec > 60) {
     return false;
   }
   tm.tm_year -= 1900;

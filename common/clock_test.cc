@@ -21,6 +21,20 @@ TEST(Iso8601, AcceptsFractionsAndOffsetZero) {
   ASSERT_TRUE(parse_iso8601("2025-11-21T02:52:24+00:00", &t));
 }
 
+// Found by the fuzzers (tests/fuzz/github, ec2_xml): a year like 4052 overflowed WallTime's
+// nanoseconds (undefined behaviour) instead of being refused.
+TEST(Iso8601, RejectsYearsWallTimeCannotHoldAndNegativeFields) {
+  WallTime t;
+  for (const char* bad : {"4052-11-21T09:00:00.000+00:00", "9999-12-31T23:59:59Z", "2263-01-01T00:00:00Z",
+                          "-999-01-01T00:00:00Z", "0000-01-01T00:00:00Z", "1677-01-01T00:00:00Z",
+                          "2025-11-21T-1:00:00Z", "2025-11-21T00:-1:00Z", "2025-11-21T00:00:-1Z"}) {
+    EXPECT_FALSE(parse_iso8601(bad, &t)) << bad;
+  }
+  EXPECT_TRUE(parse_iso8601("2200-12-31T23:59:59Z", &t));
+  EXPECT_EQ(format_iso8601(t), "2200-12-31T23:59:59Z");
+  EXPECT_TRUE(parse_iso8601("1970-01-01T00:00:00Z", &t));
+}
+
 TEST(Iso8601, RejectsGarbage) {
   WallTime t;
   for (const char* bad : {"", "2025", "2025-13-01T00:00:00Z", "2025-11-21T02:52:24", "2025-11-21T02:52:24Zjunk",
