@@ -13,3 +13,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 cd "$build"
 ctest --output-on-failure --timeout 600 -j 2 "$@"
+
+# The parsers' libFuzzer targets, a few seconds each (scripts/fuzz.sh; RUNPOOL_FUZZ_SECONDS=0 skips).
+cd "$OLDPWD"
+if [ "${RUNPOOL_FUZZ_SECONDS:-8}" != 0 ]; then scripts/fuzz.sh "${RUNPOOL_FUZZ_SECONDS:-8}"; fi
