@@ -14,6 +14,7 @@
 #include "agent/aws_services.h"
 #include "agent/clock_observing_http.h"
 #include "agent/heartbeat.h"
+#include "agent/job_imds_guard.h"
 #include "agent/local_runner_host.h"
 #include "agent/pre_run_boot.h"
 #include "agent/process.h"
@@ -188,6 +189,10 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   if (const char* lang = std::getenv("LANG"); lang && *lang) hs.lang = lang;
   hs.registration_timeout = s.registration_timeout;
   hs.cleanup_timeout = s.cleanup_timeout;
+  // Jobs cut off from IMDS (the role's credentials) unless job_imds_access: before every runner start.
+  const ImdsGuardPlan imds_guard = plan_job_imds_guard({s.job_imds_access, user->uid, imds.endpoint()});
+  spdlog::info("job IMDS guard: {}", imds_guard.reason);
+  hs.confine_jobs = [&] { apply_job_imds_guard(imds_guard, [&] { watchdog.alive(); }); };
   LocalRunnerHost host(hs, [&] { watchdog.alive(); });
   Ec2Compute compute(ec2, id->instance_id);
   TableHealth health(system_clock());

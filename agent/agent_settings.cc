@@ -67,6 +67,9 @@ std::vector<KeySpec> agent_schema() {
       {"runner_disable_update", KeyType::kBool, "true", "configure the runner with --disableupdate (the image pins its version)"},
       {"runner_path", KeyType::kString, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
        "PATH of the runner's processes"},
+      {"job_imds_access", KeyType::kBool, "false",
+       "let the runner's jobs reach IMDS and so the instance role's credentials; false: an nftables rule rejects "
+       "the runner user's packets to 169.254.169.254 and fd00:ec2::254 (needs nft; the agent keeps its access)"},
       {"pre_run_script", KeyType::kString, "",
        "an executable the agent runs as root once per boot before it takes its first assignment (mount disks, warm "
        "caches); if it fails or times out the instance serves nothing and is replaced; empty: none"},
@@ -136,6 +139,7 @@ AgentSettings load_agent_settings(const Config& c) {
   s.runner_disable_update = c.get_bool("runner_disable_update");
   s.runner_path = c.get_string("runner_path");
   if (s.runner_path.empty() || s.runner_path[0] != '/') c.reject("runner_path", "must be a PATH of absolute directories");
+  s.job_imds_access = c.get_bool("job_imds_access");
   s.pre_run_script = c.get_string("pre_run_script");
   if (!s.pre_run_script.empty() && !is_safe_absolute_path(s.pre_run_script)) {
     c.reject("pre_run_script", "must be an absolute path without . or .. parts");

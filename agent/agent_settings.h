@@ -29,6 +29,7 @@ struct AgentSettings {
   bool drain_capable = false;
   bool runner_disable_update = true;
   std::string runner_path;  // PATH of the runner's processes
+  bool job_imds_access = false;  // false: the runner user's packets to IMDS are rejected (job_imds_guard.h)
 
   // The operator's pre-run script (pre_run.h): run once per boot before the first assignment.
   std::string pre_run_script;  // "" = none

@@ -46,6 +46,13 @@ TEST(AgentSettings, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(s.metrics_namespace, "runpool");
   EXPECT_EQ(s.pre_run_script, "") << "no pre-run script unless asked for";
   EXPECT_EQ(s.pre_run_timeout, std::chrono::minutes(10));
+  EXPECT_FALSE(s.job_imds_access) << "jobs are cut off from IMDS unless allowed";
+}
+
+TEST(AgentSettings, JobImdsAccess) {
+  Config c(agent_schema());
+  c.merge_text(kMinimal + "job_imds_access = true\n", "agent.conf");
+  EXPECT_TRUE(load_agent_settings(c).job_imds_access);
 }
 
 TEST(AgentSettings, PreRunScript) {
@@ -135,6 +142,7 @@ TEST(AgentSettings, BadValuesNameTheKeyAndWhereTheyCameFrom) {
       {kMinimal + "assignment_poll_interval = 0\n", "assignment_poll_interval"},
       {kMinimal + "listener_max_restarts = -1\n", "listener_max_restarts"},
       {kMinimal + "drain_capable = maybe\n", "drain_capable"},
+      {kMinimal + "job_imds_access = blocked\n", "job_imds_access"},
       {kMinimal + "aws_max_attempts = 0\n", "aws_max_attempts"},
       {kMinimal + "heartbeat_interval = 60s\ntable_unreachable_limit = 90s\n", "table_unreachable_limit"},
       {kMinimal + "assignment_poll_interval = 1m\nboot_grace = 90s\n", "boot_grace"},

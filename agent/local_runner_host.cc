@@ -85,6 +85,7 @@ std::vector<std::string> LocalRunnerHost::runner_env(const std::vector<std::stri
 
 void LocalRunnerHost::prepare() {
   if (s_.user.uid == 0) throw std::runtime_error("the runner user must not be root");
+  if (s_.confine_jobs) s_.confine_jobs();
   const fs::path root(s_.root);
   if (auto bad = unsearchable_ancestor(root, s_.user)) {
     throw std::runtime_error("runner user " + s_.user.name + " cannot reach " + s_.root + ": " + *bad +
@@ -172,6 +173,7 @@ void LocalRunnerHost::remove_local() {
 }
 
 std::unique_ptr<ListenerProcess> LocalRunnerHost::start_listener() {
+  if (s_.confine_jobs) s_.confine_jobs();  // again: a resumed assignment (after a reboot) skips prepare()
   DiagTail diag(path("_diag"));  // before the start: only the new Listener's lines count
   SpawnOptions o;
   o.argv = {path("bin/Runner.Listener"), "run"};

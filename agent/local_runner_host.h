@@ -28,6 +28,9 @@ struct RunnerHostSettings {
   // Whether clean() ends the runner user's processes. Always on an instance (one agent per host);
   // tests of the file handling on a shared machine turn it off.
   bool end_processes = true;
+  // Called by prepare() and start_listener(), before a runner process starts: installs what
+  // confines the jobs (job_imds_guard.h); throwing refuses the assignment. Empty: nothing.
+  std::function<void()> confine_jobs;
 };
 
 class LocalRunnerHost final : public RunnerHost {

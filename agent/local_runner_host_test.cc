@@ -197,6 +197,29 @@ TEST_F(LocalRunnerHostTest, TheListenerRunsAsTheRunnerAndItsOutputBecomesEvents)
   EXPECT_NE(listener->output_tail().find("Exiting..."), std::string::npos) << listener->output_tail();
 }
 
+// The jobs' confinement (the IMDS guard) runs before any runner process: before the runner is
+// installed or configured, and before each Listener; when it fails, neither happens.
+TEST_F(LocalRunnerHostTest, JobsAreConfinedBeforeAnyRunnerProcessAndAFailedConfinementStartsNothing) {
+  const fs::path root = base_ / "runner";
+  RunnerHostSettings s = settings(root);
+  int calls = 0;
+  bool fail = true;
+  s.confine_jobs = [&] {
+    ++calls;
+    if (fail) throw std::runtime_error("job IMDS guard: nft failed");
+  };
+  LocalRunnerHost host(s, nullptr);
+  EXPECT_THROW(host.prepare(), std::runtime_error);
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(fs::exists(root / "bin" / "Runner.Listener")) << "nothing installed without the guard";
+  fail = false;
+  host.prepare();
+  EXPECT_EQ(calls, 2);
+  fail = true;
+  EXPECT_THROW(host.start_listener(), std::runtime_error);  // a Listener would be a process to find: none
+  EXPECT_EQ(calls, 3);
+}
+
 TEST_F(LocalRunnerHostTest, TheSentinelBelongsToTheRunnerAndAPlantedSymlinkIsNotFollowed) {
   const fs::path root = base_ / "runner";
   LocalRunnerHost host(settings(root), nullptr);

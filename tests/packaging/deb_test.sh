@@ -65,8 +65,9 @@ for bin in "$build/agent/runpool-agent" "$build/controller/runpoolctl"; do
     [ -n "${declared[$pkg]:-}" ] || bad "$(basename "$bin") links $soname from $pkg, which Depends does not name"
   done < <(objdump -p "$bin" | awk '$1 == "NEEDED" { print $2 }')
 done
-# tzdata is no linked library: the idle schedule's time zones are read from it at run time.
-for d in libcurl4 libjsoncpp25 libspdlog1.10 libsystemd0 libpugixml1v5 libssl3 libdate-tz3 tzdata; do
+# tzdata is no linked library: the idle schedule's time zones are read from it at run time; nor is
+# nftables: the agent runs its nft to cut jobs off from IMDS (docs/agent.md).
+for d in libcurl4 libjsoncpp25 libspdlog1.10 libsystemd0 libpugixml1v5 libssl3 libdate-tz3 tzdata nftables; do
   [ -n "${declared[$d]:-}" ] || bad "Depends lacks $d"
 done
 
@@ -109,7 +110,7 @@ if grep -Eq '^(ProtectProc=invisible|ProtectSystem=strict|ReadOnlyPaths=/opt)' "
   bad "the unit's file-system protection keeps the agent from writing the runner root"
 fi
 if grep -q '^CapabilityBoundingSet=' "$unit"; then
-  for cap in CAP_SETUID CAP_SETGID CAP_KILL CAP_CHOWN CAP_FOWNER CAP_DAC_OVERRIDE; do
+  for cap in CAP_SETUID CAP_SETGID CAP_KILL CAP_CHOWN CAP_FOWNER CAP_DAC_OVERRIDE CAP_NET_ADMIN; do
     grep -q "^CapabilityBoundingSet=.*$cap" "$unit" || bad "CapabilityBoundingSet drops $cap, which the agent needs"
   done
 fi
