@@ -73,6 +73,15 @@ function createControl({ model, auth, broker, calls }) {
       const j = broker.jobs.get(Number(m[1]));
       return j ? ok(broker.view(j)) : bad('no such job', 404);
     }],
+    // Every credential issued or accepted so far, for tests that look for leaks (JWTs only as
+    // they were used: `calls.byToken`).
+    ['GET', /^\/secrets$/, () => ok({
+      pats: [...model.pats.keys()],
+      runnerTokens: [...model.runnerTokens.entries()].map(([token, t]) => ({ token, kind: t.kind })),
+      adminTokens: [...model.adminTokens.keys()],
+      accessTokens: [...model.accessTokens.keys()],
+      installationTokens: [...auth.instTokens.keys()],
+    })],
     ['GET', /^\/calls$/, () => ok(calls.snapshot())],
     ['DELETE', /^\/calls$/, () => { calls.reset(); return ok(calls.snapshot()); }],
     ['DELETE', /^\/ratelimits$/, () => { auth.windows.clear(); return ok({}); }],
