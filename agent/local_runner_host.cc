@@ -5,12 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -164,6 +166,17 @@ CommandResult LocalRunnerHost::configure(const Registration& reg) {
 }
 
 CommandResult LocalRunnerHost::remove(const Secret& remove_token) {
+  // The token goes into config.sh's environment, which every process of the runner user may read
+  // (/proc/<pid>/environ): what a job left running must be gone before it is handed over.
+  if (s_.end_processes) {
+    try {
+      end_leftovers();
+    } catch (const std::exception& e) {
+      CommandResult r;
+      r.output = std::string("not deregistering: ") + e.what();
+      return r;
+    }
+  }
   return run_as_runner({path("config.sh"), "remove"},
                        {"ACTIONS_RUNNER_INPUT_TOKEN=" + remove_token.reveal(), "ACTIONS_RUNNER_INPUT_UNATTENDED=true"});
 }
@@ -181,6 +194,7 @@ std::unique_ptr<ListenerProcess> LocalRunnerHost::start_listener() {
   o.cwd = s_.root;
   o.user = s_.user;
   Child c = spawn(o);
+  listener_pid_ = c.pid;
   spdlog::info("started the Listener, pid {}", c.pid);
   return std::make_unique<LocalListener>(c, std::move(diag));
 }
@@ -226,6 +240,27 @@ bool LocalRunnerHost::worker_running() {
 
 void LocalRunnerHost::signal_processes(const std::vector<int>& pids, int signal) {
   for (int p : pids) ::kill(p, signal);
+}
+
+void LocalRunnerHost::end_leftovers() {
+  std::vector<pid_t> all = processes_of_user(s_.user.uid);
+  if (std::find(all.begin(), all.end(), listener_pid_) == all.end()) {
+    end_user_processes();  // no Listener of ours runs: every process of the user goes
+    return;
+  }
+  // A stock drain deregisters while its Listener idles: everything but that Listener goes, in
+  // rounds (a process may fork while it is killed), bounded.
+  for (int round = 0; round < 50; ++round) {
+    std::vector<pid_t> others;
+    for (pid_t p : processes_of_user(s_.user.uid)) {
+      if (p != listener_pid_) others.push_back(p);
+    }
+    if (others.empty()) return;
+    for (pid_t p : others) ::kill(p, SIGKILL);
+    if (alive_) alive_();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  throw std::runtime_error("processes of " + s_.user.name + " beside the Listener would not end");
 }
 
 void LocalRunnerHost::end_user_processes() {

@@ -58,9 +58,13 @@ class LocalRunnerHost final : public RunnerHost {
   std::string path(const std::string& name) const;
   CommandResult run_as_runner(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env);
   bool root_owned_by_runner() const;
+  // Before a token is handed to config.sh: ends every process of the runner user but the
+  // Listener this host started (if it runs); throws when some would not end.
+  void end_leftovers();
 
   RunnerHostSettings s_;
   std::function<void()> alive_;
+  pid_t listener_pid_ = -1;  // the last Listener start_listener started
 };
 
 // The config and credential files configuration writes (and a new identity must not find).

@@ -1,0 +1,389 @@
+// Secrets end to end: a run-scoped lifecycle (cold provision of 2, jobs, release, warm provision,
+// a job, release) with runpoolctl authenticated as a GitHub App, whose jobs dump what a job can
+// see — its environment, the argv and the readable environment of every process of its instance,
+// the list of every file it can read that the run wrote — and leave behind a process (started
+// with RUNNER_TRACKING_ID= so the runner does not end it) that watches every process's argv and
+// environment through the release's drain and deregistration. Meanwhile the test samples every
+// process's argv on the machine. At the end every secret of the run (the App's key, its JWTs and
+// installation tokens, the PAT, registration, remove, registration-result and runner access
+// tokens, the runners' RSA keys, the controller's and the instances' AWS secret keys and session
+// tokens) is looked for in all of it, and in runpoolctl's output, the agents' consoles and the
+// local cloud's log. The runner and its jobs must run unprivileged.
+#include <sys/stat.h>
+
+#include <cstdio>
+
+#include "common/aws/imds.h"
+#include "tests/e2e/e2e_fixture.h"
+#include "tests/e2e/secret_scan.h"
+
+namespace runpool::controller::e2e {
+namespace {
+
+// Files older than this cannot hold a secret of the run: created before the local cloud starts.
+std::string g_marker;
+
+// What a dump job runs (as the runner user): its view, then it holds its runner until the test
+// has read the files it listed. The dump directory is the test's, outside the runner root.
+std::string dump_job(const std::string& dumps, const std::string& find_roots) {
+  return "d='" + dumps + "'/\"$GITHUB_JOB\"; mkdir -p \"$d\"\n"
+         "id -u > \"$d/uid\"\n"
+         "env > \"$d/env\"\n"
+         "for p in /proc/[0-9]*; do printf '%s ' \"${p#/proc/}\"; tr '\\0' ' ' < \"$p/cmdline\" 2>/dev/null || true; "
+         "echo; done > \"$d/cmdlines\"\n"
+         "for p in /proc/[0-9]*; do tr '\\0' '\\n' < \"$p/environ\" 2>/dev/null || true; done > \"$d/environs\"\n"
+         "find " + find_roots + " -xdev -type f -newer '" + g_marker +
+         "' -readable -size -8M -print0 2>/dev/null > \"$d/files\" || true\n"
+         "touch \"$d/ready\"\n"
+         "for i in $(seq 1 1200); do [ -e \"$d/go\" ] && break; sleep 0.1; done\n";
+}
+
+// A job that leaves a watcher behind: it records every distinct argv and environment the runner
+// user can read on its instance, every 20 ms for up to 150 s (the agent's cleaning ends it).
+std::string survivor_job(const std::string& dumps) {
+  return "d='" + dumps + "'/\"$GITHUB_JOB\"; mkdir -p \"$d\"\n"
+         "cat > \"$d/watch.py\" <<'EOF'\n"
+         "import os, sys, time\n"
+         "seen, end = set(), time.time() + 150\n"
+         "with open(sys.argv[1], 'a') as out:\n"
+         "    while time.time() < end:\n"
+         "        with open(sys.argv[1] + '.beat', 'w') as beat:\n"
+         "            beat.write(str(int(time.time() * 1000)))\n"
+         "        os.replace(sys.argv[1] + '.beat', sys.argv[1] + '.alive')\n"
+         "        for p in os.listdir('/proc'):\n"
+         "            for what in ('environ', 'cmdline') if p.isdigit() else ():\n"
+         "                try:\n"
+         "                    data = open(f'/proc/{p}/{what}', 'rb').read()\n"
+         "                except OSError:\n"
+         "                    continue\n"
+         "                if data and data not in seen:\n"
+         "                    seen.add(data)\n"
+         "                    out.write(f'{p} {what}: ' + data.replace(b'\\0', b' ').decode('latin1') + '\\n')\n"
+         "                    out.flush()\n"
+         "        time.sleep(0.02)\n"
+         "EOF\n"
+         "RUNNER_TRACKING_ID= nohup python3 \"$d/watch.py\" \"$d/watched\" > /dev/null 2>&1 &\n"
+         "echo \"$RUNNER_NAME\" > \"$d/runner\"\n"
+         // Until the exec: a forked shell still shows the job's tracking id, and the runner's
+         // end-of-job sweep would take it.
+         "for i in $(seq 1 200); do [ -s \"$d/watched\" ] && break; sleep 0.05; done\n";
+}
+
+class Security : public E2eTest {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string dir = testing::make_temp_dir("runpool-e2e-security-marker");
+    chmod(dir.c_str(), 0755);  // the runner user's find must see the marker
+    g_marker = dir + "/marker";
+    std::ofstream(g_marker) << "";
+  }
+  static void TearDownTestSuite() {
+    std::error_code ec;
+    fs::remove_all(fs::path(g_marker).parent_path(), ec);
+  }
+
+  void SetUp() override {
+    E2eTest::SetUp();
+    if (HasFatalFailure()) return;
+    auto runner = agent::lookup_user("runpool-runner");
+    ASSERT_TRUE(runner) << "the runpool-runner user (scripts/setup.sh)";
+    runner_uid_ = runner->uid;
+    dumps_ = base_ + "/dumps";
+    fs::create_directories(dumps_);
+    ASSERT_EQ(chown(dumps_.c_str(), runner->uid, runner->gid), 0);
+    chmod(dumps_.c_str(), 0700);
+    // runpoolctl as a GitHub App (JWT → installation token), not the fixture's PAT.
+    Json::Value app = cloud_.control("POST", "/_control/github/apps", Json::Value(Json::objectValue));
+    app_key_ = app["privateKeyPem"].asString();
+    Json::Value inst;
+    inst["owner"] = "acme";
+    cloud_.control("POST", "/_control/github/apps/" + app["appId"].asString() + "/installations", inst);
+    app_env_ = {{"RUNPOOL_GITHUB_TOKEN", ""},
+                {"RUNPOOL_GITHUB_APP_ID", app["appId"].asString()},
+                {"RUNPOOL_GITHUB_APP_PRIVATE_KEY", app_key_}};
+    sampler_ = std::make_unique<ArgvSampler>(base_);
+    sampler_->start();
+  }
+  void TearDown() override {
+    if (sampler_) sampler_->stop();
+    E2eTest::TearDown();
+  }
+
+  CtlResult run_ctl(const std::vector<std::string>& args) {
+    CtlResult r = ctl(args, app_env_);
+    ctl_output_ += r.out + r.err;
+    ++ctl_runs_;
+    return r;
+  }
+  std::vector<std::string> provision_ids(const std::string& label, int count) {
+    CtlResult r = run_ctl(provision_args(label, count));
+    EXPECT_EQ(r.exit_code, 0) << describe(r) << consoles();
+    std::vector<std::string> ids = ids_of(parse_json(r.out.empty() ? "{}" : r.out, "provision"));
+    for (const auto& id : ids) instances_.insert(id);
+    return ids;
+  }
+  void release_label(const std::string& label) {
+    CtlResult r = run_ctl({"--json", "release", "--label", label});
+    EXPECT_EQ(r.exit_code, 0) << describe(r) << consoles();
+  }
+
+  // The instance role's credentials, as its IMDS hands them out.
+  void learn_instance_credentials(const std::string& id) {
+    Json::Value summary = cloud_.control("GET", "/_control/ec2/instances/" + id);
+    CurlHttpClient http;
+    aws::ImdsOptions o;
+    o.endpoint = summary["imdsUrl"].asString();
+    aws::ImdsClient imds(http, system_clock(), o);
+    aws::RoleCredentials c = imds.role_credentials();
+    secrets_.add("AWS secret key of " + id, c.secret_access_key.reveal());
+    secrets_.add("AWS session token of " + id, c.session_token.reveal());
+  }
+
+  // Runs the dump jobs on `label` (one per runner), reads every file each job listed while it
+  // holds its runner, and learns the runners' RSA keys meanwhile; then lets them finish.
+  void dump_jobs(const std::string& label, const std::string& prefix, int n) {
+    std::string roots = "/tmp";
+    for (const std::string& d : {base_, cloud_.state_dir()}) {
+      if (d.rfind("/tmp/", 0) != 0) roots += " '" + d + "'";
+    }
+    if (fs::exists("/run/runpool")) roots += " /run/runpool";
+    std::vector<int64_t> jobs;
+    for (int i = 0; i < n; ++i) jobs.push_back(queue_job(label, prefix + std::to_string(i), dump_job(dumps_, roots), 0));
+    for (int i = 0; i < n; ++i) {
+      const fs::path d = fs::path(dumps_) / (prefix + std::to_string(i));
+      ASSERT_TRUE(eventually([&] { return fs::exists(d / "ready"); }, 90s)) << write_json(job(jobs[i])) << consoles();
+    }
+    learn_secrets();  // what exists now: the files below are read with these needles
+    for (int i = 0; i < n; ++i) {
+      const fs::path d = fs::path(dumps_) / (prefix + std::to_string(i));
+      std::string list = read_all((d / "files").string());
+      for (size_t at = 0, nul; at < list.size(); at = nul + 1) {
+        nul = list.find('\0', at);
+        if (nul == std::string::npos) nul = list.size();
+        const std::string path = list.substr(at, nul - at);
+        if (path.empty() || path.rfind(dumps_, 0) == 0) continue;  // the dumps are scanned below
+        ++files_.files;
+        const std::string text = read_all(path);
+        for (const auto& what : secrets_.found_in(text)) {
+          // The runner's own credential files hold its key: the runner needs it, and its jobs
+          // run as the same user (as with every actions/runner). Anything else is a leak.
+          const std::string name = fs::path(path).filename();
+          if (what.rfind("runner RSA key", 0) == 0 && name == ".credentials_rsaparams") {
+            ++runner_key_files_;
+            continue;
+          }
+          files_.leaks.push_back("file readable by the job " + path + ": " + what);
+        }
+        files_.bytes += text.size();
+      }
+      check_instance_processes();
+      std::ofstream(d / "go") << "";
+    }
+    for (int64_t id : jobs) EXPECT_EQ(finished_job(id, 90s)["result"].asString(), "Succeeded") << write_json(job(id));
+  }
+
+  // Every process of each instance: what is not root's is the runner user's, and what is root's
+  // (the instance's init, the boot script, the agent) is nothing of the runner or a job.
+  void check_instance_processes() {
+    for (const auto& id : instances_) {
+      for (pid_t p : pids_matching(id, "")) {
+        const std::string cmd = agent::process_cmdline(p);
+        const long uid = process_uid(p);
+        if (uid < 0 || cmd.empty()) continue;
+        ++instance_processes_;
+        if (uid == 0) {
+          root_cmdlines_.insert(cmd);
+          for (const char* runner_side : {"Runner.", "config.sh", "_work", "watch.py", "spawnclient"}) {
+            EXPECT_EQ(cmd.find(runner_side), std::string::npos) << "a runner or job process runs as root: " << cmd;
+          }
+          continue;
+        }
+        ++runner_processes_;
+        EXPECT_EQ(uid, static_cast<long>(runner_uid_)) << cmd;
+      }
+    }
+  }
+
+  // Every secret the run has made so far.
+  void learn_secrets() {
+    secrets_.add("the fixture's PAT", "ghp_runpoolctl_integration", false);
+    secrets_.add("the controller's AWS secret key", cloud_.controller_credentials().secret_access_key.reveal());
+    std::istringstream pem(app_key_);
+    for (std::string line; std::getline(pem, line);) {
+      if (line.find("-----") == std::string::npos) secrets_.add("the App's private key", line, false);
+    }
+    const Json::Value s = cloud_.control("GET", "/_control/github/secrets");
+    for (const auto& t : s["runnerTokens"]) secrets_.add(t["kind"].asString() + " token", t["token"].asString());
+    for (const auto& t : s["adminTokens"]) secrets_.add("registration result token", t.asString());
+    for (const auto& t : s["accessTokens"]) secrets_.add("runner access token", t.asString());
+    for (const auto& t : s["installationTokens"]) secrets_.add("installation token", t.asString());
+    const Json::Value calls = cloud_.control("GET", "/_control/github/calls");
+    for (const auto& name : calls["byToken"].getMemberNames()) {
+      if (std::count(name.begin(), name.end(), '.') == 2) {  // a JWT: its signature is the secret part
+        secrets_.add("the App's JWT", name, false);
+        secrets_.add("the App's JWT signature", name.substr(name.rfind('.') + 1), false);
+      }
+    }
+    for (const auto& id : instances_) {
+      const fs::path creds = fs::path(base_) / id / "runner" / ".credentials_rsaparams";
+      Json::Value rsa;
+      if (!fs::exists(creds)) continue;
+      try {
+        std::string text = read_all(creds.string());
+        if (text.rfind("\xEF\xBB\xBF", 0) == 0) text = text.substr(3);
+        rsa = parse_json(text, "rsaparams");
+      } catch (const std::exception&) {
+        continue;
+      }
+      for (const char* k : {"d", "p", "q", "dp", "dq", "inverseQ"}) secrets_.add("runner RSA key " + id, rsa[k].asString());
+    }
+  }
+
+  // The local cloud's own log (warnings and errors: it runs --quiet): the stderr file of our
+  // child that runs localcloud.js; nullopt when not found.
+  std::optional<std::string> local_cloud_log() {
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+      const std::string pid = entry.path().filename();
+      if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (agent::process_cmdline(std::stoi(pid)).find("localcloud.js") == std::string::npos) continue;
+      const std::string stat = read_all((entry.path() / "stat").string());
+      std::istringstream after(stat.substr(stat.rfind(')') + 1));
+      std::string state;
+      long ppid = 0;
+      after >> state >> ppid;
+      std::error_code ec;
+      const fs::path err = fs::read_symlink(entry.path() / "fd" / "2", ec);
+      if (ppid == getpid() && !ec) return read_all(err.string());
+    }
+    return std::nullopt;
+  }
+
+  // Looks for every secret in everything gathered; `dumps` dump jobs and `watchers` survivors ran,
+  // the survivors into a release that began at `released_at`.
+  void scan_everything(int dumps_expected, int watchers, int64_t released_at) {
+    sampler_->stop();
+    learn_secrets();
+    // Everything a job saw: its environment, uid, argv and environ of its instance's processes, and
+    // what the watchers recorded.
+    ScanReport jobs;
+    int dumps = 0, watched = 0;
+    std::string tree;
+    for (const auto& entry : fs::recursive_directory_iterator(dumps_)) {
+      tree += "\n  " + entry.path().string();
+      if (!entry.is_regular_file()) continue;
+      const std::string name = entry.path().filename();
+      if (name == "env" || name == "cmdlines" || name == "environs" || name == "watched") {
+        jobs.scan(secrets_, "a job's view (" + entry.path().string() + ")", read_all(entry.path().string()));
+        dumps += name != "watched";
+        watched += name == "watched";
+        if (name == "watched") {  // it lived into the release (until the agent ended it)
+          const std::string beat = read_all(entry.path().string() + ".alive");
+          EXPECT_GE(beat.empty() ? 0 : std::stoll(beat), released_at) << entry.path() << " stopped before the release";
+        }
+      }
+      if (name == "uid") {
+        EXPECT_EQ(std::stol(read_all(entry.path().string())), static_cast<long>(runner_uid_)) << "a job's uid";
+      }
+    }
+    EXPECT_EQ(dumps, 3 * dumps_expected) << "env, cmdlines, environs of each dump job";
+    EXPECT_EQ(watched, watchers) << "every watcher recorded something:" << tree;
+
+    // The logs: runpoolctl's output, the agents' consoles, the local cloud's log.
+    ScanReport logs;
+    logs.scan(secrets_, "runpoolctl's output", ctl_output_);
+    for (const auto& id : instances_) logs.scan(secrets_, "the console (agent log) of " + id, console(id));
+    const auto cloud_log = local_cloud_log();
+    EXPECT_TRUE(cloud_log) << "the local cloud's log was not found";
+    logs.scan(secrets_, "the local cloud's log", cloud_log.value_or(""));
+
+    // Every argv on the machine during the run.
+    ScanReport argv;
+    for (const auto& cmd : sampler_->cmdlines()) argv.scan(secrets_, "argv \"" + cmd.substr(0, 120) + "\"", cmd);
+    std::string runner_side;
+    for (const auto& [what, uids] : sampler_->runner_uids()) {
+      EXPECT_EQ(uids, std::set<long>{static_cast<long>(runner_uid_)}) << what << " ran as another user (root?)";
+      runner_side += " " + what;
+    }
+    std::string runner_cmds;
+    for (const auto& c : sampler_->cmdlines()) {
+      if (c.find("Runner.") != std::string::npos) runner_cmds += "\n  " + c.substr(0, 200);
+    }
+    EXPECT_TRUE(sampler_->runner_uids().count("Runner.Listener")) << "the sampler never saw a Listener:" << runner_cmds;
+
+    std::string roots;
+    for (const auto& c : root_cmdlines_) roots += "\n  " + c.substr(0, 150);
+    std::printf("root's processes on the instances:%s\n", roots.c_str());
+    std::printf("secrets tracked: %zu values of %zu kinds (%zu needles)\n", secrets_.secrets(), secrets_.kinds(),
+                secrets_.needles().size());
+    std::printf("job-readable files: %zu files, %zu bytes (the runner's own key file seen %d times)\n", files_.files,
+                files_.bytes, runner_key_files_);
+    std::printf("job views: %zu texts, %zu lines; logs: %zu texts, %zu lines, %zu bytes (%d runpoolctl runs)\n",
+                jobs.texts, jobs.lines, logs.texts, logs.lines, logs.bytes, ctl_runs_);
+    std::printf("argv: %zu samples, %zu processes read, %zu distinct command lines; instance processes checked: %d "
+                "(%d of the runner and its jobs, none root); sampled under the runner roots, all uid %d:%s\n",
+                sampler_->samples(), sampler_->processes_seen(), sampler_->cmdlines().size(), instance_processes_,
+                runner_processes_, static_cast<int>(runner_uid_), runner_side.c_str());
+    EXPECT_GE(secrets_.secrets(), 10u);
+    EXPECT_GT(files_.files, 0u);
+    EXPECT_GT(runner_processes_, 0);
+    for (const auto* r : {&files_, &jobs, &logs, &argv}) {
+      for (const auto& leak : r->leaks) ADD_FAILURE() << "leak: " << leak;
+    }
+  }
+
+  uid_t runner_uid_ = 0;
+  std::string dumps_, app_key_, ctl_output_;
+  std::map<std::string, std::string> app_env_;
+  std::set<std::string> instances_, root_cmdlines_;
+  std::unique_ptr<ArgvSampler> sampler_;
+  SecretSet secrets_;
+  ScanReport files_;
+  int ctl_runs_ = 0, runner_key_files_ = 0, instance_processes_ = 0, runner_processes_ = 0;
+};
+
+TEST_F(Security, NoSecretReachesAJobALogOrAnArgvAndTheRunnerIsUnprivileged) {
+  // Workflow 1: cold. Dump jobs on both runners, then a watcher left behind on each.
+  std::vector<std::string> ids = provision_ids("sec-run-1", 2);
+  ASSERT_EQ(ids.size(), 2u);
+  for (const auto& id : ids) learn_instance_credentials(id);
+  dump_jobs("sec-run-1", "dump-1-", 2);
+  std::vector<int64_t> survivors;
+  for (int i = 0; i < 2; ++i) survivors.push_back(queue_job("sec-run-1", "survivor-" + std::to_string(i), survivor_job(dumps_), 0));
+  for (int64_t id : survivors) EXPECT_EQ(finished_job(id, 90s)["result"].asString(), "Succeeded") << write_json(job(id));
+  const int64_t released_at = now_ms();
+  release_label("sec-run-1");  // the drain and deregistration, watched by the survivors
+
+  // Workflow 2: warm; a job of the next assignment looks around again.
+  std::vector<std::string> warm = provision_ids("sec-run-2", 1);
+  ASSERT_EQ(warm.size(), 1u);
+  dump_jobs("sec-run-2", "dump-2-", 1);
+  release_label("sec-run-2");
+  scan_everything(3, 2, released_at);
+}
+
+
+// The same with the stock runner: its drain deregisters (config.sh remove, with the remove token)
+// while the Listener idles, so what a job left running is ended around the Listener.
+class SecurityStock : public Security {
+ protected:
+  std::string more_config() const override { return "agent_drain_capable = false\n"; }
+  void SetUp() override {
+    Security::SetUp();
+    std::ofstream(fs::path(base_) / "runner-template" / ".standin.json", std::ios::trunc) << "{\"mode\": \"stock\"}\n";
+  }
+};
+
+TEST_F(SecurityStock, AStockDrainHandsTheRemoveTokenToNoLeftoverProcess) {
+  std::vector<std::string> ids = provision_ids("sec-stock", 1);
+  ASSERT_EQ(ids.size(), 1u);
+  learn_instance_credentials(ids[0]);
+  const int64_t survivor = queue_job("sec-stock", "survivor-0", survivor_job(dumps_), 0);
+  EXPECT_EQ(finished_job(survivor, 90s)["result"].asString(), "Succeeded") << write_json(job(survivor));
+  dump_jobs("sec-stock", "dump-s-", 1);
+  const int64_t released_at = now_ms();
+  release_label("sec-stock");
+  scan_everything(1, 1, released_at);
+}
+
+}  // namespace
+}  // namespace runpool::controller::e2e
