@@ -92,6 +92,15 @@ void AgentLoop::notice(const Notice& n) {
   if (!notice_) notice_ = n;
 }
 
+bool AgentLoop::settling() const {
+  switch (st_.phase) {
+    case Phase::kServing: return registered_reported_ != st_.generation;
+    case Phase::kDraining:
+    case Phase::kStopped: return true;
+    default: return false;
+  }
+}
+
 bool AgentLoop::tick() {
   pump_listener();
   read_record();

@@ -69,6 +69,9 @@ class AgentLoop {
 
   bool busy() const { return busy_.load(); }  // thread-safe, for the heartbeat
   AgentState state() const { return st_; }
+  // An assignment is starting (its runner not yet reported registered) or ending (draining, being
+  // cleaned): runpoolctl is waiting on it, so the main loop reads the record fast (poll_interval.h).
+  bool settling() const;
   const std::string& status() const { return status_; }
 
  private:

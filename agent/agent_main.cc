@@ -16,9 +16,12 @@
 #include "agent/heartbeat.h"
 #include "agent/job_imds_guard.h"
 #include "agent/local_runner_host.h"
+#include "agent/poll_interval.h"
 #include "agent/pre_run_boot.h"
 #include "agent/process.h"
+#include "agent/stop_flag.h"
 #include "agent/systemd.h"
+#include "agent/wake_listener.h"
 #include "common/aws/credentials.h"
 #include "common/aws/dynamodb.h"
 #include "common/aws/ec2.h"
@@ -27,36 +30,10 @@
 #include "common/aws_clock.h"
 #include "common/metrics/file_sink.h"
 #include "common/pool/dynamo_state_table.h"
+#include "common/pool/wake_queue.h"
 
 namespace runpool::agent {
 namespace {
-
-// Stop requests (SIGINT/SIGTERM, taken by a thread of their own with sigwait) and the waits that
-// end early because of them.
-class StopFlag {
- public:
-  void request() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-  }
-  bool requested() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return stop_;
-  }
-  // True when stopped during the wait.
-  bool wait_for(Duration d) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, d, [this] { return stop_; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-};
 
 struct Identity {
   std::string instance_id;
@@ -169,6 +146,7 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   endpoints.region = id->region;
   if (!s.endpoint_dynamodb.empty()) endpoints.endpoints["dynamodb"] = s.endpoint_dynamodb;
   if (!s.endpoint_ec2.empty()) endpoints.endpoints["ec2"] = s.endpoint_ec2;
+  if (!s.endpoint_sqs.empty()) endpoints.endpoints["sqs"] = s.endpoint_sqs;
   const std::string ddb_url = aws::resolve_endpoint(endpoints, "dynamodb", id->region);
   const std::string ec2_url = aws::resolve_endpoint(endpoints, "ec2", id->region);
   Service ddb("dynamodb", ddb_url, id->region, s, *credentials, aws_clock);
@@ -224,6 +202,24 @@ int run_agent(const AgentSettings& s, const std::string& version) {
     } while (!stop.wait_for(s.notice_poll_interval));
   });
 
+  // The wake-up queue's long poll, on a connection of its own that a stop cancels at once.
+  std::atomic<bool> cancel_wake{false};
+  Service sqs_service("sqs", aws::resolve_endpoint(endpoints, "sqs", id->region), id->region, s, *credentials,
+                      aws_clock);
+  sqs_service.raw.cancel_when(&cancel_wake);
+  aws::SqsClient sqs(sqs_service.caller);
+  std::unique_ptr<WakeListener> wake;
+  if (s.wake_queue) {
+    if (auto name = pool::wake_queue_name(s.pool, id->instance_id)) {
+      wake = std::make_unique<WakeListener>(sqs, *name);
+    } else {
+      spdlog::warn("no wake-up queue: a queue name for pool {} would be longer than SQS allows", s.pool);
+    }
+  }
+  std::thread wake_thread([&] {
+    if (wake) wake->run(stop);
+  });
+
   notifier.ready();
   // The operator's pre-run script, before the first assignment: the heartbeat already beats, the
   // watchdog is fed while it runs, and a stop request ends it.
@@ -244,6 +240,8 @@ int run_agent(const AgentSettings& s, const std::string& version) {
                                            [&] { watchdog.alive(); }, [&] { return stop.requested(); });
     if (!result.cancelled) loop.set_pre_run(result.status, result.detail);
   }
+  PollIntervals intervals{s.assignment_poll_interval, s.idle_poll_interval, s.settle_poll_interval, s.settle_window};
+  std::optional<std::chrono::steady_clock::time_point> settling_since;
   int exit_code = kExitStopped;
   while (!stop.requested()) {
     watchdog.alive();
@@ -253,12 +251,22 @@ int run_agent(const AgentSettings& s, const std::string& version) {
       break;
     }
     watchdog.alive();
-    if (stop.wait_for(s.assignment_poll_interval)) break;
+    const auto now = std::chrono::steady_clock::now();
+    PollFacts facts;
+    facts.idle = loop.state().phase == Phase::kIdle;
+    facts.settling = loop.settling();
+    if (!facts.settling) settling_since.reset();
+    else if (!settling_since) settling_since = now;
+    if (settling_since) facts.settling_for = std::chrono::duration_cast<Duration>(now - *settling_since);
+    facts.wake_active = wake && wake->active();
+    if (stop.wait_or_nudge(next_poll_interval(facts, intervals))) break;
   }
   notifier.stopping();
   stop.request();
+  cancel_wake = true;
   heartbeat.stop();
   notice_thread.join();
+  wake_thread.join();
   return exit_code;
 }
 

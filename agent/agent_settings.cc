@@ -55,6 +55,7 @@ std::vector<KeySpec> agent_schema() {
       {"region", KeyType::kString, "", "AWS region; empty: the instance's region from IMDS"},
       {"endpoint_dynamodb", KeyType::kString, "", "DynamoDB endpoint URL; empty: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, else AWS's"},
       {"endpoint_ec2", KeyType::kString, "", "EC2 endpoint URL; empty: AWS_ENDPOINT_URL_EC2, AWS_ENDPOINT_URL, else AWS's"},
+      {"endpoint_sqs", KeyType::kString, "", "SQS endpoint URL (the wake-up queue); empty: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, else AWS's"},
       {"imds_endpoint", KeyType::kString, "", "IMDS URL; empty: AWS_EC2_METADATA_SERVICE_ENDPOINT, else http://169.254.169.254"},
       {"aws_timeout", KeyType::kDuration, "10s", "timeout of one AWS request", 100, 5 * kMin},
       {"aws_max_attempts", KeyType::kInt, "3", "attempts per AWS call (first one included)", 1, 20},
@@ -77,7 +78,21 @@ std::vector<KeySpec> agent_schema() {
        "the pre-run script's bound: its whole process group is killed after this long, which counts as a failure", kSec,
        2 * kHour},
       {"heartbeat_interval", KeyType::kDuration, "30s", "how often the agent writes its heartbeat", 50, kHour},
-      {"assignment_poll_interval", KeyType::kDuration, "1s", "how often the agent reads its record", 20, 5 * kMin},
+      {"assignment_poll_interval", KeyType::kDuration, "1s",
+       "how often the agent reads its record while it serves an assignment, and while idle without a wake-up queue",
+       20, 5 * kMin},
+      {"wake_queue", KeyType::kBool, "true",
+       "long-poll an SQS queue of the agent's own (<pool>-wake-<instance id>, created at start) that runpoolctl "
+       "signals after a claim or a drain request, so an idle agent reads its record at once"},
+      {"idle_poll_interval", KeyType::kDuration, "15s",
+       "how often an idle agent whose wake-up queue works reads its record anyway (a lost wake-up costs at most this)",
+       20, kMin},
+      {"settle_poll_interval", KeyType::kDuration, "100ms",
+       "how often the agent reads its record while an assignment starts or ends (registering, draining, cleaning)", 10,
+       5 * kMin},
+      {"settle_window", KeyType::kDuration, "30s",
+       "how long a start or end of an assignment is polled at settle_poll_interval before assignment_poll_interval",
+       0, kHour},
       {"notice_poll_interval", KeyType::kDuration, "5s", "how often IMDS is asked for spot and rebalance notices", 20, 5 * kMin},
       {"boot_grace", KeyType::kDuration, "5m", "no record for this instance this long after start: terminate it", 100, kDay},
       {"deadline_grace", KeyType::kDuration, "10m",
@@ -110,8 +125,9 @@ AgentSettings load_agent_settings(const Config& c) {
   s.region = c.get_string("region");
   s.endpoint_dynamodb = c.get_string("endpoint_dynamodb");
   s.endpoint_ec2 = c.get_string("endpoint_ec2");
+  s.endpoint_sqs = c.get_string("endpoint_sqs");
   s.imds_endpoint = c.get_string("imds_endpoint");
-  for (const char* key : {"endpoint_dynamodb", "endpoint_ec2", "imds_endpoint"}) {
+  for (const char* key : {"endpoint_dynamodb", "endpoint_ec2", "endpoint_sqs", "imds_endpoint"}) {
     if (!is_endpoint(c.get_string(key))) c.reject(key, "must be an http:// or https:// URL");
   }
   s.aws_timeout = c.get_duration("aws_timeout");
@@ -148,6 +164,10 @@ AgentSettings load_agent_settings(const Config& c) {
 
   s.heartbeat_interval = c.get_duration("heartbeat_interval");
   s.assignment_poll_interval = c.get_duration("assignment_poll_interval");
+  s.wake_queue = c.get_bool("wake_queue");
+  s.idle_poll_interval = c.get_duration("idle_poll_interval");
+  s.settle_poll_interval = c.get_duration("settle_poll_interval");
+  s.settle_window = c.get_duration("settle_window");
   s.notice_poll_interval = c.get_duration("notice_poll_interval");
   s.boot_grace = c.get_duration("boot_grace");
   s.deadline_grace = c.get_duration("deadline_grace");

@@ -18,6 +18,7 @@ struct AgentSettings {
   std::string region;             // "" = from IMDS
   std::string endpoint_dynamodb;  // "" = AWS_ENDPOINT_URL_DYNAMODB / AWS_ENDPOINT_URL / public
   std::string endpoint_ec2;
+  std::string endpoint_sqs;
   std::string imds_endpoint;      // "" = AWS_EC2_METADATA_SERVICE_ENDPOINT / 169.254.169.254
   Duration aws_timeout{std::chrono::seconds(10)};
   int aws_max_attempts = 3;
@@ -38,6 +39,10 @@ struct AgentSettings {
   // Timing.
   Duration heartbeat_interval{std::chrono::seconds(30)};
   Duration assignment_poll_interval{std::chrono::seconds(1)};
+  bool wake_queue = true;
+  Duration idle_poll_interval{std::chrono::seconds(15)};
+  Duration settle_poll_interval{std::chrono::milliseconds(100)};
+  Duration settle_window{std::chrono::seconds(30)};
   Duration notice_poll_interval{std::chrono::seconds(5)};
   Duration boot_grace{std::chrono::minutes(5)};
   Duration deadline_grace{std::chrono::minutes(10)};

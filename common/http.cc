@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <cctype>
 
 namespace runpool {
@@ -41,6 +42,10 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<const std::atomic<bool>*>(user)->load() ? 1 : 0;  // non-zero aborts the transfer
+}
+
 struct CurlGlobal {
   CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
 };
@@ -61,6 +66,21 @@ CurlHttpClient::CurlHttpClient() {
 CurlHttpClient::~CurlHttpClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
 
 HttpResponse CurlHttpClient::send(const HttpRequest& request) {
+  // libcurl sends a header line as given: a CR, LF or NUL in a value (a token from the
+  // environment, a value from an answer) would smuggle in headers of its own. Refused before
+  // anything is sent; the message names the header, never its value (it may be a secret).
+  auto check = [&](const std::string& name, const std::string& value) {
+    if ((name + value).find_first_of(std::string("\r\n\0", 3)) != std::string::npos) {
+      throw std::invalid_argument(request.method + " " + request.url + ": header " + name +
+                                  " holds a line break or NUL; not sent");
+    }
+  };
+  for (const auto& [name, value] : request.headers) check(name, value);
+  for (const auto& [name, value] : request.secret_headers) check(name, value.reveal());
+  if (request.sigv4) {
+    check("X-Amz-Security-Token", request.sigv4->session_token.reveal());
+    check("Authorization (access key id)", request.sigv4->access_key_id);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   CURL* curl = static_cast<CURL*>(curl_);
   curl_easy_reset(curl);  // keeps live connections; clears the previous request's options
@@ -76,6 +96,12 @@ HttpResponse CurlHttpClient::send(const HttpRequest& request) {
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response);
   curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  if (cancel_) {
+    if (cancel_->load()) throw HttpTransportError(request.method + " " + request.url + ": cancelled", false);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(cancel_));
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  }
 
   if (request.method == "GET") {
     curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);

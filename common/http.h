@@ -3,6 +3,7 @@
 // retry policy lives in retry.h and is applied by each service client, which knows its errors.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -73,9 +74,15 @@ class CurlHttpClient final : public HttpClient {
 
   HttpResponse send(const HttpRequest& request) override;
 
+  // Once `*flag` turns true, a transfer in progress ends within about a second (curl's progress
+  // callback) and send() throws HttpTransportError: how a thread blocked in a long poll is
+  // stopped. The flag must outlive the client.
+  void cancel_when(const std::atomic<bool>* flag) { cancel_ = flag; }
+
  private:
   std::mutex mu_;  // one transfer at a time on the shared handle
   void* curl_;     // CURL*, kept opaque so curl.h stays out of every includer
+  const std::atomic<bool>* cancel_ = nullptr;
 };
 
 // Percent-encodes for URLs and form bodies (RFC 3986 unreserved characters kept).

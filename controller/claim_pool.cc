@@ -60,6 +60,7 @@ class Claimer {
       spdlog::info("claimed {} ({}, {}) from the pool: generation {}", claimed.instance_id, claimed.instance_type,
                    pool::usage_class_name(claimed.usage_class), claimed.generation);
       out.claimed.push_back(claimed);
+      wake_agents(ctx_.queue, {claimed.instance_id});  // its agent starts registering now, not at its next poll
       remove(m);  // only now: a crash before this leaves a message that names a stale generation
     } else {
       // Someone else claimed or retired it between our read and our write.

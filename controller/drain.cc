@@ -58,6 +58,7 @@ Fate start(Context& ctx, pool::InstanceRecord& r, const std::function<Secret()>&
     if (ctx.table.transition(r.instance_id, step.expect, step.change)) {
       pool::apply(r, step.change);
       spdlog::info("instance {} draining (generation {})", r.instance_id, r.generation);
+      wake_agents(ctx.queue, {r.instance_id});
       return Fate::kDraining;
     }
     auto fresh = ctx.table.get(r.instance_id);

@@ -37,6 +37,16 @@ class PoolQueue {
   virtual void make_visible(const std::string& resource_class, const std::string& receipt) = 0;
   virtual void advertise(const std::string& resource_class, const pool::PoolMessage& message) = 0;
   virtual QueueDepth depth(const std::string& resource_class) = 0;
+
+  // The agents' wake-up queues (common/pool/wake_queue.h). wake() asks one agent to read its
+  // record now; it is a hint, so callers log its failures and go on (wake_agent below).
+  virtual void wake(const std::string& instance_id) = 0;
+  virtual std::vector<std::string> wake_queue_urls() = 0;  // every wake-up queue of this pool
+  virtual void delete_queue(const std::string& queue_url) = 0;
 };
+
+// wake() for each instance, never throwing: a failure (an agent from before wake-up queues, a
+// queue deleted by refresh) is logged and costs only that agent's poll delay.
+void wake_agents(PoolQueue& queue, const std::vector<std::string>& instance_ids);
 
 }  // namespace runpool::controller

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -80,6 +81,19 @@ TEST(Provision, WarmFirstThenLaunchTheRest) {
   EXPECT_EQ(w.compute.requests[0].total_target_capacity, 1);
   EXPECT_TRUE(w.queue.bodies("small").empty());  // claimed messages deleted
   EXPECT_NE(w.out.str().find("2 warm, 1 launched"), std::string::npos) << w.out.str();
+  // Each claimed agent was woken (once); the launched one reads its record at boot anyway.
+  std::vector<std::string> woken = w.queue.wakes;
+  std::sort(woken.begin(), woken.end());
+  EXPECT_EQ(woken, (std::vector<std::string>{"i-00000000000000aa1", "i-00000000000000aa2"}));
+}
+
+TEST(Provision, AFailingWakeUpCostsNothingButLatency) {
+  World w;
+  w.add_idle("i-00000000000000aa1");
+  w.queue.fail_wake = true;
+  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitOk) << w.out.str();
+  EXPECT_EQ(w.record("i-00000000000000aa1").state, State::kRunning);
+  EXPECT_TRUE(w.compute.requests.empty());
 }
 
 TEST(Provision, AllWarmLaunchesNothing) {

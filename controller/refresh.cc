@@ -14,6 +14,7 @@
 #include "common/pool/memory_state_table.h"
 #include "common/pool/pool_message.h"
 #include "common/pool/refresh_plan.h"
+#include "common/pool/wake_queue.h"
 #include "controller/metrics_events.h"
 
 namespace runpool::controller {
@@ -93,9 +94,11 @@ class Refresh {
     if (options_.dry_run) {
       for (auto& a : plan.actions) results.push_back({std::move(a), {}});
       release_swept();  // a dry run hands every swept message back untouched
+      sweep_wake_queues(snap);
       return finish(results);
     }
     execute(plan.actions, results);
+    sweep_wake_queues(snap);
     return finish(results);
   }
 
@@ -393,6 +396,44 @@ class Refresh {
                                                                                   : std::string());
         }
     }
+  }
+
+  // ---- the agents' wake-up queues
+
+  // Deletes the wake-up queues whose instance has neither a live record nor a live EC2 instance
+  // (an instance that just booted has its record already; one refresh retires is caught on the
+  // next pass). Without a view of EC2 nothing is deleted.
+  void sweep_wake_queues(const pool::RefreshSnapshot& snap) {
+    if (!snap.ec2) return;
+    std::set<std::string> live;
+    for (const auto& r : snap.records) {
+      if (r.pool == s_.pool && r.state != pool::State::kTerminated) live.insert(r.instance_id);
+    }
+    for (const auto& i : *snap.ec2) {
+      if (!aws::instance_gone(i.state)) live.insert(i.instance_id);
+    }
+    std::vector<std::string> stale;
+    try {
+      stale = pool::stale_wake_queues(s_.pool, ctx_.queue.wake_queue_urls(), live);
+    } catch (const std::exception& e) {
+      error("listing the agents' wake-up queues", e.what());
+      return;
+    }
+    if (stale.empty()) return;
+    if (options_.dry_run) {
+      notes_.push_back("would delete " + std::to_string(stale.size()) + " wake-up queue(s) of instances that are gone");
+      return;
+    }
+    int deleted = 0;
+    for (const auto& url : stale) {
+      try {
+        ctx_.queue.delete_queue(url);
+        ++deleted;
+      } catch (const std::exception& e) {
+        error("deleting the wake-up queue " + url, e.what());
+      }
+    }
+    notes_.push_back("deleted " + std::to_string(deleted) + " wake-up queue(s) of instances that are gone");
   }
 
   // ---- the report

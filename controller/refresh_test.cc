@@ -221,6 +221,29 @@ TEST_F(RefreshTest, ASharedRunnerThatRegisteredUnwatchedIsMarkedRunning) {
   EXPECT_EQ(get(r.instance_id).state, State::kRunning);
 }
 
+// Wake-up queues: kept while their instance has a live record or runs in EC2; deleted once it has
+// neither (a dry run only says so); other pools' queues and junk names are never touched.
+TEST_F(RefreshTest, WakeQueuesOfGoneInstancesAreDeleted) {
+  InstanceRecord live = put(1, State::kIdle);
+  compute.launch(id_of(2), kNow - 60'000);  // running, no record (yet): kept
+  const std::string base = "http://sqs.local/000000000000/";
+  const std::string kept1 = base + "ci-wake-" + live.instance_id, kept2 = base + "ci-wake-" + id_of(2);
+  const std::string gone = base + "ci-wake-" + id_of(3), other = base + "ci-wake-x", foreign = base + "cd-wake-" + id_of(4);
+  queue.wake_urls = {kept1, kept2, gone, other, foreign};
+  EXPECT_EQ(refresh(true), kExitOk) << out.str();
+  EXPECT_TRUE(queue.deleted_queues.empty());
+  EXPECT_NE(out.str().find("would delete 1 wake-up queue"), std::string::npos) << out.str();
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(queue.deleted_queues, std::vector<std::string>{gone});
+  EXPECT_NE(out.str().find("deleted 1 wake-up queue"), std::string::npos) << out.str();
+  // Its instance terminated and its record closed: the next passes delete its queue too.
+  later(settings.timeouts.idle_ttl_ms);
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_NE(std::find(queue.deleted_queues.begin(), queue.deleted_queues.end(), kept1), queue.deleted_queues.end());
+  EXPECT_EQ(std::count(queue.deleted_queues.begin(), queue.deleted_queues.end(), foreign), 0);
+}
+
 TEST_F(RefreshTest, ExpiredIdleIsTerminatedAndClosedInOnePass) {
   InstanceRecord r = put(1, State::kIdle);
   later(settings.timeouts.idle_ttl_ms);

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/json.h"
 #include "controller/provision.h"
 #include "controller/test_fakes.h"
@@ -46,6 +48,11 @@ TEST(Release, DrainsWaitsAndReturnsEveryInstanceToThePool) {
   EXPECT_EQ(w.github.remove_tokens, 1);  // one per release
   EXPECT_NE(w.out.str().find("2 returned to the pool"), std::string::npos) << w.out.str();
   EXPECT_TRUE(w.compute.terminated.empty());
+  // Both agents were woken for their drain.
+  std::vector<std::string> woken = w.queue.wakes, launched = w.compute.launched;
+  std::sort(woken.begin(), woken.end());
+  std::sort(launched.begin(), launched.end());
+  EXPECT_EQ(woken, launched);
 }
 
 TEST(Release, TheNextProvisionClaimsWhatWasReleased) {

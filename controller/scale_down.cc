@@ -216,6 +216,7 @@ class ScaleDown {
     if (!write(rec.instance_id, pool::drain_idle_shared(rec, *remove_token_, ctx_.now_ms(), s_.timeouts))) {
       return {Outcome::kSkipped, "the record changed, or its agent reports busy"};
     }
+    wake_agents(ctx_.queue, {rec.instance_id});
     draining_.push_back(&r);
     return {Outcome::kLeft, "draining"};
   }

@@ -195,8 +195,8 @@ std::vector<KeySpec> settings_schema() {
       {"release_timeout", K::kDuration, "15m", "release: how long to wait for the agents' drained", kSec, kDay},
       {"cancel_drain_wait", K::kDuration, "1m",
        "a failed provision: how long to wait for claimed instances to drain back to the pool", 0, kHour},
-      {"poll_interval", K::kDuration, "1s", "how often waits re-read the table", 10 * kMs, kMin},
-      {"claim_wait", K::kDuration, "2s", "long poll of one pool receive (0–20s)", 0, 20 * kSec},
+      {"poll_interval", K::kDuration, "200ms", "how often waits re-read the table", 10 * kMs, kMin},
+      {"claim_wait", K::kDuration, "1s", "long poll of one pool receive (0–20s)", 0, 20 * kSec},
       {"claim_visibility", K::kDuration, "30s", "a received pool message stays hidden this long", kSec, 12 * kHour},
       {"claim_min_remaining", K::kDuration, "1m", "an idle instance must have this much idle life left to be claimed",
        0, kDay},
@@ -337,6 +337,10 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
     if (s.queue_name(rc.name).size() > 80) {
       c.reject("resource_classes", "queue name " + s.queue_name(rc.name) + " is longer than 80");
     }
+    // The agents' wake-up queues are named "<pool>-wake-<instance id>" (common/pool/wake_queue.h).
+    if (rc.name.rfind("wake-", 0) == 0) {
+      c.reject("resource_classes", "'" + rc.name + "': names starting with wake- are kept for the agents' wake-up queues");
+    }
   }
   auto usage = pool::parse_usage_class(c.get_string("usage_class"));
   if (!usage) c.reject("usage_class", "'" + c.get_string("usage_class") + "' must be spot or on-demand");
@@ -377,6 +381,7 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   if (!s.region.empty()) s.agent_config.emplace_back("region", s.region);
   if (!s.endpoint_dynamodb.empty()) s.agent_config.emplace_back("endpoint_dynamodb", s.endpoint_dynamodb);
   if (!s.endpoint_ec2.empty()) s.agent_config.emplace_back("endpoint_ec2", s.endpoint_ec2);
+  if (!s.endpoint_sqs.empty()) s.agent_config.emplace_back("endpoint_sqs", s.endpoint_sqs);
   for (const char* key : {"agent_runner_root", "agent_runner_template", "agent_runner_user", "agent_drain_capable",
                           "agent_heartbeat_interval", "agent_assignment_poll_interval", "agent_imds_endpoint"}) {
     if (c.has(key)) s.agent_config.emplace_back(std::string(key).substr(6), c.get_string(key));

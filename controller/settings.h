@@ -80,8 +80,8 @@ struct Settings {
   Duration provision_timeout{std::chrono::minutes(10)};
   Duration release_timeout{std::chrono::minutes(15)};
   Duration cancel_drain_wait{std::chrono::minutes(1)};
-  Duration poll_interval{std::chrono::seconds(1)};
-  Duration claim_wait{std::chrono::seconds(2)};        // long poll per receive (≤ 20 s)
+  Duration poll_interval{std::chrono::milliseconds(200)};
+  Duration claim_wait{std::chrono::seconds(1)};        // long poll per receive (≤ 20 s)
   Duration claim_visibility{std::chrono::seconds(30)};  // a received message stays hidden this long
   Duration claim_min_remaining{std::chrono::minutes(1)};
   Duration max_heartbeat_age{std::chrono::minutes(2)};

@@ -62,7 +62,8 @@ TEST(Settings, Defaults) {
   EXPECT_TRUE(s.on_demand_fallback);
   EXPECT_EQ(s.timeouts.boot_ms, 600'000);
   EXPECT_EQ(s.timeouts.retention_ms, 86'400'000);
-  EXPECT_EQ(s.poll_interval.count(), 1000);
+  EXPECT_EQ(s.poll_interval.count(), 200);
+  EXPECT_EQ(s.claim_wait.count(), 1000);
   EXPECT_EQ(s.advertise_grace.count(), 60'000);
   EXPECT_EQ(s.agent_silence.count(), 600'000);
   EXPECT_TRUE(s.resource_classes.empty());
@@ -162,6 +163,7 @@ TEST(Settings, ErrorsNameTheKey) {
            {"github_api_url = ftp://x\n", "github_api_url"},
            {"github_owner = a/b/c\n", "github_owner"},
            {"resource_classes = small\n", "resource_classes"},
+           {"resource_classes = wake-up=t3.micro\n", "resource_classes"},
            {"resource_classes = a=t3.micro\ndefault_resource_class = b\n", "default_resource_class"},
            {"usage_class = cheap\n", "usage_class"},
            {"subnets = vpc-123\n", "subnets"},
@@ -210,6 +212,7 @@ TEST(Settings, AgentConfigCarriesWhereThePoolLivesAndTheAgentKeysThatAreSet) {
                                    {"pool", "default"},
                                    {"region", "us-east-1"},
                                    {"endpoint_dynamodb", "http://127.0.0.1:1"},
+                                   {"endpoint_sqs", "http://127.0.0.1:2"},
                                    {"runner_user", "ci"},
                                    {"drain_capable", "true"},
                                    {"heartbeat_interval", "500ms"},

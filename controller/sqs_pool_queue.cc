@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/pool/pool_message.h"
+#include "common/pool/wake_queue.h"
 
 namespace runpool::controller {
 
@@ -59,6 +60,26 @@ QueueDepth SqsPoolQueue::depth(const std::string& resource_class) {
       url(resource_class), {"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"});
   return QueueDepth{a.approximate_number_of_messages.value_or(0),
                     a.approximate_number_of_messages_not_visible.value_or(0)};
+}
+
+void SqsPoolQueue::wake(const std::string& instance_id) {
+  auto name = pool::wake_queue_name(settings_.pool, instance_id);
+  if (!name) return;  // the agent has no wake-up queue either
+  if (settings_.resource_classes.empty()) return;
+  // Any pool queue's URL names the account and region; the wake-up queue is its sibling.
+  sqs_.send_message(pool::sibling_queue_url(url(settings_.resource_classes.front().name), *name), "wake");
+}
+
+std::vector<std::string> SqsPoolQueue::wake_queue_urls() {
+  return sqs_.list_queues(pool::wake_queue_prefix(settings_.pool));
+}
+
+void SqsPoolQueue::delete_queue(const std::string& queue_url) {
+  try {
+    sqs_.delete_queue(queue_url);
+  } catch (const aws::QueueDoesNotExistError&) {
+    // Already gone, or still being deleted (SQS takes up to a minute, and lists it meanwhile).
+  }
 }
 
 }  // namespace runpool::controller

@@ -22,6 +22,9 @@ class SqsPoolQueue final : public PoolQueue {
   void make_visible(const std::string& resource_class, const std::string& receipt) override;
   void advertise(const std::string& resource_class, const pool::PoolMessage& message) override;
   QueueDepth depth(const std::string& resource_class) override;
+  void wake(const std::string& instance_id) override;
+  std::vector<std::string> wake_queue_urls() override;
+  void delete_queue(const std::string& queue_url) override;
 
  private:
   std::string url(const std::string& resource_class);  // GetQueueUrl once per class

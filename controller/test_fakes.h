@@ -73,6 +73,15 @@ class MemoryQueue final : public PoolQueue {
     for (const auto& m : queues[c]) (m.hidden_until > now() ? d.in_flight : d.visible)++;
     return d;
   }
+  void wake(const std::string& instance_id) override {
+    if (fail_wake) throw aws::AwsError("sqs", "SendMessage", 400, "QueueDoesNotExist", "injected");
+    wakes.push_back(instance_id);
+  }
+  std::vector<std::string> wake_queue_urls() override { return wake_urls; }
+  void delete_queue(const std::string& url) override {
+    deleted_queues.push_back(url);
+    std::erase(wake_urls, url);
+  }
 
   void send(const std::string& c, const std::string& body) { queues[c].push_back({"m-" + std::to_string(++counter_), body, "", 0}); }
   std::vector<std::string> bodies(const std::string& c) {
@@ -91,7 +100,10 @@ class MemoryQueue final : public PoolQueue {
 
   std::map<std::string, std::deque<Msg>> queues;
   int receives = 0, removes = 0;
-  bool fail_advertise = false, fail_receive = false;
+  bool fail_advertise = false, fail_receive = false, fail_wake = false;
+  std::vector<std::string> wakes;           // instance ids, in the order woken
+  std::vector<std::string> wake_urls;       // what wake_queue_urls() lists
+  std::vector<std::string> deleted_queues;  // delete_queue() calls
 
  private:
   int64_t now() const { return to_epoch_ms(clock_.now()); }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rewrites the generated key references in the docs from the binaries of a build, so that they
 # never drift from the code (tests/packaging/docs_test.sh and controller/settings_test.cc check):
-# docs/configuration.md (runpoolctl's table, then runpool-agent's) and docs/runpoolctl.md.
+# docs/configuration.md (runpoolctl's table, then runpool-agent's), docs/runpoolctl.md and docs/agent.md.
 # Usage: scripts/update-doc-references.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,4 +28,5 @@ replace() {  # file n reference
 replace "$src/docs/configuration.md" 1 "$tmp/ctl"
 replace "$src/docs/configuration.md" 2 "$tmp/agent"
 replace "$src/docs/runpoolctl.md" 1 "$tmp/ctl"
-echo "docs/configuration.md and docs/runpoolctl.md now carry the references of $build"
+replace "$src/docs/agent.md" 1 "$tmp/agent"
+echo "docs/configuration.md, docs/runpoolctl.md and docs/agent.md now carry the references of $build"

@@ -131,11 +131,15 @@ class AgentCloud {
       << "region = " << cloud_.region() << "\n"
       << "endpoint_dynamodb = " << cloud_.dynamodb() << "\n"
       << "endpoint_ec2 = " << cloud_.ec2() << "\n"
+      << "endpoint_sqs = " << cloud_.sqs() << "\n"
       << "runner_root = " << (base_ / "{instance_id}" / "runner").string() << "\n"
       << "runner_template = " << (base_ / (o.drain_capable ? "template-drain" : "template-stock")).string() << "\n"
       << "runner_user = runpool-runner\n"
       << "drain_capable = " << (o.drain_capable ? "true" : "false") << "\n"
       << "heartbeat_interval = 200ms\nassignment_poll_interval = 100ms\nnotice_poll_interval = 100ms\n"
+      // Tests write records directly, without runpoolctl's wake-ups: idle agents poll fast too
+      // (agent_wake_test.cc sets a long idle poll to show the wake-up at work).
+      << "idle_poll_interval = 100ms\n"
       << "boot_grace = 3s\ndeadline_grace = 0s\ntable_unreachable_limit = 10s\nlistener_restart_backoff = 200ms\n"
       << "listener_max_restarts = 5\ndrain_timeout = 15s\nstock_idle_wait = 5s\nregistration_timeout = 30s\n"
       << "cleanup_timeout = 2s\nterminate_wait = 5s\naws_timeout = 5s\n"

@@ -162,6 +162,33 @@ void SqsClient::delete_queue(const std::string& queue_url) {
   call("DeleteQueue", body);
 }
 
+std::vector<std::string> SqsClient::list_queues(const std::string& prefix, int max_pages) {
+  std::vector<std::string> urls;
+  std::string token;
+  for (int page = 0; page < max_pages; ++page) {
+    Json::Value body;
+    body["QueueNamePrefix"] = prefix;
+    body["MaxResults"] = 1000;  // also what makes SQS paginate at all
+    if (!token.empty()) body["NextToken"] = token;
+    Json::Value doc = call("ListQueues", body);
+    token = parsing(caller_, "ListQueues", [&] {
+      const std::string what = response_what("ListQueues");
+      const Json::Value& list = doc["QueueUrls"];
+      if (!list.isNull() && !list.isArray()) throw JsonError(what + ": QueueUrls is not a list");
+      for (const auto& u : list) {
+        if (!u.isString()) throw JsonError(what + ": a queue URL is not a string");
+        urls.push_back(u.asString());
+      }
+      const Json::Value& next = doc["NextToken"];
+      if (!next.isNull() && !next.isString()) throw JsonError(what + ": NextToken is not a string");
+      return next.isString() ? next.asString() : std::string();
+    });
+    if (token.empty()) return urls;
+  }
+  throw AwsError(caller_.settings().service, "ListQueues", 200, "TooManyPages",
+                 "more than " + std::to_string(max_pages) + " pages of queues named " + prefix + "*");
+}
+
 std::string SqsClient::send_message(const SendMessageRequest& request) {
   if (request.delay_seconds && (*request.delay_seconds < 0 || *request.delay_seconds > 900)) {
     throw std::invalid_argument("SQS SendMessage: DelaySeconds must be within 0..900");

@@ -89,6 +89,9 @@ class SqsClient {
   std::string create_queue(const std::string& name, const std::map<std::string, std::string>& attributes = {});
   std::string get_queue_url(const std::string& name);  // QueueDoesNotExistError when missing
   void delete_queue(const std::string& queue_url);
+  // The URLs of every queue whose name starts with `prefix`, following NextToken a page of 1,000
+  // at a time; more than `max_pages` pages is an AwsError (TooManyPages).
+  std::vector<std::string> list_queues(const std::string& prefix, int max_pages = 100);
 
   // Returns the MessageId.
   std::string send_message(const SendMessageRequest& request);

@@ -217,6 +217,32 @@ TEST_F(SqsTest, DeleteAndVisibilityRequestShapes) {
             R"({"QueueUrl":")" + kUrl + R"(","ReceiptHandle":"rh-1","VisibilityTimeout":0})");
 }
 
+TEST_F(SqsTest, ListQueuesFollowsNextToken) {
+  http_.push(200, R"({"QueueUrls":["u1","u2"],"NextToken":"t1"})");
+  http_.push(200, R"({"QueueUrls":["u3"]})");
+  EXPECT_EQ(sqs_.list_queues("ci-wake-"), (std::vector<std::string>{"u1", "u2", "u3"}));
+  EXPECT_EQ(http_.header(0, "X-Amz-Target"), "AmazonSQS.ListQueues");
+  EXPECT_EQ(write_json(http_.body_json(0)), R"({"MaxResults":1000,"QueueNamePrefix":"ci-wake-"})");
+  EXPECT_EQ(write_json(http_.body_json(1)), R"({"MaxResults":1000,"NextToken":"t1","QueueNamePrefix":"ci-wake-"})");
+  // No queue at all: SQS leaves QueueUrls out (local-aws-sqs may answer an empty body).
+  http_.push(200, "{}");
+  EXPECT_TRUE(sqs_.list_queues("none-").empty());
+}
+
+TEST_F(SqsTest, ListQueuesIsBoundedAndChecksItsAnswer) {
+  for (int i = 0; i < 3; ++i) http_.push(200, R"({"QueueUrls":["u"],"NextToken":"more"})");
+  try {
+    sqs_.list_queues("p-", 3);
+    ADD_FAILURE();
+  } catch (const AwsError& e) {
+    EXPECT_EQ(e.code(), "TooManyPages");
+  }
+  http_.push(200, R"({"QueueUrls":"u"})");
+  EXPECT_THROW(sqs_.list_queues("p-"), AwsError);
+  http_.push(200, R"({"QueueUrls":[1]})");
+  EXPECT_THROW(sqs_.list_queues("p-"), AwsError);
+}
+
 TEST_F(SqsTest, QueueAttributesAreTyped) {
   http_.push(200, R"({"Attributes":{"ApproximateNumberOfMessages":"3","ApproximateNumberOfMessagesNotVisible":"1",
     "ApproximateNumberOfMessagesDelayed":"0","VisibilityTimeout":"30","MessageRetentionPeriod":"345600",

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -11,6 +12,8 @@
 #include <memory>
 #include <set>
 #include <thread>
+
+#include <unistd.h>
 
 #include "tests/support/local_cloud.h"
 
@@ -148,6 +151,37 @@ TEST_F(SqsIntegration, LongPollReturnsWhenAMessageArrivesAndWaitsWhenNone) {
   EXPECT_GE(took, 0.25);
   EXPECT_LT(took, 2.5);
   sqs_.delete_message(url, got[0].receipt_handle);
+}
+
+// How the agent stops promptly while its wake-up queue is long-polled: the client's cancel flag
+// ends a 20 s poll within about a second of being set.
+TEST_F(SqsIntegration, ALongPollEndsSoonAfterItsClientIsCancelled) {
+  std::string url = sqs_.create_queue("it-cancel");
+  Client poller(cloud_);
+  std::atomic<bool> cancel{false};
+  poller.http.cancel_when(&cancel);
+  auto start = steady_clock::now();
+  auto poll = std::async(std::launch::async, [&] { return poller.sqs.receive_messages({.queue_url = url, .wait_seconds = 20}); });
+  std::this_thread::sleep_for(milliseconds(300));
+  cancel = true;
+  EXPECT_THROW(poll.get(), std::exception);
+  EXPECT_LT(seconds_since(start), 10.0) << "not the 20 s of the poll";
+  EXPECT_THROW(poller.sqs.get_queue_url("it-cancel"), std::exception) << "later calls fail at once";
+}
+
+// ListQueues by prefix, as refresh lists the agents' wake-up queues.
+TEST_F(SqsIntegration, ListQueuesByPrefix) {
+  const std::string prefix = "it-list-" + std::to_string(getpid()) + "-";
+  std::set<std::string> made;
+  for (int i = 0; i < 3; ++i) made.insert(sqs_.create_queue(prefix + std::to_string(i)));
+  sqs_.create_queue("it-other-" + std::to_string(getpid()));
+  auto listed = sqs_.list_queues(prefix);
+  EXPECT_EQ(std::set<std::string>(listed.begin(), listed.end()), made);
+  // A queue being deleted (SQS takes up to a minute) may still be listed, and a second delete of
+  // it is QueueDoesNotExist: refresh counts that as done.
+  sqs_.delete_queue(*made.begin());
+  EXPECT_THROW(sqs_.delete_queue(*made.begin()), QueueDoesNotExistError);
+  EXPECT_TRUE(sqs_.list_queues("it-none-at-all-").empty());
 }
 
 TEST_F(SqsIntegration, ChangingVisibilityMakesAMessageVisibleAgain) {

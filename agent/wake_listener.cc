@@ -1,0 +1,61 @@
+#include "agent/wake_listener.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace runpool::agent {
+
+std::map<std::string, std::string> wake_queue_attributes() {
+  return {{"MessageRetentionPeriod", "60"}, {"VisibilityTimeout", "30"}};
+}
+
+bool WakeListener::poll_once(int wait_seconds) {
+  try {
+    if (url_.empty()) {
+      url_ = sqs_.create_queue(name_, wake_queue_attributes());
+      spdlog::info("wake-up queue {} ready", name_);
+    }
+    // Listening from here on: the main loop may count on a wake-up while this poll is open.
+    active_ = true;
+    aws::ReceiveRequest r;
+    r.queue_url = url_;
+    r.max_messages = 1;  // answer at the first wake-up (a few more are deleted by later polls)
+    r.wait_seconds = wait_seconds;
+    auto messages = sqs_.receive_messages(r);
+    for (const auto& m : messages) sqs_.delete_message(url_, m.receipt_handle);
+    return !messages.empty();
+  } catch (const aws::QueueDoesNotExistError&) {
+    url_.clear();
+    active_ = false;
+    throw;
+  } catch (...) {
+    active_ = false;
+    throw;
+  }
+}
+
+void WakeListener::run(StopFlag& stop) {
+  using namespace std::chrono_literals;
+  Duration backoff = 1s;
+  std::string last_error;
+  while (!stop.requested()) {
+    try {
+      if (poll_once(20)) stop.nudge();
+      backoff = 1s;
+      if (!last_error.empty()) spdlog::info("wake-up queue {} works again", name_);
+      last_error.clear();
+    } catch (const std::exception& e) {
+      if (stop.requested()) break;  // the long poll was cancelled for the stop
+      if (e.what() != last_error) {
+        spdlog::warn("wake-up queue {}: {} (reading the record every assignment_poll_interval meanwhile)", name_,
+                     e.what());
+      }
+      last_error = e.what();
+      if (stop.wait_for(backoff)) break;
+      backoff = std::min<Duration>(2 * backoff, std::chrono::minutes(1));
+    }
+  }
+}
+
+}  // namespace runpool::agent

@@ -1,0 +1,54 @@
+// The agent's wake-up queue on a real local-cloud instance: with an idle poll of a minute, a claim
+// followed by a wake-up message (what runpoolctl sends) is served within seconds; the agent
+// created its queue itself, and consumed the wake-up.
+#include <gtest/gtest.h>
+
+#include "agent/testing/local_cloud_agent.h"
+#include "common/aws/sqs.h"
+#include "common/pool/wake_queue.h"
+
+namespace runpool::agent::testing {
+namespace {
+
+TEST(AgentWake, AnAssignmentIsSeenAtTheWakeUpNotAtTheNextPoll) {
+  AgentCloud env;
+  auto& cloud = env.cloud();
+  CurlHttpClient http;
+  aws::StaticCredentialsProvider creds(cloud.controller_credentials());
+  aws::AwsCaller caller(http, creds, system_clock(),
+                        aws::ServiceSettings{"sqs", cloud.sqs(), cloud.region(), RetryPolicy{}, 30s});
+  aws::SqsClient sqs(caller);
+
+  // Every record poll a minute apart: only the wake-up can make it answer within seconds.
+  const std::string id = env.launch(
+      {.drain_capable = true,
+       .extra_config = "idle_poll_interval = 60s\nassignment_poll_interval = 60s\nboot_grace = 5m\n"});
+
+  // The agent makes its own queue, named for the pool and the instance.
+  const std::string name = *pool::wake_queue_name(AgentCloud::kPool, id);
+  std::string url;
+  ASSERT_TRUE(eventually(
+      [&] {
+        try {
+          url = sqs.get_queue_url(name);
+          return true;
+        } catch (const aws::QueueDoesNotExistError&) {
+          return false;
+        }
+      },
+      20s))
+      << env.console(id);
+  std::this_thread::sleep_for(2s);  // past its first look at the (still missing) record
+
+  env.write_launched_record(id, "run-wake-1");
+  const auto woken = std::chrono::steady_clock::now();
+  sqs.send_message(url, "wake");
+  env.wait_registered_and_mark_running(id, 1, 40s);
+  EXPECT_LT(std::chrono::steady_clock::now() - woken, 30s) << "not at the next poll, a minute later";
+  EXPECT_TRUE(eventually([&] { return sqs.get_queue_attributes(url).approximate_number_of_messages.value_or(1) == 0; },
+                         10s))
+      << "the wake-up was consumed";
+}
+
+}  // namespace
+}  // namespace runpool::agent::testing
