@@ -122,7 +122,19 @@ class Security : public E2eTest {
     for (const auto& id : ids) instances_.insert(id);
     return ids;
   }
+  // `n` jobs on `label` that each leave a watcher running; the next release must end them.
+  void leave_watchers(const std::string& label, int cycle, int n) {
+    std::vector<int64_t> jobs;
+    for (int i = 0; i < n; ++i) {
+      const std::string name = "survivor-" + std::to_string(cycle) + "-" + std::to_string(i);
+      jobs.push_back(queue_job(label, name, survivor_job(dumps_), 0));
+      pending_watchers_.push_back(name);
+    }
+    for (int64_t id : jobs) EXPECT_EQ(finished_job(id, 90s)["result"].asString(), "Succeeded") << write_json(job(id));
+  }
   void release_label(const std::string& label) {
+    for (const auto& w : pending_watchers_) release_of_[w] = now_ms();
+    pending_watchers_.clear();
     CtlResult r = run_ctl({"--json", "release", "--label", label});
     EXPECT_EQ(r.exit_code, 0) << describe(r) << consoles();
   }
@@ -258,9 +270,9 @@ class Security : public E2eTest {
     return std::nullopt;
   }
 
-  // Looks for every secret in everything gathered; `dumps` dump jobs and `watchers` survivors ran,
-  // the survivors into a release that began at `released_at`.
-  void scan_everything(int dumps_expected, int watchers, int64_t released_at) {
+  // Looks for every secret in everything gathered; `dumps_expected` dump jobs and `watchers`
+  // survivors ran, each survivor into the release that followed it.
+  void scan_everything(int dumps_expected, int watchers) {
     sampler_->stop();
     learn_secrets();
     // Everything a job saw: its environment, uid, argv and environ of its instance's processes, and
@@ -278,7 +290,9 @@ class Security : public E2eTest {
         watched += name == "watched";
         if (name == "watched") {  // it lived into the release (until the agent ended it)
           const std::string beat = read_all(entry.path().string() + ".alive");
-          EXPECT_GE(beat.empty() ? 0 : std::stoll(beat), released_at) << entry.path() << " stopped before the release";
+          const std::string job_name = entry.path().parent_path().filename();
+          EXPECT_GE(beat.empty() ? 0 : std::stoll(beat), release_of_.at(job_name))
+              << entry.path() << " stopped before the release";
         }
       }
       if (name == "uid") {
@@ -335,6 +349,8 @@ class Security : public E2eTest {
   std::string dumps_, app_key_, ctl_output_;
   std::map<std::string, std::string> app_env_;
   std::set<std::string> instances_, root_cmdlines_;
+  std::vector<std::string> pending_watchers_;
+  std::map<std::string, int64_t> release_of_;  // watcher job → when the release it watched began
   std::unique_ptr<ArgvSampler> sampler_;
   SecretSet secrets_;
   ScanReport files_;
@@ -347,18 +363,21 @@ TEST_F(Security, NoSecretReachesAJobALogOrAnArgvAndTheRunnerIsUnprivileged) {
   ASSERT_EQ(ids.size(), 2u);
   for (const auto& id : ids) learn_instance_credentials(id);
   dump_jobs("sec-run-1", "dump-1-", 2);
-  std::vector<int64_t> survivors;
-  for (int i = 0; i < 2; ++i) survivors.push_back(queue_job("sec-run-1", "survivor-" + std::to_string(i), survivor_job(dumps_), 0));
-  for (int64_t id : survivors) EXPECT_EQ(finished_job(id, 90s)["result"].asString(), "Succeeded") << write_json(job(id));
-  const int64_t released_at = now_ms();
+  leave_watchers("sec-run-1", 1, 2);
   release_label("sec-run-1");  // the drain and deregistration, watched by the survivors
 
-  // Workflow 2: warm; a job of the next assignment looks around again.
-  std::vector<std::string> warm = provision_ids("sec-run-2", 1);
-  ASSERT_EQ(warm.size(), 1u);
-  dump_jobs("sec-run-2", "dump-2-", 1);
-  release_label("sec-run-2");
-  scan_everything(3, 2, released_at);
+  // Then warm workflows (5 with RUNPOOL_RELIABILITY_FULL=1): a job of the next assignment looks
+  // around again (after the earlier release wrote what it wrote), another watcher, a release.
+  const int warm = std::getenv("RUNPOOL_RELIABILITY_FULL") ? 5 : 1;
+  for (int c = 2; c < 2 + warm; ++c) {
+    const std::string label = "sec-run-" + std::to_string(c);
+    ASSERT_EQ(provision_ids(label, 1).size(), 1u);
+    dump_jobs(label, "dump-" + std::to_string(c) + "-", 1);
+    leave_watchers(label, c, 1);
+    release_label(label);
+  }
+  scan_everything(2 + warm, 2 + warm);
+  std::printf("workflows: 1 cold (2 instances) + %d warm; dump jobs %d, watchers %d\n", warm, 2 + warm, 2 + warm);
 }
 
 
@@ -377,12 +396,10 @@ TEST_F(SecurityStock, AStockDrainHandsTheRemoveTokenToNoLeftoverProcess) {
   std::vector<std::string> ids = provision_ids("sec-stock", 1);
   ASSERT_EQ(ids.size(), 1u);
   learn_instance_credentials(ids[0]);
-  const int64_t survivor = queue_job("sec-stock", "survivor-0", survivor_job(dumps_), 0);
-  EXPECT_EQ(finished_job(survivor, 90s)["result"].asString(), "Succeeded") << write_json(job(survivor));
   dump_jobs("sec-stock", "dump-s-", 1);
-  const int64_t released_at = now_ms();
+  leave_watchers("sec-stock", 1, 1);
   release_label("sec-stock");
-  scan_everything(1, 1, released_at);
+  scan_everything(1, 1);
 }
 
 }  // namespace
