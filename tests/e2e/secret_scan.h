@@ -1,7 +1,8 @@
 // Looking for a run's secrets where they must not be: every secret learned during the run becomes
 // needles (the whole value, and for long ones its first 20 characters, which catch a clipped
 // value); a scanner counts what it read and names every hit with where it was found. A sampler
-// keeps the argv of every process on the machine, several times a second, for the whole run.
+// keeps the argv of every process on the machine, and the runners' _diag logs, several times a
+// second, for the whole run.
 #pragma once
 
 #include <sys/types.h>
@@ -116,6 +117,10 @@ class ArgvSampler {
     std::lock_guard<std::mutex> l(mu_);
     return runner_uids_;
   }
+  std::map<std::string, std::string> diag() {  // runner log path → its content as last seen
+    std::lock_guard<std::mutex> l(mu_);
+    return diag_;
+  }
   size_t samples() const { return samples_; }
   size_t processes_seen() const { return processes_; }
 
@@ -141,6 +146,14 @@ class ArgvSampler {
       }
       if (long uid = process_uid(std::stoi(name)); uid >= 0) runner_uids_[what].insert(uid);
     }
+    // The runners' own logs (_diag), which the agent's cleaning deletes: kept as last seen.
+    for (std::filesystem::recursive_directory_iterator it(runner_dir_, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string p = it->path().string();
+      if (p.find("/_diag/") == std::string::npos || !it->is_regular_file(ec)) continue;
+      std::string text = read_all(p, 4u << 20);
+      std::lock_guard<std::mutex> l(mu_);
+      if (text.size() >= diag_[p].size()) diag_[p] = std::move(text);
+    }
     ++samples_;
   }
 
@@ -151,6 +164,7 @@ class ArgvSampler {
   std::mutex mu_;
   std::set<std::string> cmdlines_;
   std::map<std::string, std::set<long>> runner_uids_;
+  std::map<std::string, std::string> diag_;
 };
 
 }  // namespace runpool::controller::e2e

@@ -15,6 +15,7 @@
 
 #include "common/aws/imds.h"
 #include "tests/e2e/e2e_fixture.h"
+#include "tests/e2e/job_probes.h"
 #include "tests/e2e/secret_scan.h"
 
 namespace runpool::controller::e2e {
@@ -22,52 +23,6 @@ namespace {
 
 // Files older than this cannot hold a secret of the run: created before the local cloud starts.
 std::string g_marker;
-
-// What a dump job runs (as the runner user): its view, then it holds its runner until the test
-// has read the files it listed. The dump directory is the test's, outside the runner root.
-std::string dump_job(const std::string& dumps, const std::string& find_roots) {
-  return "d='" + dumps + "'/\"$GITHUB_JOB\"; mkdir -p \"$d\"\n"
-         "id -u > \"$d/uid\"\n"
-         "env > \"$d/env\"\n"
-         "for p in /proc/[0-9]*; do printf '%s ' \"${p#/proc/}\"; tr '\\0' ' ' < \"$p/cmdline\" 2>/dev/null || true; "
-         "echo; done > \"$d/cmdlines\"\n"
-         "for p in /proc/[0-9]*; do tr '\\0' '\\n' < \"$p/environ\" 2>/dev/null || true; done > \"$d/environs\"\n"
-         "find " + find_roots + " -xdev -type f -newer '" + g_marker +
-         "' -readable -size -8M -print0 2>/dev/null > \"$d/files\" || true\n"
-         "touch \"$d/ready\"\n"
-         "for i in $(seq 1 1200); do [ -e \"$d/go\" ] && break; sleep 0.1; done\n";
-}
-
-// A job that leaves a watcher behind: it records every distinct argv and environment the runner
-// user can read on its instance, every 20 ms for up to 150 s (the agent's cleaning ends it).
-std::string survivor_job(const std::string& dumps) {
-  return "d='" + dumps + "'/\"$GITHUB_JOB\"; mkdir -p \"$d\"\n"
-         "cat > \"$d/watch.py\" <<'EOF'\n"
-         "import os, sys, time\n"
-         "seen, end = set(), time.time() + 150\n"
-         "with open(sys.argv[1], 'a') as out:\n"
-         "    while time.time() < end:\n"
-         "        with open(sys.argv[1] + '.beat', 'w') as beat:\n"
-         "            beat.write(str(int(time.time() * 1000)))\n"
-         "        os.replace(sys.argv[1] + '.beat', sys.argv[1] + '.alive')\n"
-         "        for p in os.listdir('/proc'):\n"
-         "            for what in ('environ', 'cmdline') if p.isdigit() else ():\n"
-         "                try:\n"
-         "                    data = open(f'/proc/{p}/{what}', 'rb').read()\n"
-         "                except OSError:\n"
-         "                    continue\n"
-         "                if data and data not in seen:\n"
-         "                    seen.add(data)\n"
-         "                    out.write(f'{p} {what}: ' + data.replace(b'\\0', b' ').decode('latin1') + '\\n')\n"
-         "                    out.flush()\n"
-         "        time.sleep(0.02)\n"
-         "EOF\n"
-         "RUNNER_TRACKING_ID= nohup python3 \"$d/watch.py\" \"$d/watched\" > /dev/null 2>&1 &\n"
-         "echo \"$RUNNER_NAME\" > \"$d/runner\"\n"
-         // Until the exec: a forked shell still shows the job's tracking id, and the runner's
-         // end-of-job sweep would take it.
-         "for i in $(seq 1 200); do [ -s \"$d/watched\" ] && break; sleep 0.05; done\n";
-}
 
 class Security : public E2eTest {
  protected:
@@ -160,7 +115,7 @@ class Security : public E2eTest {
     }
     if (fs::exists("/run/runpool")) roots += " /run/runpool";
     std::vector<int64_t> jobs;
-    for (int i = 0; i < n; ++i) jobs.push_back(queue_job(label, prefix + std::to_string(i), dump_job(dumps_, roots), 0));
+    for (int i = 0; i < n; ++i) jobs.push_back(queue_job(label, prefix + std::to_string(i), dump_job(dumps_, roots, g_marker), 0));
     for (int i = 0; i < n; ++i) {
       const fs::path d = fs::path(dumps_) / (prefix + std::to_string(i));
       ASSERT_TRUE(eventually([&] { return fs::exists(d / "ready"); }, 90s)) << write_json(job(jobs[i])) << consoles();
@@ -302,13 +257,16 @@ class Security : public E2eTest {
     EXPECT_EQ(dumps, 3 * dumps_expected) << "env, cmdlines, environs of each dump job";
     EXPECT_EQ(watched, watchers) << "every watcher recorded something:" << tree;
 
-    // The logs: runpoolctl's output, the agents' consoles, the local cloud's log.
+    // The logs: runpoolctl's output, the agents' consoles, the local cloud's log, the runners' _diag.
     ScanReport logs;
     logs.scan(secrets_, "runpoolctl's output", ctl_output_);
     for (const auto& id : instances_) logs.scan(secrets_, "the console (agent log) of " + id, console(id));
     const auto cloud_log = local_cloud_log();
     EXPECT_TRUE(cloud_log) << "the local cloud's log was not found";
     logs.scan(secrets_, "the local cloud's log", cloud_log.value_or(""));
+    const auto diag = sampler_->diag();
+    for (const auto& [path, text] : diag) logs.scan(secrets_, "the runner's log " + path, text);
+    EXPECT_FALSE(diag.empty()) << "no runner _diag log was seen";
 
     // Every argv on the machine during the run.
     ScanReport argv;
