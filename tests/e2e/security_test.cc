@@ -250,6 +250,14 @@ class Security : public E2eTest {
               << entry.path() << " stopped before the release";
         }
       }
+      if (name == "env") {  // the runner's clean environment: nothing of the agent's or AWS's
+        std::istringstream in(read_all(entry.path().string()));
+        for (std::string line; std::getline(in, line);) {
+          for (const char* prefix : {"AWS_", "RUNPOOL_", "ACTIONS_RUNNER_INPUT_"}) {
+            EXPECT_NE(line.rfind(prefix, 0), 0u) << entry.path() << ": " << line.substr(0, line.find('='));
+          }
+        }
+      }
       if (name == "uid") {
         EXPECT_EQ(std::stol(read_all(entry.path().string())), static_cast<long>(runner_uid_)) << "a job's uid";
       }
