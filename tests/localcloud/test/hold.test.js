@@ -138,4 +138,17 @@ test('/_control/hold: before (no effect) and after (effect, no answer), released
     assert.notEqual(await tok, 201, 'the answer never came');
     const calls = (await control('GET', '/_control/github/calls')).json;
     assert.ok(JSON.stringify(calls).includes('registration-token'), 'the held call was served');
+
+    // The runner protocol (config.sh, the Listener) is the caller `runner`; released, it is answered.
+    await control('POST', '/_control/hold', { caller: 'runner', operations: ['POST /api/v3/actions/runner-registration'],
+      nth: 1 });
+    const reg = fetch(`${ready.endpoints.githubWeb}/api/v3/actions/runner-registration`, { method: 'POST',
+      headers: { authorization: 'RemoteAuth not-a-token', 'content-type': 'application/json' },
+      body: JSON.stringify({ url: 'https://github.com/acme/app', runner_event: 'register' }),
+      signal: AbortSignal.timeout(5000) }).then((r) => r.status, (e) => e.name);
+    st = await heldReady();
+    assert.deepEqual([st.held.caller, st.held.operation], ['runner', 'POST /api/v3/actions/runner-registration']);
+    await control('POST', '/_control/hold/release');
+    assert.equal(await reg, 404, 'answered once released (an unknown token)');
+    await control('DELETE', '/_control/hold');
   });
