@@ -27,6 +27,15 @@ class Compute {
   virtual std::vector<aws::Instance> describe(const std::vector<std::string>& instance_ids) = 0;
   // Every instance tagged for this pool and table, in any state but terminated (all pages).
   virtual std::vector<aws::Instance> pool_instances() = 0;
+  // This pool's pending or running instances launched for one assignment label (its launch tag):
+  // what a provision that died between CreateFleet's answer and its record writes left behind.
+  virtual std::vector<aws::Instance> label_instances(const std::string& label) {
+    std::vector<aws::Instance> out;
+    for (auto& i : pool_instances()) {
+      if (i.tag(kTagLabel) == label && (i.state.name == "pending" || i.state.name == "running")) out.push_back(i);
+    }
+    return out;
+  }
 };
 
 }  // namespace runpool::controller

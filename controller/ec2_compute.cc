@@ -60,4 +60,14 @@ std::vector<aws::Instance> Ec2Compute::pool_instances() {
   return ec2_.describe_instances(r);
 }
 
+std::vector<aws::Instance> Ec2Compute::label_instances(const std::string& label) {
+  aws::DescribeInstancesRequest r;
+  r.filters = {{std::string("tag:") + kTagPool, {settings_.pool}},
+               {std::string("tag:") + kTagTable, {settings_.table}},
+               {std::string("tag:") + kTagLabel, {label}},
+               {"instance-state-name", {"pending", "running"}}};
+  r.max_results = 1000;
+  return ec2_.describe_instances(r);
+}
+
 }  // namespace runpool::controller

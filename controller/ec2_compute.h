@@ -17,6 +17,7 @@ class Ec2Compute final : public Compute {
   void terminate(const std::vector<std::string>& instance_ids) override;
   std::vector<aws::Instance> describe(const std::vector<std::string>& instance_ids) override;
   std::vector<aws::Instance> pool_instances() override;
+  std::vector<aws::Instance> label_instances(const std::string& label) override;
 
  private:
   aws::Ec2Client& ec2_;

@@ -56,6 +56,41 @@ class Provision {
     }
   }
 
+  // Instances an earlier attempt of this provision launched and died before recording (killed
+  // between CreateFleet's answer and its record writes): EC2 knows them by their label tag. Their
+  // records are written now, before any claim, so a retry runs on them rather than claiming or
+  // launching others (a retry whose pool changed meanwhile needs a different count, hence another
+  // ClientToken: a second fleet).
+  void adopt_unrecorded(const ResourceClass& rc, const Secret& token, const std::string& url) {
+    if (static_cast<int>(tracked_.size()) >= report_.requested) return;
+    std::vector<aws::Instance> found;
+    try {
+      found = ctx_.compute.label_instances(report_.label);
+    } catch (const std::exception& e) {
+      spdlog::warn("could not look for instances launched earlier for {} ({}); going on", report_.label, e.what());
+      return;
+    }
+    for (const auto& i : found) {
+      if (static_cast<int>(tracked_.size()) >= report_.requested) break;
+      if (i.tag(kTagResourceClass) != rc.name) continue;
+      if (std::any_of(tracked_.begin(), tracked_.end(),
+                      [&](const Tracked& t) { return t.record.instance_id == i.instance_id; }) ||
+          ctx_.table.get(i.instance_id)) {
+        continue;  // recorded: adopt() had its say
+      }
+      const pool::UsageClass usage =
+          i.lifecycle == aws::kLifecycleSpot ? pool::UsageClass::kSpot : pool::UsageClass::kOnDemand;
+      pool::InstanceRecord r =
+          pool::launched_record(i.instance_id, ctx_.settings.pool, report_.label, rc.name, usage, i.instance_type,
+                                token, url, ctx_.now_ms(), ctx_.settings.timeouts);
+      r.os = ctx_.settings.os;
+      if (!ctx_.table.create(r)) continue;  // another attempt recorded it first
+      spdlog::info("instance {} was launched for {} by an earlier attempt that left no record: keeping it",
+                   i.instance_id, report_.label);
+      tracked_.push_back(Tracked{r, false, false, 0});
+    }
+  }
+
   void claim(const ResourceClass& rc, std::optional<pool::UsageClass> usage, const std::vector<std::string>& globs,
              const Secret& token, const std::string& url, Steady deadline) {
     int need = report_.requested - static_cast<int>(tracked_.size());
@@ -296,6 +331,7 @@ int run_provision(Context& ctx, const ProvisionOptions& o) {
     p.adopt();
     Secret token = ctx.github.registration_token();
     std::string url = ctx.github.registration_url();
+    p.adopt_unrecorded(*rc, token, url);
     p.claim(*rc, claim_usage_filter(usage, s.on_demand_fallback), globs, token, url, deadline);
     p.launch(*rc, types, usage, token, url, deadline);
     error = ctx.cancelled.load() ? "cancelled" : p.wait_running(deadline);
