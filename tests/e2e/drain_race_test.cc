@@ -10,12 +10,11 @@
 // Drain-capable runner: zero lost, zero late. Stock runner: zero lost; the late redispatches (the
 // documented acknowledge→acquire window, docs/agent.md "Known limits") are counted and reported.
 //
+// The same trials around `runpoolctl scale-down`'s drain of an idle shared runner (DrainRaceShared*).
+//
 // Seeded: RUNPOOL_DRAIN_SEED=<seed> RUNPOOL_DRAIN_TRIALS=1 replays a trial's schedule (phase and
-// position in it); RUNPOOL_RELIABILITY_FULL=1 runs 30 trials per runner kind.
-#include <atomic>
-#include <mutex>
-
-#include "tests/e2e/e2e_fixture.h"
+// position in it); RUNPOOL_RELIABILITY_FULL=1 runs 30 trials per runner kind and drain.
+#include "tests/e2e/drain_timeline.h"
 #include "tests/e2e/race_trials.h"
 
 namespace runpool::controller::e2e {
@@ -24,84 +23,19 @@ namespace {
 constexpr const char* kSeedVar = "RUNPOOL_DRAIN_SEED";
 constexpr const char* kTrialsVar = "RUNPOOL_DRAIN_TRIALS";
 
-// When (epoch ms, 50 ms resolution) the test first saw each step of one drain; 0: not seen.
-struct DrainTimes {
-  int64_t draining = 0;        // the drain write (record draining)
-  int64_t listener_gone = 0;   // no Runner.Listener process on the instance
-  int64_t deregistered = 0;    // the runner gone from GitHub
-  int64_t idle = 0;            // back in the pool
-};
-
-// Samples one instance's record, Listener and runner every 50 ms on its own thread.
-class DrainTimeline {
- public:
-  using Look = std::function<DrainTimes(const DrainTimes&, pool::DynamoStateTable&)>;
-  DrainTimeline(runpool::testing::LocalCloud& cloud, const std::string& table, Look look)
-      : clients_(cloud), table_(clients_.db, table), look_(std::move(look)) {
-    thread_ = std::thread([this] {
-      for (int i = 0; i < 4000 && !stop_; ++i) {  // bounded: ~4 min
-        DrainTimes now;
-        {
-          std::lock_guard<std::mutex> l(mu_);
-          now = times_;
-        }
-        DrainTimes next = look_(now, table_);
-        {
-          std::lock_guard<std::mutex> l(mu_);
-          times_ = next;
-        }
-        std::this_thread::sleep_for(50ms);
-      }
-    });
-  }
-  ~DrainTimeline() { stop(); }
-  void stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  DrainTimes times() const {
-    std::lock_guard<std::mutex> l(mu_);
-    return times_;
-  }
-
- private:
-  testing::CloudClients clients_;  // its own: the test's clients are not shared across threads
-  pool::DynamoStateTable table_;
-  Look look_;
-  mutable std::mutex mu_;
-  DrainTimes times_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
-
-// The steps after the drain write, in the order a runner kind takes them: a drain-capable
-// Listener exits by itself, then the agent deregisters; a stock runner is deregistered (the
-// DELETE), then its Listener notices and exits.
-struct Steps {
-  const char* first;
-  const char* second;
-  int64_t DrainTimes::*first_at;
-  int64_t DrainTimes::*second_at;
-};
-constexpr Steps kSentinelSteps{"Listener exit", "deregistration", &DrainTimes::listener_gone, &DrainTimes::deregistered};
-constexpr Steps kStockSteps{"deregistration", "Listener exit", &DrainTimes::deregistered, &DrainTimes::listener_gone};
-
-// The phase a moment falls in: before the drain write, drain write .. first step, first .. second
-// step, after the second.
-std::string phase_of(int64_t at, const DrainTimes& t, const Steps& s) {
-  if (!t.draining || at < t.draining) return "0 before the drain write";
-  if (!(t.*s.first_at) || at < t.*s.first_at) return std::string("1 drain write .. ") + s.first;
-  if (!(t.*s.second_at) || at < t.*s.second_at) return std::string("2 ") + s.first + " .. " + s.second;
-  return std::string("3 after ") + s.second;
-}
-
 struct Figures {
-  int trials = 0, on_drained = 0, waited = 0, late = 0, lost = 0;
+  int trials = 0, on_drained = 0, waited = 0, late = 0, lost = 0, kept_busy = 0;
   std::map<std::string, int> queued_in, late_in;  // by phase
   std::map<int, int> at_ack, late_at_ack;         // by the broker's acknowledge latency
   std::vector<int64_t> lateness_ms;
   std::vector<std::string> late_lines;
 };
+
+// The agent of a stock runner (later lines of the pool's configuration win).
+constexpr const char* kStockAgent =
+    "agent_drain_capable = false\n"
+    "agent_extra = notice_poll_interval=500ms; boot_grace=60s; drain_timeout=60s; registration_timeout=60s; "
+    "cleanup_timeout=2s; terminate_wait=5s; listener_restart_backoff=200ms; stock_idle_wait=3s\n";
 
 class DrainRace : public E2eTest {
  protected:
@@ -110,7 +44,34 @@ class DrainRace : public E2eTest {
 
   const Steps& steps() const { return stock() ? kStockSteps : kSentinelSteps; }
 
-  // Milliseconds after the release started at which the drain write and the kind's two next steps
+  // ---- the drain of this pool mode: release of a run-scoped assignment
+
+  virtual const char* drain_name() const { return "release"; }
+  virtual int ci_trials() const { return 2; }
+  static std::string label_of(int trial) { return "dr" + std::to_string(trial); }
+  // The serving instance of the trial (provisioned; warm from the pool after the first trial).
+  virtual std::string assign(int trial) {
+    const std::vector<std::string> ids = ids_of(provision(label_of(trial), 1));
+    return ids.size() == 1 ? ids[0] : "";
+  }
+  virtual int64_t queue(int trial, int duration_ms) {
+    return queue_job(label_of(trial), "drain-race-" + std::to_string(trial), "true", duration_ms);
+  }
+  virtual std::unique_ptr<CtlProcess> start_drain(int trial) {
+    return start_ctl({"--json", "release", "--label", label_of(trial)});
+  }
+  // Checks the drain command's result; false when it left the instance serving (a busy runner).
+  virtual bool drained(const CtlResult& r, const std::string&) {
+    EXPECT_EQ(r.exit_code, 0) << describe(r) << consoles();
+    Json::Value j = parse_json(r.out.empty() ? "{}" : r.out, "release");
+    EXPECT_EQ(j["returned"].size(), 1u) << r.out << consoles();
+    return true;
+  }
+  // A runner for a job the drained one did not take: the step retried (provisioned again).
+  virtual void next_runner(int trial) { provision(label_of(trial), 1); }
+  virtual void after_next_runner(int trial) { release(label_of(trial)); }
+
+  // Milliseconds after the drain command started at which the drain write and the kind's two next steps
   // were seen: every trial's, after defaults measured on an idle machine. Their medians place the
   // phases for choosing a moment in one.
   std::vector<int64_t> at_draining_{150}, at_first_{600}, at_second_{1500};
@@ -119,7 +80,7 @@ class DrainRace : public E2eTest {
     return v[v.size() / 2];
   }
 
-  // The moment (ms after the release starts; negative: before) at which a trial's job is queued: a
+  // The moment (ms after the drain command starts; negative: before) at which a trial's job is queued: a
   // phase drawn from the seed, and a position in it.
   int64_t moment(std::mt19937_64& rng, int* aimed) {
     const int64_t d = median(at_draining_), a = std::max(median(at_first_), d + 100),
@@ -132,8 +93,9 @@ class DrainRace : public E2eTest {
 
   void run_trials() {
     const uint64_t base = base_seed(kSeedVar);
-    const int trials = trial_count(kTrialsVar, 2, 30);
-    std::printf("drain race (%s runner): %d trial(s), base seed %llu (replay all: %s=%llu %s=%d)\n", kind(), trials,
+    const int trials = trial_count(kTrialsVar, ci_trials(), 30);
+    std::printf("drain race (%s runner, %s): %d trial(s), base seed %llu (replay all: %s=%llu %s=%d)\n", kind(),
+                drain_name(), trials,
                 static_cast<unsigned long long>(base), kSeedVar, static_cast<unsigned long long>(base), kTrialsVar,
                 trials);
     RecordProperty("seed", std::to_string(base));
@@ -148,9 +110,11 @@ class DrainRace : public E2eTest {
         break;
       }
     }
-    std::printf("DRAIN RACE SUMMARY (%s runner, release): %d trials (base seed %llu): %d ran on the drained runner, "
-                "%d waited for the next runner (never handed to the drained one), %d late redispatches, %d lost\n",
-                kind(), f.trials, static_cast<unsigned long long>(base), f.on_drained, f.waited, f.late, f.lost);
+    std::printf("DRAIN RACE SUMMARY (%s runner, %s): %d drains (base seed %llu): %d ran on the drained runner, "
+                "%d waited for the next runner (never handed to the drained one), %d late redispatches, %d lost; "
+                "%d more trials found the runner busy (kept, no drain)\n",
+                kind(), drain_name(), f.trials, static_cast<unsigned long long>(base), f.on_drained, f.waited, f.late,
+                f.lost, f.kept_busy);
     for (const auto& [phase, n] : f.queued_in) {
       std::printf("  queued %-36s %2d trial(s), %d late\n", phase.c_str(), n, f.late_in[phase]);
     }
@@ -164,7 +128,7 @@ class DrainRace : public E2eTest {
                   static_cast<long long>(f.lateness_ms.back()));
     }
     for (const auto& line : f.late_lines) std::printf("  %s\n", line.c_str());
-    std::printf("  drain steps after the release started (medians): drain write %lld ms, %s %lld ms, %s %lld ms\n",
+    std::printf("  drain steps after the drain command started (medians): drain write %lld ms, %s %lld ms, %s %lld ms\n",
                 static_cast<long long>(median(at_draining_)), steps().first, static_cast<long long>(median(at_first_)),
                 steps().second, static_cast<long long>(median(at_second_)));
     Json::Value gh;
@@ -190,22 +154,19 @@ class DrainRace : public E2eTest {
     Json::Value gh;
     gh["ackLatencyMs"] = ack_ms;
     cloud_.control("POST", "/_control/github/settings", gh);
-    const std::string label = "dr" + std::to_string(trial);
-
-    Json::Value p = provision(label, 1);
-    ASSERT_EQ(ids_of(p).size(), 1u) << write_json(p) << consoles();
-    const std::string id = ids_of(p)[0];
+    const std::string id = assign(trial);
+    ASSERT_FALSE(id.empty()) << consoles();
     const std::string runner = record(id).runner_name;
     ASSERT_FALSE(runner.empty());
 
     int64_t start = 0;
+    const int64_t generation = record(id).generation;
     DrainTimeline timeline(cloud_, pool_->table(), [&](const DrainTimes& seen, pool::DynamoStateTable& table) {
       DrainTimes t = seen;
       try {
         const int64_t now = now_ms();
         auto r = table.get(id);
-        if (r && !t.draining && (r->state == State::kDraining || r->state == State::kIdle)) t.draining = now;
-        if (r && !t.idle && r->state == State::kIdle) t.idle = now;
+        if (r && !t.draining && (r->generation != generation || r->state != State::kRunning)) t.draining = now;
         // Only once draining: a missed look (no answer) must not pass for a step.
         if (t.draining && !t.listener_gone && pids_matching(id, "Runner.Listener run").empty()) t.listener_gone = now;
         if (t.draining && !t.deregistered && registered(runner) == 0) t.deregistered = now;
@@ -214,40 +175,47 @@ class DrainRace : public E2eTest {
       return t;
     });
     int64_t job = 0;
-    std::unique_ptr<CtlProcess> rel;
+    std::unique_ptr<CtlProcess> drain;
     if (at < 0) {
-      job = queue_job(label, "drain-race-" + std::to_string(trial), "true", duration);
+      job = queue(trial, duration);
       std::this_thread::sleep_for(std::chrono::milliseconds(-at));
       start = now_ms();
-      rel = start_ctl({"--json", "release", "--label", label});
+      drain = start_drain(trial);
     } else {
       start = now_ms();
-      rel = start_ctl({"--json", "release", "--label", label});
+      drain = start_drain(trial);
       std::this_thread::sleep_for(std::chrono::milliseconds(at));
-      job = queue_job(label, "drain-race-" + std::to_string(trial), "true", duration);
+      job = queue(trial, duration);
     }
-    CtlResult r = rel->wait(180s);
-    EXPECT_EQ(r.exit_code, 0) << describe(r) << consoles();
-    Json::Value rj = parse_json(r.out.empty() ? "{}" : r.out, "release");
-    EXPECT_EQ(rj["returned"].size(), 1u) << r.out << consoles();
+    if (!drained(drain->wait(180s), id)) {
+      // The job was in hand when the pass looked (busy): no drain to race. It runs; the runner
+      // serves the next trial.
+      timeline.stop();
+      Json::Value fate = finished_job(job, 60s);
+      EXPECT_EQ(fate["result"].asString(), "Succeeded") << write_json(fate);
+      ++f.kept_busy;
+      std::printf("trial %d (seed %llu): job queued %+lld ms from the drain command (aimed at phase %d): busy when "
+                  "the pass looked, kept (no drain): %s on %s\n",
+                  trial, static_cast<unsigned long long>(ts), static_cast<long long>(fate["queuedAt"].asInt64() - start),
+                  aimed, fate["result"].asString().c_str(), fate["runnerName"].asString().c_str());
+      return;
+    }
     eventually([&] { return timeline.times().deregistered != 0 && timeline.times().listener_gone != 0; }, 10s);
     timeline.stop();
     const DrainTimes t = timeline.times();
     EXPECT_NE(t.draining, 0) << "the drain write was never seen";
-    EXPECT_NE(t.deregistered, 0) << runner << " still registered after the release";
+    EXPECT_NE(t.deregistered, 0) << runner << " still registered after the drain";
     if (t.draining) at_draining_.push_back(t.draining - start);
     if (t.*steps().first_at) at_first_.push_back(t.*steps().first_at - start);
     if (t.*steps().second_at) at_second_.push_back(t.*steps().second_at - start);
 
-    // Not done on the drained runner: the label's next runner (a retried provision) takes it.
+    // Not done on the drained runner: the next runner for its labels takes it.
     Json::Value fate = finished_job(job, 3s);
-    bool reprovisioned = false;
     if (fate["state"].asString() != "completed" && fate["state"].asString() != "lost") {
-      provision(label, 1);
-      reprovisioned = true;
+      next_runner(trial);
       fate = finished_job(job, 90s);
+      after_next_runner(trial);
     }
-    if (reprovisioned) release(label);
 
     bool handed = false, expired = false;
     int64_t handed_at = 0, held_ms = 0;  // the drained runner's dispatch; how long its lock held the job
@@ -293,7 +261,7 @@ class DrainRace : public E2eTest {
                              << write_json(fate);
       }
     }
-    std::printf("trial %d (seed %llu): ack %d ms, job queued %+lld ms from the release (aimed at phase %d, was %s); "
+    std::printf("trial %d (seed %llu): ack %d ms, job queued %+lld ms from the drain command (aimed at phase %d, was %s); "
                 "drain write +%lld, Listener exit +%lld, deregistered +%lld: %s\n",
                 trial, static_cast<unsigned long long>(ts), ack_ms, static_cast<long long>(queued_at - start), aimed,
                 queued_phase.c_str(), static_cast<long long>(t.draining - start),
@@ -320,16 +288,92 @@ class DrainRaceStock : public DrainRace {
     std::ofstream(fs::path(base_) / "runner-template" / ".standin.json", std::ios::trunc) << "{\"mode\": \"stock\"}\n";
   }
   // Before init: it renders the agent's configuration into the launch template.
+  std::string more_config() const override { return kStockAgent; }
+};
+
+// The same race around scale-down's drain of an idle shared runner (pool_mode = shared): the
+// drained instance is terminated; the job's next runner comes from scale-up, and serves the next
+// trial. A runner already busy when the pass looks is kept (no drain: counted apart).
+class DrainRaceShared : public DrainRace {
+ protected:
   std::string more_config() const override {
-    return "agent_drain_capable = false\n"
-           "agent_extra = notice_poll_interval=500ms; boot_grace=60s; drain_timeout=60s; registration_timeout=60s; "
-           "cleanup_timeout=2s; terminate_wait=5s; listener_restart_backoff=200ms; stock_idle_wait=3s\n";
+    return "pool_mode = shared\nscale_down_drain_wait = 60s\nmin_running_time_linux = 0s\n";
   }
+  const char* drain_name() const override { return "scale-down"; }
+  int ci_trials() const override { return 1; }  // each drain terminates its instance: a cold launch per trial
+  std::string assign(int) override {
+    scale_up();
+    std::string id;
+    int serving = 0;
+    for (const auto& r : records()) {
+      if (r.state == State::kRunning) {
+        id = r.instance_id;
+        ++serving;
+      }
+    }
+    EXPECT_EQ(serving, 1) << consoles();
+    if (serving != 1) return "";
+    // scale-down reads a runtime on its own AWS-clock estimate (1 s resolution): a record under a
+    // second old can read as too young even with no minimum running time.
+    const int64_t wait = std::min<int64_t>(record(id).created_ms + 2000 - now_ms(), 2000);
+    if (wait > 0) std::this_thread::sleep_for(std::chrono::milliseconds(wait));
+    return id;
+  }
+  int64_t queue(int trial, int duration_ms) override {
+    Json::Value body;
+    for (const char* l : {"self-hosted", "linux", "x64", "small"}) body["labels"].append(l);
+    body["name"] = "drain-race-" + std::to_string(trial);
+    body["durationMs"] = duration_ms;
+    body["owner"] = "acme";
+    body["repo"] = "app";
+    body["run"] = "true";
+    return cloud_.control("POST", "/_control/github/jobs", body)["id"].asInt64();
+  }
+  std::unique_ptr<CtlProcess> start_drain(int) override { return start_ctl({"--json", "scale-down", "--idle", "0"}); }
+  bool drained(const CtlResult& r, const std::string& id) override {
+    const State s = record(id).state;
+    if (s == State::kRunning) {  // kept: busy at the plan, the GET, or the drain's conditional write
+      EXPECT_LE(r.exit_code, 1) << describe(r);
+      const Json::Value j = parse_json(r.out.empty() ? "{}" : r.out, "scale-down");
+      for (const auto& d : j["decisions"]) {
+        if (d["instance_id"].asString() == id) std::printf("  scale-down kept it: %s\n", write_json(d).c_str());
+      }
+      return false;
+    }
+    EXPECT_EQ(r.exit_code, 0) << describe(r) << consoles();
+    EXPECT_TRUE(eventually([&] { return ec2_state(id) == "terminated"; }, 60s)) << ec2_state(id);
+    return true;
+  }
+  void next_runner(int) override { scale_up(); }
+  void after_next_runner(int) override {}
+
+ private:
+  void scale_up() {
+    CtlResult r = ctl({"--json", "scale-up", "--to", "1", "--resource-class", "small"});
+    EXPECT_EQ(r.exit_code, 0) << describe(r) << consoles();
+  }
+};
+
+class DrainRaceSharedStock : public DrainRaceShared {
+ protected:
+  bool stock() const override { return true; }
+  void SetUp() override {
+    DrainRaceShared::SetUp();
+    if (HasFatalFailure()) return;
+    std::ofstream(fs::path(base_) / "runner-template" / ".standin.json", std::ios::trunc) << "{\"mode\": \"stock\"}\n";
+  }
+  std::string more_config() const override { return DrainRaceShared::more_config() + kStockAgent; }
 };
 
 TEST_F(DrainRace, AJobAroundAReleaseIsNeverLostNorLateOnADrainCapableRunner) { run_trials(); }
 
 TEST_F(DrainRaceStock, AJobAroundAReleaseIsNeverLostOnAStockRunnerAndLateRedispatchesAreCounted) { run_trials(); }
+
+TEST_F(DrainRaceShared, AJobAroundAScaleDownIsNeverLostNorLateOnADrainCapableRunner) { run_trials(); }
+
+TEST_F(DrainRaceSharedStock, AJobAroundAScaleDownIsNeverLostOnAStockRunnerAndLateRedispatchesAreCounted) {
+  run_trials();
+}
 
 }  // namespace
 }  // namespace runpool::controller::e2e
