@@ -31,6 +31,8 @@ std::optional<long long> parse_int(const std::string& s) {
   return v;
 }
 
+RetryVerdict classify_aws_answer(long status, std::string_view code);  // by status and code alone
+
 }  // namespace
 
 bool is_aws_throttling_code(std::string_view code) {
@@ -46,7 +48,19 @@ bool is_aws_capacity_code(std::string_view code) {
          std::end(kOtherCapacityCodes);
 }
 
-RetryVerdict classify_aws(long status, std::string_view code) {
+RetryVerdict classify_aws(long status, std::string_view code, std::string_view retry_after) {
+  RetryVerdict v = classify_aws_answer(status, code);
+  if (!v.retry) return v;
+  if (auto seconds = parse_int(std::string(retry_after)); seconds && *seconds >= 0) {
+    v.wait = std::chrono::seconds(*seconds);
+    v.reason += " (retry-after)";
+  }
+  return v;
+}
+
+namespace {
+
+RetryVerdict classify_aws_answer(long status, std::string_view code) {
   if (code == "ConditionalCheckFailedException") return {false, std::nullopt, "condition failed"};
   if (is_aws_capacity_code(code)) {
     return {false, std::nullopt, "capacity (" + std::string(code) + ")"};
@@ -58,6 +72,8 @@ RetryVerdict classify_aws(long status, std::string_view code) {
   if (status >= 500 || status == 429) return {true, std::nullopt, "HTTP " + std::to_string(status)};
   return {false, std::nullopt, code.empty() ? "HTTP " + std::to_string(status) : std::string(code)};
 }
+
+}  // namespace
 
 RetryVerdict classify_github(const HttpResponse& response, WallTime now, int attempt) {
   long status = response.status;

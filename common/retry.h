@@ -31,7 +31,9 @@ struct RetryVerdict {
 // AWS: 5xx, throttling codes (ThrottlingException, RequestLimitExceeded, …), InternalServerError,
 // ServiceUnavailable. Never ConditionalCheckFailedException or other 4xx answers, nor EC2's
 // capacity errors (InsufficientInstanceCapacity comes as a 500, but the caller must fall back).
-RetryVerdict classify_aws(long status, std::string_view error_code);
+// A retryable answer carrying Retry-After (delta seconds, as a 503 may) waits that long, not a
+// backoff that could ask again at once; with_retries caps it by max_server_wait.
+RetryVerdict classify_aws(long status, std::string_view error_code, std::string_view retry_after = {});
 bool is_aws_throttling_code(std::string_view code);
 // EC2's capacity answers (Insufficient*Capacity, spot limits): the caller falls back to another
 // type, subnet or usage class; retrying the same request is pointless.

@@ -27,6 +27,25 @@ TEST(ClassifyAws, ServerErrorsRetryClientErrorsDoNot) {
   EXPECT_FALSE(classify_aws(400, "InvalidInstanceID.NotFound").retry);
 }
 
+TEST(ClassifyAws, RetryAfterOnARetryableAnswerIsTheWait) {
+  RetryVerdict v = classify_aws(503, "ServiceUnavailable", "2");
+  EXPECT_TRUE(v.retry);
+  ASSERT_TRUE(v.wait);
+  EXPECT_EQ(*v.wait, std::chrono::seconds(2));
+  EXPECT_EQ(classify_aws(400, "ThrottlingException", "1").wait, Duration{std::chrono::seconds(1)});
+  EXPECT_EQ(classify_aws(503, "ServiceUnavailable", "0").wait, Duration{0});
+  // Without it, or unreadable (the HTTP-date form, garbage, negative): backoff as before.
+  for (const char* bad : {"", "Wed, 21 Oct 2015 07:28:00 GMT", "soon", "-3", "1.5"}) {
+    RetryVerdict b = classify_aws(503, "ServiceUnavailable", bad);
+    EXPECT_TRUE(b.retry) << bad;
+    EXPECT_FALSE(b.wait) << bad;
+  }
+  // An answer that is not retried stays an answer whatever it says.
+  EXPECT_FALSE(classify_aws(400, "ConditionalCheckFailedException", "1").retry);
+  EXPECT_FALSE(classify_aws(500, "InsufficientInstanceCapacity", "1").retry);
+  EXPECT_FALSE(classify_aws(400, "ValidationException", "1").wait);
+}
+
 TEST(ClassifyAws, CapacityErrorsAreNotRetriedDespiteTheir500) {
   EXPECT_FALSE(classify_aws(500, "InsufficientInstanceCapacity").retry);
   EXPECT_FALSE(classify_aws(400, "MaxSpotInstanceCountExceeded").retry);

@@ -34,7 +34,7 @@ HttpResponse AwsCaller::call(const std::string& operation, HttpRequest request, 
       return std::nullopt;
     }
     ErrorInfo err = parse_error(resp);
-    RetryVerdict verdict = classify_aws(resp.status, err.code);
+    RetryVerdict verdict = classify_aws(resp.status, err.code, resp.header("retry-after"));
     if (!verdict.retry || last) {
       throw AwsError(settings_.service, operation, resp.status,
                      err.code.empty() ? "HTTP" + std::to_string(resp.status) : err.code, err.message);

@@ -51,5 +51,21 @@ TEST(AwsCallerObserver, SeesEveryAnswerWithItsTimesAndFeedsTheAwsClock) {
   EXPECT_NEAR(static_cast<double>(aws_clock.offset().count()), 65'000.0, 1000.0);
 }
 
+// A 503 with Retry-After (the local cloud's fault, and what an overloaded endpoint may send) is
+// retried after the time it names, not after a backoff that could be a few milliseconds.
+TEST(AwsCallerRetry, WaitsTheRetryAfterOfA503) {
+  FakeClock clock(from_epoch_ms(1'700'000'000'000));
+  TimedHttp http(clock);
+  http.latency = Duration{0};
+  StaticCredentialsProvider creds(AwsCredentials{"AKID", Secret("s"), Secret(), std::nullopt});
+  AwsCaller caller(http, creds, clock, ServiceSettings{"dynamodb", "http://127.0.0.1:9", "us-east-1", RetryPolicy{}});
+  http.answers.push_back(HttpResponse{503, {{"retry-after", "3"}}, R"({"__type":"ServiceUnavailable"})"});
+  http.answers.push_back(HttpResponse{200, {}, "{}"});
+  const WallTime before = clock.now();
+  caller.call("GetItem", HttpRequest{}, parse_json_error);
+  EXPECT_EQ(clock.now() - before, Duration{std::chrono::seconds(3)});
+  EXPECT_EQ(caller.requests_sent(), 2);
+}
+
 }  // namespace
 }  // namespace runpool::aws
