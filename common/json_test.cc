@@ -22,6 +22,17 @@ TEST(Json, MalformedInputNamesTheSource) {
   EXPECT_FALSE(try_parse_json("{").has_value());
 }
 
+// Found by the fuzzers: jsoncpp throws its own exception past 1,000 levels of nesting. Deep
+// documents are malformed JSON like any other (a pool message of 1,000 '[' is dropped, not fatal).
+TEST(Json, DeepNestingIsMalformedNotAnException) {
+  for (const std::string& deep : {std::string(1100, '['), std::string(1100, '[') + std::string(1100, ']'),
+                                  std::string(5000, '{')}) {
+    EXPECT_FALSE(try_parse_json(deep).has_value());
+    EXPECT_THROW(parse_json(deep, "deep"), JsonError);
+  }
+  EXPECT_TRUE(try_parse_json(std::string(100, '[') + std::string(100, ']')).has_value());
+}
+
 TEST(Json, TypedAccessReportsMissingAndWrongTypes) {
   Json::Value v = parse_json(R"({"s": "x", "n": 5, "f": 1.5, "null": null})", "doc");
   EXPECT_EQ(require_string(v, "s", "doc"), "x");

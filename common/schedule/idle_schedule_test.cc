@@ -27,6 +27,13 @@ std::string error_of(const std::string& json) {
   return "(accepted)";
 }
 
+// Found by the fuzzer: 1,000 nested '[' made jsoncpp throw its own exception, which escaped
+// runpoolctl's configuration checks and aborted it.
+TEST(IdleSchedule, DeepNestingIsInvalidJsonNotACrash) {
+  EXPECT_THROW(parse_idle_schedule(std::string(1100, '[')), std::invalid_argument);
+  EXPECT_THROW(parse_idle_schedule(std::string(1100, '[') + std::string(1100, ']')), std::invalid_argument);
+}
+
 TEST(IdleSchedule, ParsesEveryFieldAndTheDefaults) {
   auto s = parse_idle_schedule(
       R"([{"cron": "* 8-18 * * mon-fri", "time_zone": "Europe/Berlin", "idle": 3, "eviction": "newest_first",
