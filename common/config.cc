@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/log.h"
+
 namespace runpool {
 namespace {
 
@@ -92,7 +94,7 @@ const KeySpec& Config::spec(const std::string& key) const {
   for (const auto& s : schema_) {
     if (s.key == key) return s;
   }
-  throw ConfigError("unknown configuration key '" + key + "'");
+  throw ConfigError("unknown configuration key '" + printable(key, 80) + "'");
 }
 
 void Config::validate(const KeySpec& s, const std::string& value, const std::string& origin) const {
@@ -162,7 +164,7 @@ void Config::merge_text(const std::string& text, const std::string& origin) {
 
 void Config::merge_file(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw ConfigError("cannot read configuration file " + path);
+  if (!in) throw ConfigError("cannot read configuration file " + printable(path));
   std::stringstream ss;
   ss << in.rdbuf();
   merge_text(ss.str(), path);
@@ -185,7 +187,7 @@ std::string Config::origin(const std::string& key) const {
 }
 
 void Config::reject(const std::string& key, const std::string& why) const {
-  throw ConfigError("invalid value for " + key + " (from " + origin(key) + "): " + why);
+  throw ConfigError("invalid value for " + key + " (from " + printable(origin(key)) + "): " + printable(why, 400));
 }
 
 std::string Config::get_string(const std::string& key) const {

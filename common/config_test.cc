@@ -95,6 +95,20 @@ TEST(Config, ErrorsNameTheKeyAndTheOrigin) {
   EXPECT_NE(error_of([&] { c.merge_file("/nonexistent/runpool.conf"); }).find("cannot read"), std::string::npos);
 }
 
+// What an error quotes back (an unknown key, a file path, a reason quoting a value) is one short
+// printable line: a hostile key cannot drive the terminal or forge a second line.
+TEST(Config, ErrorsQuoteOutsideInputPrintably) {
+  Config c(schema());
+  for (const std::string& e : {error_of([&] { c.set("a\x1b[2J\nb", "1", "--set"); }),
+                               error_of([&] { c.set(std::string(100000, 'k'), "1", "--set"); }),
+                               error_of([&] { c.merge_file("/nonexistent/\x1b[31m\n.conf"); }),
+                               error_of([&] { c.reject("table", "'" + std::string(5000, 'v') + "\r\n' is bad"); })}) {
+    EXPECT_LT(e.size(), 600u) << e.substr(0, 700);
+    EXPECT_EQ(e.find_first_of("\n\r\x1b"), std::string::npos) << e.substr(0, 700);
+  }
+  EXPECT_NE(error_of([&] { c.set("a\nb", "1", "--set"); }).find("unknown configuration key 'a?b'"), std::string::npos);
+}
+
 TEST(Config, RejectNamesTheKeyAndWhereItsValueCameFrom) {
   Config c(schema());
   c.merge_text("\nmax_instances = 7\n", "pool.conf");

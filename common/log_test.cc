@@ -51,6 +51,31 @@ TEST(Logging, JsonLinesAreValidJsonEvenWithHostileMessages) {
   EXPECT_EQ(v["msg"].asString(), hostile);
 }
 
+// A message quoting outside input cannot forge a second text line or send terminal escapes.
+TEST(Logging, TextLinesShowControlCharactersAsQuestionMarks) {
+  std::ostringstream out;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+  spdlog::logger logger("t", sink);
+  logger.set_formatter(make_text_formatter());
+  logger.warn("skipping item {}", "i-0bad\n2026-11-21T00:00:00.000Z info all good\r\x1b[2J\x07\x7f\ttab");
+  logger.flush();
+  std::string line = out.str();
+  ASSERT_FALSE(line.empty());
+  EXPECT_EQ(line.back(), '\n');
+  EXPECT_EQ(line.find('\n'), line.size() - 1) << line;
+  for (char c : {'\r', '\x1b', '\x07', '\x7f'}) EXPECT_EQ(line.find(c), std::string::npos) << line;
+  EXPECT_NE(line.find("i-0bad?2026-11-21T00:00:00.000Z info all good??[2J??\ttab"), std::string::npos) << line;
+  EXPECT_NE(line.find(" warning skipping item "), std::string::npos) << line;
+}
+
+TEST(Printable, ShowsControlCharactersAndCutsLongText) {
+  EXPECT_EQ(printable("a\nb\r\x1b[2J\x7f\tc"), "a?b??[2J??c");
+  EXPECT_EQ(printable("plain \xc3\xa9"), "plain \xc3\xa9");
+  EXPECT_EQ(printable(std::string(1 << 20, 'x'), 10), "xxxxxxxxxx…");
+  EXPECT_EQ(printable("ab\xc3\xa9", 3), "ab…");  // never half a character
+  EXPECT_EQ(printable(""), "");
+}
+
 TEST(Logging, ParsesFormatNames) {
   LogFormat f;
   EXPECT_TRUE(parse_log_format("json", &f));
