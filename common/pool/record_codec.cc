@@ -1,5 +1,7 @@
 #include "common/pool/record_codec.h"
 
+#include <algorithm>
+
 namespace runpool::pool {
 namespace {
 
@@ -12,10 +14,27 @@ void put_int(aws::Item& item, const char* name, int64_t value) {
   if (value != 0) item[name] = AttributeValue::number(value);
 }
 
+// The item's id for a warning: a corrupted or foreign item's id may be huge or hold control
+// characters, which must not forge log lines or flood them — at most 64 bytes, each outside
+// printable ASCII shown as '?'.
 std::string where(const aws::Item& item) {
   auto it = item.find(attr::kInstanceId);
-  if (it != item.end() && it->second.type() == AttributeValue::Type::kString) return "item " + it->second.as_string();
-  return "item without an instance_id";
+  if (it == item.end() || it->second.type() != AttributeValue::Type::kString) return "item without an instance_id";
+  const std::string& id = it->second.as_string();
+  std::string shown = id.substr(0, 64);
+  for (char& c : shown) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return "item " + shown + (id.size() > 64 ? "…" : "");
+}
+
+// "i-" and letters or digits: EC2's ids (and the tests' stand-ins), nothing a log line, a shell or
+// an EC2 filter could read as more than an id.
+bool plausible_instance_id(const std::string& id) {
+  if (id.size() < 3 || id.size() > 64 || id.rfind("i-", 0) != 0) return false;
+  return std::all_of(id.begin() + 2, id.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  });
 }
 
 }  // namespace
@@ -62,7 +81,7 @@ InstanceRecord decode_record(const aws::Item& item) {
   try {
     InstanceRecord r;
     r.instance_id = aws::get_string(item, attr::kInstanceId);
-    if (r.instance_id.rfind("i-", 0) != 0 || r.instance_id.size() > 64) {
+    if (!plausible_instance_id(r.instance_id)) {
       throw RecordError("instance_id is not an EC2 instance id");
     }
     auto state = parse_state(aws::get_string(item, attr::kState));

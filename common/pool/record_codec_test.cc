@@ -123,5 +123,30 @@ TEST(RecordCodec, ForeignAndCorruptItemsAreRejectedWithTheirId) {
   }
 }
 
+// An id that is not "i-" and letters or digits — control characters, a path, shell syntax, a huge
+// string — is refused, and the error shows at most 64 printable bytes of it: the warning that skips
+// the item stays one short line that cannot forge another.
+TEST(RecordCodec, HostileIdsAreRefusedAndShownSafely) {
+  aws::Item good = encode_record(full_record());
+  for (const std::string& id : {std::string("i-0bad\nforged: all good"), std::string("i-\x1b[31m0bad"),
+                                std::string("../../etc/passwd"), std::string("i-$(touch x)"), std::string("i-0 1"),
+                                std::string("i-"), "i-" + std::string(100000, 'f'), std::string("i-\xc3\xa9")}) {
+    aws::Item item = good;
+    item[attr::kInstanceId] = AttributeValue::string(id);
+    try {
+      decode_record(item);
+      ADD_FAILURE() << "accepted " << ::testing::PrintToString(id.substr(0, 40));
+    } catch (const RecordError& e) {
+      std::string what = e.what();
+      EXPECT_LT(what.size(), 200u) << what.substr(0, 300);
+      for (char c : what) EXPECT_TRUE(c >= 0x20 || c < 0) << ::testing::PrintToString(what);
+      EXPECT_EQ(what.find('\x1b'), std::string::npos);
+    }
+  }
+  aws::Item ok = good;
+  ok[attr::kInstanceId] = AttributeValue::string("i-0123456789abcdef0");
+  EXPECT_EQ(decode_record(ok).instance_id, "i-0123456789abcdef0");
+}
+
 }  // namespace
 }  // namespace runpool::pool
