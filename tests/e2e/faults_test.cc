@@ -168,7 +168,11 @@ TEST_F(Faults, TableUnavailableLongerThanAHeartbeat) {
   int outages = 0;
   int64_t outage_errors = 0, heartbeat_errors = 0;
   auto outage = [&](State expected) {
-    std::vector<InstanceRecord> before = records();
+    std::vector<InstanceRecord> before;  // this lifecycle's instances (earlier trials' are retired)
+    for (auto& r : records()) {
+      if (r.state == expected) before.push_back(std::move(r));
+    }
+    EXPECT_EQ(static_cast<int>(before.size()), size_.instances);
     const FaultCounts c0 = counts("dynamodb");
     const int64_t beats0 = counts_of("dynamodb", "UpdateItem").errors;
     Json::Value down;
