@@ -95,6 +95,10 @@ int main(int argc, char** argv) {
       "runpoolctl"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every command");
+  // CLI11 quotes the offending argument back: shown printable and cut short, one line naming us.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "runpoolctl: " + printable(e.what(), 300) + "\nRun with --help for more information.\n";
+  });
 
   std::string config_file, log_format, log_level;
   bool json = false;
@@ -195,7 +199,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // An unknown command is left over as an extra argument: say so, rather than only that a
     // command is required.
-    for (const auto& extra : app.remaining()) std::cerr << "runpoolctl: unknown command or argument '" << extra << "'\n";
+    for (const auto& extra : app.remaining()) {
+      std::cerr << "runpoolctl: unknown command or argument '" << printable(extra, 80) << "'\n";
+    }
     app.exit(e);
     return kExitUsage;
   }
@@ -210,7 +216,7 @@ int main(int argc, char** argv) {
     }
     for (const auto& kv : sets) {
       auto eq = kv.find('=');
-      if (eq == std::string::npos) throw ConfigError("--set " + kv + ": expected key=value");
+      if (eq == std::string::npos) throw ConfigError("--set " + printable(kv, 80) + ": expected key=value");
       std::string key = kv.substr(0, eq);
       for (const auto& spec : config.schema()) {
         if (spec.key == key && spec.type == KeyType::kSecret) {
@@ -232,7 +238,7 @@ int main(int argc, char** argv) {
     init_logging(format, level);
     settings = load_settings(config, env);
   } catch (const ConfigError& e) {
-    std::cerr << "runpoolctl: configuration error: " << e.what() << "\n";
+    std::cerr << "runpoolctl: configuration error: " << printable(e.what(), 600) << "\n";
     return kExitUsage;
   }
 
@@ -298,13 +304,15 @@ int main(int argc, char** argv) {
 #endif
     }
   } catch (const ConfigError& e) {
-    std::cerr << "runpoolctl: configuration error: " << e.what() << "\n";
+    // Every error may quote outside input (an argument, a value from the table or an answer):
+    // printed printable and short, one line.
+    std::cerr << "runpoolctl: configuration error: " << printable(e.what(), 600) << "\n";
     return kExitUsage;
   } catch (const UsageError& e) {
-    std::cerr << "runpoolctl: " << e.what() << "\n";
+    std::cerr << "runpoolctl: " << printable(e.what(), 600) << "\n";
     return kExitUsage;
   } catch (const std::exception& e) {
-    std::cerr << "runpoolctl: " << e.what() << "\n";
+    std::cerr << "runpoolctl: " << printable(e.what(), 600) << "\n";
     return kExitFailed;
   }
   return kExitFailed;

@@ -5,11 +5,13 @@
 #include "controller/scale_down.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 
 #include <spdlog/spdlog.h>
 
 #include "common/json.h"
+#include "common/log.h"
 #include "common/pool/memory_state_table.h"
 #include "common/pool/scale_down_plan.h"
 #include "common/pool/transitions.h"
@@ -430,6 +432,13 @@ class ScaleDown {
 int run_scale_down(Context& ctx, const ScaleDownOptions& options) { return ScaleDown(ctx, options).run(); }
 
 int run_bypass_removal(Context& ctx, const std::vector<std::string>& instance_ids, bool on, bool json) {
+  // Ids from the command line: anything but "i-" and letters or digits is refused before any
+  // lookup (and never echoed raw).
+  for (const auto& id : instance_ids) {
+    bool ok = id.size() > 2 && id.size() <= 64 && id.rfind("i-", 0) == 0 &&
+              std::all_of(id.begin() + 2, id.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); });
+    if (!ok) throw UsageError("bypass-removal: '" + printable(id, 40) + "' is not an instance id (i-…)");
+  }
   int failed = 0;
   Json::Value doc(Json::arrayValue);
   for (const auto& id : instance_ids) {

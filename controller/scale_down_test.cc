@@ -256,6 +256,23 @@ TEST_F(ScaleDownTest, BypassRemovalExemptsAnInstanceUntilCleared) {
   EXPECT_EQ(state(r), State::kTerminating);
 }
 
+// Ids that are not "i-" and letters or digits (shell or path syntax, control characters, huge)
+// are a usage error before any lookup, quoted printable and short.
+TEST_F(ScaleDownTest, BypassRemovalRefusesWhatIsNotAnInstanceId) {
+  auto r = add_shared(1, 20);
+  for (const std::string& bad : {std::string("$(touch x)"), std::string("i-0\x1b[2J"), std::string("../../etc/passwd"),
+                                 std::string("i-"), "i-" + std::string(100000, 'f'), std::string("i-0 1")}) {
+    try {
+      run_bypass_removal(ctx, {r.instance_id, bad}, true, false);
+      ADD_FAILURE() << "accepted " << bad.substr(0, 40);
+    } catch (const UsageError& e) {
+      EXPECT_LT(std::string(e.what()).size(), 120u);
+      EXPECT_EQ(std::string(e.what()).find('\x1b'), std::string::npos);
+    }
+  }
+  EXPECT_FALSE(w.record(r.instance_id).bypass_removal) << "nothing was marked";
+}
+
 TEST_F(ScaleDownTest, ScaleUpLaunchesTheShortfallAsSharedRunnersWithOneRegistrationToken) {
   add_shared(1, 20);
   auto busy = add_shared(2, 30);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/json.h"
+#include "common/log.h"
 
 namespace runpool::controller {
 
@@ -68,14 +69,17 @@ std::string status_text(const StatusView& v) {
                        "CLASS", "TYPE", "AGE", "HEARTBEAT", "BUSY", "DEADLINE");
     for (const auto& r : v.records) {
       out += fmt::format("{:<20} {:<11} {:<28} {:<8} {:<12} {:>7} {:>9} {:<4} {:>8}\n", r.instance_id,
-                         pool::state_name(r.state), r.label.empty() ? "-" : r.label, r.resource_class,
-                         r.instance_type, short_age(v.now_ms - r.created_ms),
+                         // Values from the table, shown printable and short: a corrupted or hostile item
+                         // must not drive the terminal or flood it.
+                         pool::state_name(r.state), r.label.empty() ? "-" : printable(r.label, 100),
+                         printable(r.resource_class, 40), printable(r.instance_type, 40),
+                         short_age(v.now_ms - r.created_ms),
                          r.heartbeat_ms ? short_age(v.now_ms - r.heartbeat_ms) : "-", r.busy ? "yes" : "no",
                          r.deadline_ms ? short_age(r.deadline_ms - v.now_ms) : "-");
       // The operator's pre-run script is news only when it did not succeed (docs/agent.md).
       if (r.pre_run == pool::PreRun::kFailed || r.pre_run == pool::PreRun::kTimeout) {
         out += fmt::format("{:<20} pre-run {}: {}\n", "", pool::pre_run_name(r.pre_run),
-                           r.pre_run_detail.empty() ? "-" : r.pre_run_detail);
+                           r.pre_run_detail.empty() ? "-" : printable(r.pre_run_detail, 200));
       }
     }
   }

@@ -60,6 +60,22 @@ TEST(Status, TableAndPoolDepth) {
   EXPECT_EQ(j["instances"][0]["heartbeat_age_ms"].asInt(), 1000);
 }
 
+// A record whose label (never validated on read) holds terminal escapes or is huge: shown
+// printable and cut, so status cannot drive or flood the operator's terminal.
+TEST(Status, HostileValuesFromTheTableAreShownPrintableAndShort) {
+  World w;
+  auto r = testing::idle_record("i-00000000000000ab1", w.now());
+  r.state = pool::State::kRunning;
+  r.label = "x\x1b[2J\n$(touch y)" + std::string(100000, 'l');
+  r.instance_type = "c7i\r.large";
+  w.table.inner.create(r);
+  ASSERT_EQ(run_status(w.ctx, {false, false}), kExitOk);
+  std::string text = w.out.str();
+  EXPECT_EQ(text.find_first_of("\x1b\r"), std::string::npos);
+  EXPECT_NE(text.find("x?[2J?$(touch y)lll"), std::string::npos) << text.substr(0, 500);
+  EXPECT_LT(text.size(), 2000u);
+}
+
 TEST(Status, ShowsAPreRunScriptThatDidNotSucceed) {
   World w;
   auto ok = testing::idle_record("i-00000000000000bb1", w.now());
