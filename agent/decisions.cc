@@ -1,6 +1,7 @@
 #include "agent/decisions.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "common/config.h"
 
@@ -9,6 +10,37 @@ namespace runpool::agent {
 using pool::AgentSignal;
 using pool::InstanceRecord;
 using pool::State;
+
+namespace {
+
+// The record is the controller's, but a corrupted or forged one must not register a runner under
+// labels it was never given (a comma adds labels: another run's, and its jobs) or with a URL that
+// is not a GitHub scope. A run-scoped label is one label; a shared pool's is a list.
+bool runner_labels_ok(const std::string& label, bool shared) {
+  size_t start = 0;
+  while (true) {
+    size_t comma = label.find(',', start);
+    std::string one = label.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (one.empty() || one.size() > 100) return false;
+    for (char c : one) {
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return false;
+    }
+    if (comma == std::string::npos) return true;
+    if (!shared) return false;
+    start = comma + 1;
+  }
+}
+
+// http(s)://host[:port]/owner[/repo]: letters, digits and . _ - : / only.
+bool registration_url_ok(const std::string& url) {
+  size_t scheme = url.rfind("https://", 0) == 0 ? 8 : url.rfind("http://", 0) == 0 ? 7 : 0;
+  if (!scheme || url.size() > 300 || url.find('/', scheme) == std::string::npos) return false;
+  return std::all_of(url.begin() + static_cast<std::ptrdiff_t>(scheme), url.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == ':' || c == '/';
+  });
+}
+
+}  // namespace
 
 std::string_view phase_name(Phase p) {
   switch (p) {
@@ -71,6 +103,10 @@ Decision idle(const AgentState& a, const InstanceRecord& r) {
   }
   if (r.label.empty()) return {Action::kRefuse, "the assignment has no label" + gen};
   if (r.reg_url.empty()) return {Action::kRefuse, "the assignment has no registration URL" + gen};
+  if (!runner_labels_ok(r.label, r.shared)) return {Action::kRefuse, "the assignment's label is not a runner label" + gen};
+  if (!registration_url_ok(r.reg_url)) {
+    return {Action::kRefuse, "the assignment's registration URL is not a GitHub owner or repository URL" + gen};
+  }
   if (r.reg_token.empty()) return {Action::kRefuse, "the registration token is missing or already used" + gen};
   return {Action::kRegister, "new assignment " + r.label + gen};
 }

@@ -64,6 +64,30 @@ TEST(DecideIdle, WaitsForAssignmentsAlreadyServedOrFailed) {
   EXPECT_EQ(decide(agent(Phase::kIdle, 0, 0), std::nullopt).action, Action::kWait);
 }
 
+// A corrupted or forged record: labels a run-scoped assignment was never given (a comma adds
+// labels), shell or control characters, a URL that is not a GitHub scope — refused, never
+// registered. A shared pool's label list is fine.
+TEST(DecideIdle, RefusesHostileLabelsAndRegistrationUrls) {
+  for (const std::string& label : {std::string("run-1,victim-run"), std::string("x,$(touch y)"), std::string("a b"),
+                                   std::string("run\n1"), std::string(","), std::string("run-1,"), std::string(101, 'l')}) {
+    InstanceRecord r = rec(State::kClaimed, 3);
+    r.label = label;
+    EXPECT_EQ(act(agent(Phase::kIdle, 0, 2), r), Action::kRefuse) << label;
+  }
+  for (const std::string& url : {std::string("https://github.com/o/r\";touch y;\""), std::string("ftp://github.com/o"),
+                                 std::string("https://github.com"), std::string("https://github.com/o r"),
+                                 std::string("file:///etc/passwd"), std::string("https://github.com/o/$(x)")}) {
+    InstanceRecord r = rec(State::kClaimed, 3);
+    r.reg_url = url;
+    EXPECT_EQ(act(agent(Phase::kIdle, 0, 2), r), Action::kRefuse) << url;
+  }
+  InstanceRecord shared = rec(State::kClaimed, 3);
+  shared.shared = true;
+  shared.label = "self-hosted,linux,x64,small";
+  shared.reg_url = "http://127.0.0.1:8080/acme";
+  EXPECT_EQ(act(agent(Phase::kIdle, 0, 2), shared), Action::kRegister);
+}
+
 TEST(DecideIdle, RefusesAssignmentsItCannotServe) {
   InstanceRecord r = rec(State::kClaimed, 3);
   r.label.clear();

@@ -61,6 +61,10 @@ int main(int argc, char** argv) {
   app.add_flag("--check-config", check_only, "validate the configuration and exit (0 valid, 2 not)");
   app.add_flag("--config-reference", reference, "print the configuration keys as a Markdown table and exit");
   app.set_version_flag("--version", RUNPOOL_VERSION);
+  // CLI11 quotes the offending argument back: shown printable and cut short, one line naming us.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "runpool-agent: " + runpool::printable(e.what(), 300) + "\nRun with --help for more information.\n";
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -83,7 +87,7 @@ int main(int argc, char** argv) {
     config.merge_env([](const char* name) { return std::getenv(name); });
     for (const auto& kv : sets) {
       auto eq = kv.find('=');
-      if (eq == std::string::npos) throw runpool::ConfigError("--set " + kv + ": expected key=value");
+      if (eq == std::string::npos) throw runpool::ConfigError("--set " + runpool::printable(kv, 80) + ": expected key=value");
       config.set(kv.substr(0, eq), kv.substr(eq + 1), "--set");
     }
     settings = runpool::agent::load_agent_settings(config);
