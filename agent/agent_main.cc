@@ -241,7 +241,8 @@ int run_agent(const AgentSettings& s, const std::string& version) {
     if (!result.cancelled) loop.set_pre_run(result.status, result.detail);
   }
   PollIntervals intervals{s.assignment_poll_interval, s.idle_poll_interval, s.settle_poll_interval, s.settle_window};
-  std::optional<std::chrono::steady_clock::time_point> settling_since;
+  std::chrono::steady_clock::time_point settling_since{};  // meaningful while was_settling
+  bool was_settling = false;
   int exit_code = kExitStopped;
   while (!stop.requested()) {
     watchdog.alive();
@@ -255,9 +256,9 @@ int run_agent(const AgentSettings& s, const std::string& version) {
     PollFacts facts;
     facts.idle = loop.state().phase == Phase::kIdle;
     facts.settling = loop.settling();
-    if (!facts.settling) settling_since.reset();
-    else if (!settling_since) settling_since = now;
-    if (settling_since) facts.settling_for = std::chrono::duration_cast<Duration>(now - *settling_since);
+    if (facts.settling && !was_settling) settling_since = now;
+    was_settling = facts.settling;
+    if (facts.settling) facts.settling_for = std::chrono::duration_cast<Duration>(now - settling_since);
     facts.wake_active = wake && wake->active();
     if (stop.wait_or_nudge(next_poll_interval(facts, intervals))) break;
   }

@@ -82,7 +82,7 @@ std::vector<KeySpec> agent_schema() {
        "how often the agent reads its record while it serves an assignment, and while idle without a wake-up queue",
        20, 5 * kMin},
       {"wake_queue", KeyType::kBool, "true",
-       "long-poll an SQS queue of the agent's own (<pool>-wake-<instance id>, created at start) that runpoolctl "
+       "long-poll the SQS queue runpoolctl made for this instance at launch (<pool>-wake-<instance id>) and "
        "signals after a claim or a drain request, so an idle agent reads its record at once"},
       {"idle_poll_interval", KeyType::kDuration, "15s",
        "how often an idle agent whose wake-up queue works reads its record anyway (a lost wake-up costs at most this)",

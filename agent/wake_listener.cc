@@ -6,15 +6,11 @@
 
 namespace runpool::agent {
 
-std::map<std::string, std::string> wake_queue_attributes() {
-  return {{"MessageRetentionPeriod", "60"}, {"VisibilityTimeout", "30"}};
-}
-
 bool WakeListener::poll_once(int wait_seconds) {
   try {
     if (url_.empty()) {
-      url_ = sqs_.create_queue(name_, wake_queue_attributes());
-      spdlog::info("wake-up queue {} ready", name_);
+      url_ = sqs_.get_queue_url(name_);
+      spdlog::info("listening for wake-ups on {}", name_);
     }
     // Listening from here on: the main loop may count on a wake-up while this poll is open.
     active_ = true;

@@ -1,11 +1,12 @@
-// The agent's end of its wake-up queue (common/pool/wake_queue.h): creates the queue, long-polls
-// it on a thread of its own and nudges the main loop for every wake-up, so an idle agent reads
-// its record the moment runpoolctl claims it. Any failure only means the agent polls its record
-// at the shorter assignment interval until the queue works again.
+// The agent's end of its wake-up queue (common/pool/wake_queue.h): finds the queue runpoolctl
+// made for this instance (its policy lets only this instance's credentials in, so the instance
+// role needs no SQS permission), long-polls it on a thread of its own and nudges the main loop for
+// every wake-up, so an idle agent reads its record the moment runpoolctl claims it. Any failure —
+// no queue (an instance launched by an older runpoolctl), no access — only means the agent polls
+// its record at the shorter assignment interval until the queue works.
 #pragma once
 
 #include <atomic>
-#include <map>
 #include <string>
 
 #include "agent/stop_flag.h"
@@ -13,17 +14,13 @@
 
 namespace runpool::agent {
 
-// Fixed so that CreateQueue stays idempotent across agent versions: a wake-up older than a
-// minute (SQS's shortest retention) is worthless anyway.
-std::map<std::string, std::string> wake_queue_attributes();
-
 class WakeListener {
  public:
   WakeListener(aws::SqsClient& sqs, std::string queue_name) : sqs_(sqs), name_(std::move(queue_name)) {}
 
-  // One long poll of up to `wait_seconds` (creating the queue first when needed); the wake-ups
-  // it received are deleted. True when at least one came. Throws on any failure; when SQS says
-  // the queue does not exist (deleted by refresh, say) the next call creates it again.
+  // One long poll of up to `wait_seconds` (looking the queue's URL up first when needed); the
+  // wake-ups it received are deleted. True when one came. Throws on any failure; when SQS says the
+  // queue does not exist the next call looks it up again.
   bool poll_once(int wait_seconds);
 
   // A long poll is open or the last one succeeded (thread-safe): the main loop may poll its

@@ -37,7 +37,7 @@ class WakeListenerTest : public ::testing::Test {
   WakeListener wake_;
 };
 
-TEST_F(WakeListenerTest, CreatesItsQueueOnceThenLongPollsAndDeletesWakeUps) {
+TEST_F(WakeListenerTest, LooksItsQueueUpOnceThenLongPollsAndDeletesWakeUps) {
   http_.push(200, R"({"QueueUrl":")" + kUrl + R"("})");
   http_.push(200, R"({"Messages":[{"MessageId":"m1","ReceiptHandle":"r1","Body":"wake"},)"
                   R"({"MessageId":"m2","ReceiptHandle":"r2","Body":"wake"}]})");
@@ -47,9 +47,8 @@ TEST_F(WakeListenerTest, CreatesItsQueueOnceThenLongPollsAndDeletesWakeUps) {
   EXPECT_TRUE(wake_.poll_once(20));
   EXPECT_TRUE(wake_.active());
   ASSERT_EQ(http_.count(), 4u);
-  EXPECT_EQ(target(0), "AmazonSQS.CreateQueue");
-  EXPECT_EQ(write_json(http_.body_json(0)),
-            R"({"Attributes":{"MessageRetentionPeriod":"60","VisibilityTimeout":"30"},"QueueName":"ci-wake-i-00000001"})");
+  EXPECT_EQ(target(0), "AmazonSQS.GetQueueUrl");
+  EXPECT_EQ(write_json(http_.body_json(0)), R"({"QueueName":"ci-wake-i-00000001"})");
   EXPECT_EQ(target(1), "AmazonSQS.ReceiveMessage");
   EXPECT_EQ(http_.body_json(1)["WaitTimeSeconds"].asInt(), 20);
   EXPECT_EQ(http_.body_json(1)["QueueUrl"].asString(), kUrl);
@@ -59,11 +58,11 @@ TEST_F(WakeListenerTest, CreatesItsQueueOnceThenLongPollsAndDeletesWakeUps) {
   http_.push(200, "");  // an empty long poll (local-aws-sqs: an empty body)
   EXPECT_FALSE(wake_.poll_once(20));
   EXPECT_EQ(http_.count(), 5u);
-  EXPECT_EQ(target(4), "AmazonSQS.ReceiveMessage");  // no second CreateQueue
+  EXPECT_EQ(target(4), "AmazonSQS.ReceiveMessage");  // no second lookup
   EXPECT_TRUE(wake_.active());
 }
 
-TEST_F(WakeListenerTest, AQueueDeletedUnderItIsCreatedAgain) {
+TEST_F(WakeListenerTest, AMissingQueueIsLookedUpAgainLater) {
   http_.push(200, R"({"QueueUrl":")" + kUrl + R"("})");
   http_.push(400, kNoQueue, {{"x-amzn-query-error", "AWS.SimpleQueueService.NonExistentQueue;Sender"}});
   EXPECT_THROW(wake_.poll_once(1), aws::QueueDoesNotExistError);
@@ -71,7 +70,7 @@ TEST_F(WakeListenerTest, AQueueDeletedUnderItIsCreatedAgain) {
   http_.push(200, R"({"QueueUrl":")" + kUrl + R"("})");
   http_.push(200, "{}");
   EXPECT_FALSE(wake_.poll_once(1));
-  EXPECT_EQ(target(2), "AmazonSQS.CreateQueue");
+  EXPECT_EQ(target(2), "AmazonSQS.GetQueueUrl");
   EXPECT_TRUE(wake_.active());
 }
 

@@ -170,7 +170,7 @@ class BenchPool : public controller::e2e::E2eTest {
     // runpoolctl's and the agent's defaults (docs/runpoolctl.md, docs/agent.md) for every key the
     // test harness sets faster; terminate_wait only speeds the clean-up up, never a measurement.
     std::string c =
-        "poll_interval = 1s\nclaim_wait = 2s\nprovision_timeout = 10m\nrelease_timeout = 15m\n"
+        "poll_interval = 200ms\nclaim_wait = 1s\nprovision_timeout = 10m\nrelease_timeout = 15m\n"
         "cancel_drain_wait = 1m\nmax_heartbeat_age = 2m\nagent_heartbeat_interval = 30s\n"
         "agent_assignment_poll_interval = 1s\nagent_extra = terminate_wait=5s\n";
     for (const auto& line : extra_) c += line + "\n";

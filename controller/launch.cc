@@ -29,6 +29,17 @@ bool write_record(Context& ctx, const LaunchOrder& order, const LaunchedInstance
   return false;
 }
 
+// The agent's wake-up queue (common/pool/wake_queue.h). Without it the agent still works, reading
+// its record every assignment_poll_interval: a failure is only logged. Shared runners are never
+// claimed, so they go without.
+void make_wake_queue(Context& ctx, const std::string& instance_id) {
+  try {
+    ctx.queue.create_wake_queue(instance_id);
+  } catch (const std::exception& e) {
+    spdlog::warn("instance {}: no wake-up queue ({}); its agent polls its record instead", instance_id, e.what());
+  }
+}
+
 }  // namespace
 
 void launch_instances(Context& ctx, const LaunchOrder& order, LaunchOutcome& out) {
@@ -77,6 +88,7 @@ void launch_instances(Context& ctx, const LaunchOrder& order, LaunchOutcome& out
         }
         spdlog::info("launched {} ({}, {})", li.instance_id, li.instance_type, pool::usage_class_name(li.usage));
         out.records.push_back(record);
+        if (!order.shared) make_wake_queue(ctx, li.instance_id);
         --need;
         ++launched;
       }

@@ -38,8 +38,10 @@ class PoolQueue {
   virtual void advertise(const std::string& resource_class, const pool::PoolMessage& message) = 0;
   virtual QueueDepth depth(const std::string& resource_class) = 0;
 
-  // The agents' wake-up queues (common/pool/wake_queue.h). wake() asks one agent to read its
-  // record now; it is a hint, so callers log its failures and go on (wake_agent below).
+  // The agents' wake-up queues (common/pool/wake_queue.h), created with each launched instance
+  // (a policy lets only that instance receive). wake() asks one agent to read its record now; it
+  // is a hint, so callers log its failures and go on (wake_agents below).
+  virtual void create_wake_queue(const std::string& instance_id) = 0;
   virtual void wake(const std::string& instance_id) = 0;
   virtual std::vector<std::string> wake_queue_urls() = 0;  // every wake-up queue of this pool
   virtual void delete_queue(const std::string& queue_url) = 0;

@@ -62,12 +62,40 @@ QueueDepth SqsPoolQueue::depth(const std::string& resource_class) {
                     a.approximate_number_of_messages_not_visible.value_or(0)};
 }
 
+std::map<std::string, std::string> wake_queue_attributes() {
+  return {{"MessageRetentionPeriod", "60"}, {"VisibilityTimeout", "30"}};
+}
+
+std::string SqsPoolQueue::any_url() {
+  if (settings_.resource_classes.empty()) throw std::runtime_error("no resource class: no pool queue");
+  return url(settings_.resource_classes.front().name);
+}
+
+std::string SqsPoolQueue::any_arn() {
+  std::string u = any_url();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (arn_.empty()) {
+    auto a = sqs_.get_queue_attributes(u, {"QueueArn"});
+    if (!a.queue_arn) throw std::runtime_error("the pool queue's attributes name no QueueArn");
+    arn_ = *a.queue_arn;
+  }
+  return arn_;
+}
+
+void SqsPoolQueue::create_wake_queue(const std::string& instance_id) {
+  auto name = pool::wake_queue_name(settings_.pool, instance_id);
+  auto policy = pool::wake_queue_policy(any_arn(), settings_.pool, instance_id);
+  if (!name || !policy) throw std::runtime_error("no wake-up queue name or policy for " + instance_id);
+  auto attributes = wake_queue_attributes();
+  attributes["Policy"] = *policy;
+  sqs_.create_queue(*name, attributes);
+}
+
 void SqsPoolQueue::wake(const std::string& instance_id) {
   auto name = pool::wake_queue_name(settings_.pool, instance_id);
-  if (!name) return;  // the agent has no wake-up queue either
-  if (settings_.resource_classes.empty()) return;
+  if (!name) return;  // no queue can have been made for it
   // Any pool queue's URL names the account and region; the wake-up queue is its sibling.
-  sqs_.send_message(pool::sibling_queue_url(url(settings_.resource_classes.front().name), *name), "wake");
+  sqs_.send_message(pool::sibling_queue_url(any_url(), *name), "wake");
 }
 
 std::vector<std::string> SqsPoolQueue::wake_queue_urls() {

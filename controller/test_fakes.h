@@ -73,6 +73,10 @@ class MemoryQueue final : public PoolQueue {
     for (const auto& m : queues[c]) (m.hidden_until > now() ? d.in_flight : d.visible)++;
     return d;
   }
+  void create_wake_queue(const std::string& instance_id) override {
+    if (fail_wake) throw aws::AwsError("sqs", "CreateQueue", 500, "InternalFailure", "injected");
+    wake_urls.push_back("http://sqs.local/000000000000/" + instance_id + "-wake");
+  }
   void wake(const std::string& instance_id) override {
     if (fail_wake) throw aws::AwsError("sqs", "SendMessage", 400, "QueueDoesNotExist", "injected");
     wakes.push_back(instance_id);

@@ -1,5 +1,8 @@
 #include "common/pool/wake_queue.h"
 
+#include <vector>
+
+#include "common/json.h"
 #include "common/pool/runner_name.h"
 
 namespace runpool::pool {
@@ -16,6 +19,39 @@ std::string sibling_queue_url(std::string_view sibling_url, std::string_view nam
   size_t slash = sibling_url.rfind('/');
   std::string base(slash == std::string_view::npos ? std::string_view{} : sibling_url.substr(0, slash + 1));
   return base + std::string(name);
+}
+
+std::optional<std::string> wake_queue_policy(std::string_view sibling_queue_arn, std::string_view pool,
+                                             std::string_view instance_id) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (int i = 0; i < 5; ++i) {
+    size_t colon = sibling_queue_arn.find(':', start);
+    if (colon == std::string_view::npos) return std::nullopt;
+    parts.emplace_back(sibling_queue_arn.substr(start, colon - start));
+    start = colon + 1;
+  }
+  // arn : partition : sqs : region : account : name
+  if (parts[0] != "arn" || parts[1].empty() || parts[2] != "sqs" || parts[3].empty() || parts[4].empty()) {
+    return std::nullopt;
+  }
+  auto name = wake_queue_name(pool, instance_id);
+  if (!name || !is_instance_id(instance_id)) return std::nullopt;
+  const std::string& partition = parts[1];
+  const std::string& region = parts[3];
+  const std::string& account = parts[4];
+  Json::Value statement(Json::objectValue);
+  statement["Sid"] = "ItsInstanceOnly";
+  statement["Effect"] = "Allow";
+  statement["Principal"]["AWS"] = "arn:" + partition + ":iam::" + account + ":root";
+  for (const char* a : {"sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:DeleteMessage"}) statement["Action"].append(a);
+  statement["Resource"] = "arn:" + partition + ":sqs:" + region + ":" + account + ":" + *name;
+  statement["Condition"]["StringEquals"]["ec2:SourceInstanceARN"] =
+      "arn:" + partition + ":ec2:" + region + ":" + account + ":instance/" + std::string(instance_id);
+  Json::Value policy(Json::objectValue);
+  policy["Version"] = "2012-10-17";
+  policy["Statement"].append(statement);
+  return write_json(policy);
 }
 
 std::optional<std::string> wake_queue_instance(std::string_view pool, std::string_view queue_url) {

@@ -1,5 +1,5 @@
 // Wake-up queues: each agent long-polls an SQS queue of its own, `<pool>-wake-<instance id>`,
-// which it creates at start. A message there (any body) makes it read its record at once instead
+// which runpoolctl creates when it launches the instance. A message there (any body) makes it read its record at once instead
 // of at its next idle poll, so an idle agent can read its record rarely and still take a claim
 // within a fraction of a second. The record stays the only truth: a wake-up that is lost or
 // forged costs a poll's delay or one read, nothing else. runpoolctl sends one after each claim
@@ -27,6 +27,14 @@ std::optional<std::string> wake_queue_name(std::string_view pool, std::string_vi
 // pool): SQS queue URLs end in "/<account>/<name>", so only the last path segment changes. This
 // spares a GetQueueUrl per wake-up.
 std::string sibling_queue_url(std::string_view sibling_url, std::string_view name);
+
+// The queue policy a wake-up queue is created with: only requests made with the credentials of
+// instance `instance_id` (ec2:SourceInstanceARN) may get its URL, receive and delete — so the
+// instance role itself needs no SQS permission at all. `sibling_queue_arn` is any queue ARN of the
+// pool ("arn:<partition>:sqs:<region>:<account>:<name>"), which names the partition, region and
+// account; nullopt when it is not one.
+std::optional<std::string> wake_queue_policy(std::string_view sibling_queue_arn, std::string_view pool,
+                                             std::string_view instance_id);
 
 // The instance a wake queue URL (or name) belongs to; nullopt for any other queue, e.g. one of
 // another pool whose name merely starts the same way.

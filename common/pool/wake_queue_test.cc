@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/json.h"
+
 namespace runpool::pool {
 namespace {
 
@@ -37,6 +39,35 @@ TEST(WakeQueue, InstanceOfAQueueUrlOrName) {
   // A pool whose own name contains "-wake-" still parses only its own queues.
   EXPECT_EQ(wake_queue_instance("a-wake-b", "a-wake-b-wake-i-01234567"), "i-01234567");
   EXPECT_FALSE(wake_queue_instance("a", "a-wake-b-wake-i-01234567"));
+}
+
+TEST(WakeQueue, ThePolicyLetsOnlyItsInstanceReceive) {
+  auto p = wake_queue_policy("arn:aws:sqs:eu-west-1:123456789012:ci-small", "ci", "i-0123456789abcdef0");
+  ASSERT_TRUE(p);
+  Json::Value doc = parse_json(*p, "policy");
+  EXPECT_EQ(doc["Version"].asString(), "2012-10-17");
+  ASSERT_EQ(doc["Statement"].size(), 1u);
+  const Json::Value& st = doc["Statement"][0];
+  EXPECT_EQ(st["Effect"].asString(), "Allow");
+  EXPECT_EQ(st["Principal"]["AWS"].asString(), "arn:aws:iam::123456789012:root");
+  EXPECT_EQ(write_json(st["Action"]), R"(["sqs:GetQueueUrl","sqs:ReceiveMessage","sqs:DeleteMessage"])");
+  EXPECT_EQ(st["Resource"].asString(), "arn:aws:sqs:eu-west-1:123456789012:ci-wake-i-0123456789abcdef0");
+  EXPECT_EQ(st["Condition"]["StringEquals"]["ec2:SourceInstanceARN"].asString(),
+            "arn:aws:ec2:eu-west-1:123456789012:instance/i-0123456789abcdef0");
+  // Other partitions keep theirs.
+  auto cn = wake_queue_policy("arn:aws-cn:sqs:cn-north-1:123456789012:ci-small", "ci", "i-01234567");
+  ASSERT_TRUE(cn);
+  EXPECT_NE(cn->find("arn:aws-cn:ec2:cn-north-1:123456789012:instance/i-01234567"), std::string::npos);
+}
+
+TEST(WakeQueue, NoPolicyFromABadArnOrId) {
+  for (const char* arn : {"", "arn:aws:sqs", "arn:aws:sqs:eu-west-1:123", "arn:aws:sns:eu-west-1:1:ci-small",
+                          "xarn:aws:sqs:eu-west-1:1:ci", "arn::sqs:eu-west-1:1:ci", "arn:aws:sqs::1:ci",
+                          "arn:aws:sqs:eu-west-1::ci"}) {
+    EXPECT_FALSE(wake_queue_policy(arn, "ci", "i-01234567")) << arn;
+  }
+  EXPECT_FALSE(wake_queue_policy("arn:aws:sqs:eu-west-1:1:ci", "ci", "i-0123\"x"));
+  EXPECT_FALSE(wake_queue_policy("arn:aws:sqs:eu-west-1:1:ci", std::string(70, 'p'), "i-01234567"));
 }
 
 TEST(WakeQueue, StaleQueuesAreThoseWithoutALiveInstance) {

@@ -1,6 +1,6 @@
-// The agent's wake-up queue on a real local-cloud instance: with an idle poll of a minute, a claim
-// followed by a wake-up message (what runpoolctl sends) is served within seconds; the agent
-// created its queue itself, and consumed the wake-up.
+// The agent's wake-up queue on a real local-cloud instance: with record polls a minute apart, an
+// assignment followed by a wake-up message (what runpoolctl sends) is served within seconds; the
+// agent found its queue (made after it started) and consumed the wake-up.
 #include <gtest/gtest.h>
 
 #include "agent/testing/local_cloud_agent.h"
@@ -24,19 +24,11 @@ TEST(AgentWake, AnAssignmentIsSeenAtTheWakeUpNotAtTheNextPoll) {
       {.drain_capable = true,
        .extra_config = "idle_poll_interval = 60s\nassignment_poll_interval = 60s\nboot_grace = 5m\n"});
 
-  // The agent makes its own queue, named for the pool and the instance.
+  // Its queue, as runpoolctl makes it at launch (here a little later: the agent looks again).
   const std::string name = *pool::wake_queue_name(AgentCloud::kPool, id);
-  std::string url;
-  ASSERT_TRUE(eventually(
-      [&] {
-        try {
-          url = sqs.get_queue_url(name);
-          return true;
-        } catch (const aws::QueueDoesNotExistError&) {
-          return false;
-        }
-      },
-      20s))
+  const std::string url = sqs.create_queue(name, {{"MessageRetentionPeriod", "60"}});
+  ASSERT_TRUE(eventually([&] { return env.console(id).find("listening for wake-ups on " + name) != std::string::npos; },
+                         30s))
       << env.console(id);
   std::this_thread::sleep_for(2s);  // past its first look at the (still missing) record
 

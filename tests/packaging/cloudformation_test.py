@@ -104,7 +104,8 @@ for name, (ident, collection, body) in loops.items():
     props = queue["Properties"]
     check(props.get("QueueName") == {"Fn::Sub": "${PoolName}-${" + ident + "}"},
           f"queue name {props.get('QueueName')} is not <pool>-<class> (Settings::queue_name)")
-    code = dict(re.findall(r'\{"(\w+)", "(\d+)"\}', source("controller/sqs_pool_queue.cc")))
+    body = re.search(r"pool_queue_attributes\(\) \{(.*?)\n\}", source("controller/sqs_pool_queue.cc"), re.S)
+    code = dict(re.findall(r'\{"(\w+)", "(\d+)"\}', body.group(1) if body else ""))
     check(code, "no queue attributes found in controller/sqs_pool_queue.cc")
     for k, v in code.items():
         check(str(props.get(k)) == v, f"queue {k} = {props.get(k)}, runpoolctl init creates it with {v}")

@@ -252,7 +252,7 @@ for path in glob.glob(os.path.join(SRC, "common", "aws", "*.cc")):
 check(len(ops) >= 15, f"too few operations found in common/aws: {sorted(ops)}")
 # Operations the clients offer that runpoolctl never calls (tests and tooling only).
 # The metrics log group is the operator's (CloudFormation creates it, with its retention).
-not_for_runpoolctl = {"sqs:DeleteQueue", "dynamodb:DeleteTable", "ec2:DeleteTags", "logs:CreateLogGroup"}
+not_for_runpoolctl = {"dynamodb:DeleteTable", "ec2:DeleteTags", "logs:CreateLogGroup"}
 missing = ops - not_for_runpoolctl - actions(controller)
 check(not missing, f"the controller policy lacks operations the code issues: {sorted(missing)}")
 # CreateFleet launches through RunInstances (checked on the caller), and needs the role passed.
@@ -260,7 +260,7 @@ extra = actions(controller) - ops - {"ec2:RunInstances", "iam:PassRole", "iam:Cr
 check(not extra, f"the controller policy grants operations the code never issues: {sorted(extra)}")
 
 star_ok = {"ec2:DescribeInstances", "ec2:DescribeLaunchTemplates", "ec2:DescribeLaunchTemplateVersions",
-           "ec2:CreateFleet", "iam:CreateServiceLinkedRole"}
+           "ec2:CreateFleet", "iam:CreateServiceLinkedRole", "sqs:ListQueues"}
 for st in controller["Statement"]:
     sid = st.get("Sid")
     if "*" in st["Resource"]:
