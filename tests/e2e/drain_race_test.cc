@@ -302,6 +302,16 @@ class DrainRaceShared : public DrainRace {
   const char* drain_name() const override { return "scale-down"; }
   int ci_trials() const override { return 1; }  // each drain terminates its instance: a cold launch per trial
   std::string assign(int) override {
+    // A runner that has just finished a job may still report busy: scale-up would count it out
+    // of the idle ones and launch another.
+    eventually(
+        [&] {
+          for (const auto& r : records()) {
+            if (r.state == State::kRunning && r.busy) return false;
+          }
+          return true;
+        },
+        30s);
     scale_up();
     std::string id;
     int serving = 0;
