@@ -16,4 +16,4 @@ ctest --output-on-failure --timeout 600 -j 2 "$@"
 
 # The parsers' libFuzzer targets, a few seconds each (scripts/fuzz.sh; RUNPOOL_FUZZ_SECONDS=0 skips).
 cd "$OLDPWD"
-if [ "${RUNPOOL_FUZZ_SECONDS:-8}" != 0 ]; then scripts/fuzz.sh "${RUNPOOL_FUZZ_SECONDS:-8}"; fi
+if [ "${RUNPOOL_FUZZ_SECONDS:-6}" != 0 ]; then scripts/fuzz.sh "${RUNPOOL_FUZZ_SECONDS:-6}"; fi
