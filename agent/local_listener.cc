@@ -47,8 +47,9 @@ void LocalListener::take_lines(std::string& buffer, bool is_stdout, std::vector<
 }
 
 void LocalListener::read_pipes(std::vector<RunnerEvent>& events) {
-  if (out_open_) out_open_ = read_available(child_.stdout_fd, out_buf_);
-  if (err_open_) err_open_ = read_available(child_.stderr_fd, err_buf_);
+  // Files (LocalRunnerHost::start_listener): their end is only "nothing new yet".
+  if (out_open_) out_open_ = read_available(child_.stdout_fd, out_buf_) || child_.output_in_files;
+  if (err_open_) err_open_ = read_available(child_.stderr_fd, err_buf_) || child_.output_in_files;
   take_lines(out_buf_, true, events);
   take_lines(err_buf_, false, events);
 }

@@ -1,5 +1,6 @@
-// A running `bin/Runner.Listener run`: its stdout and stderr come through pipes, its _diag log is
-// tailed, and each line becomes a RunnerEvent for the loop. Started by LocalRunnerHost.
+// A running `bin/Runner.Listener run`: its stdout and stderr are read from the files it writes
+// them to (not pipes: it must outlive the agent), its _diag log is tailed, and each line becomes a
+// RunnerEvent for the loop. Started by LocalRunnerHost.
 #pragma once
 
 #include <deque>

@@ -193,6 +193,9 @@ std::unique_ptr<ListenerProcess> LocalRunnerHost::start_listener() {
   o.env = runner_env();
   o.cwd = s_.root;
   o.user = s_.user;
+  // Files, not pipes: the Listener (and the job in hand) outlives an agent that dies or restarts,
+  // and would die at its next line of output into a pipe nobody reads any more.
+  o.output_to_files = true;
   Child c = spawn(o);
   listener_pid_ = c.pid;
   spdlog::info("started the Listener, pid {}", c.pid);

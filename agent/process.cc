@@ -66,6 +66,25 @@ bool is_zombie(pid_t pid) {
   return close == std::string::npos || close + 2 >= line.size() || line[close + 2] == 'Z' || line[close + 2] == 'X';
 }
 
+// An unlinked file the child appends to (fds[1]) and the agent reads from the start through a
+// descriptor of its own (fds[0], its own offset). False (errno set) when it cannot be made.
+bool capture_file(int fds[2]) {
+  char path[] = "/tmp/runpool-output-XXXXXX";
+  int w = mkostemp(path, O_CLOEXEC | O_APPEND);
+  if (w < 0) return false;
+  unlink(path);
+  int r = open(("/proc/self/fd/" + std::to_string(w)).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (r < 0) {
+    int e = errno;
+    close(w);
+    errno = e;
+    return false;
+  }
+  fds[0] = r;
+  fds[1] = w;
+  return true;
+}
+
 }  // namespace
 
 std::optional<UserIdentity> lookup_user(const std::string& name) {
@@ -106,10 +125,13 @@ Child spawn(const SpawnOptions& o) {
       if (fd >= 0) close(fd);
     }
   };
+  const bool files = o.capture_output && o.output_to_files;
   if (pipe2(status_pipe, O_CLOEXEC) != 0 ||
-      (o.capture_output && (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0))) {
+      (o.capture_output && !files && (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)) ||
+      (files && (!capture_file(out) || !capture_file(err)))) {
+    int e = errno;
     close_all();
-    throw std::runtime_error(std::string("spawn: pipe: ") + std::strerror(errno));
+    throw std::runtime_error(std::string(files ? "spawn: output file: " : "spawn: pipe: ") + std::strerror(e));
   }
   int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull < 0) {
@@ -179,6 +201,7 @@ Child spawn(const SpawnOptions& o) {
     fcntl(err[0], F_SETFL, fcntl(err[0], F_GETFL) | O_NONBLOCK);
     c.stdout_fd = out[0];
     c.stderr_fd = err[0];
+    c.output_in_files = files;
   }
   return c;
 }

@@ -32,12 +32,16 @@ struct SpawnOptions {
   std::string cwd;
   std::optional<UserIdentity> user;  // run as this user; nullopt: as the agent
   bool capture_output = true;        // stdout and stderr to pipes; else /dev/null
+  // Captured into two unlinked files instead of pipes: a child that outlives the agent (kill -9
+  // included) never meets a broken pipe (SIGPIPE, EPIPE) at its next line of output.
+  bool output_to_files = false;
 };
 
 struct Child {
   pid_t pid = -1;
   int stdout_fd = -1;  // non-blocking, close-on-exec; -1 without capture
   int stderr_fd = -1;
+  bool output_in_files = false;  // the fds read files (EOF: nothing new yet), not pipes
 };
 
 // Starts the process in a new process group (its pid is the group id). Throws std::runtime_error

@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <thread>
+
 #include <gtest/gtest.h>
 
 namespace runpool::agent {
@@ -85,6 +87,46 @@ TEST(Process, ExitCodesAndOutputTail) {
   EXPECT_FALSE(r.timed_out);
   EXPECT_LE(r.output.size(), 100u);
   EXPECT_NE(r.output.find("err"), std::string::npos);
+}
+
+// Reads `fd` (bounded, about 5 s) until `out` holds `want`.
+bool read_until(int fd, std::string& out, const std::string& want) {
+  for (int i = 0; i < 250 && out.find(want) == std::string::npos; ++i) {
+    read_available(fd, out);
+    if (out.find(want) == std::string::npos) std::this_thread::sleep_for(20ms);
+  }
+  return out.find(want) != std::string::npos;
+}
+
+// The Listener must outlive an agent killed with kill -9 (the next agent takes it over): with
+// pipes its next line of output after the agent is gone kills it (SIGPIPE), with output files it
+// runs on. The files are read from the start, and their end only means "nothing new yet".
+TEST(Process, OutputToFilesLetsTheChildOutliveItsReader) {
+  for (bool files : {false, true}) {
+    SpawnOptions o;
+    o.argv = {"/bin/sh", "-c", "echo first; echo warn >&2; sleep 0.5; echo second; exit 7"};
+    o.env = {"PATH=/usr/bin:/bin"};
+    o.output_to_files = files;
+    Child c = spawn(o);
+    EXPECT_EQ(c.output_in_files, files);
+    std::string out, err;
+    ASSERT_TRUE(read_until(c.stdout_fd, out, "first\n")) << out;
+    ASSERT_TRUE(read_until(c.stderr_fd, err, "warn\n")) << err;
+    if (files) {
+      EXPECT_FALSE(read_available(c.stdout_fd, out)) << "at the end of the file for now";
+      ASSERT_TRUE(read_until(c.stdout_fd, out, "second\n")) << "later lines still come: " << out;
+      EXPECT_EQ(out, "first\nsecond\n");
+    }
+    close(c.stdout_fd);  // the reader (the agent) is gone
+    close(c.stderr_fd);
+    int ws = 0;
+    ASSERT_EQ(waitpid(c.pid, &ws, 0), c.pid);
+    if (files) {
+      EXPECT_TRUE(WIFEXITED(ws) && WEXITSTATUS(ws) == 7) << "status " << ws;
+    } else {
+      EXPECT_TRUE(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGPIPE) << "status " << ws;
+    }
+  }
 }
 
 TEST(Process, FindsProcessesByUserAndCommandLine) {
