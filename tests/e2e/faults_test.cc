@@ -6,6 +6,8 @@
 // way: every job succeeded exactly once, no refresh pass disturbed a healthy instance, nothing
 // left running or registered; and the local cloud's counters prove the faults were met.
 // CI size by default; RUNPOOL_RELIABILITY_FULL=1 for more instances, jobs and trials.
+#include <random>
+
 #include "tests/e2e/faults_fixture.h"
 
 namespace runpool::controller::e2e {
@@ -22,7 +24,9 @@ class Faults : public FaultsE2e {
       std::vector<std::string> ids = lifecycle(tag + std::to_string(t), size_, hooks);
       if (HasFailure()) print_passes();
       ASSERT_FALSE(HasFailure()) << "trial " << t;
-      for (const auto& [msg, n] : agent_warnings(ids)) std::printf("[faults] %s agents: %dx %s\n", tag.c_str(), n, msg.c_str());
+      for (const auto& [msg, n] : agent_warnings(ids)) {
+        std::printf("[faults] %s agents: %dx %s\n", tag.c_str(), n, msg.c_str());
+      }
       retire_and_expect_nothing_left(ids);
       ASSERT_FALSE(HasFailure()) << "trial " << t;
     }
@@ -30,8 +34,9 @@ class Faults : public FaultsE2e {
     int failed = 0;
     for (const auto& p : passes()) failed += p.exit_code != 0;
     std::printf("[faults] %s: %d trial(s) of %d instances, %d jobs per workflow (2 workflows); %zu scheduled "
-                "refresh passes, %d failed; nothing lost\n",
-                tag.c_str(), size_.trials, size_.instances, size_.jobs, passes().size(), failed);
+                "refresh passes, %d failed; %s\n",
+                tag.c_str(), size_.trials, size_.instances, size_.jobs, passes().size(), failed,
+                HasFailure() ? "FAILURES above" : "every job once, nothing left running or registered");
   }
   // What the scheduled passes said, for a failure's diagnosis.
   void print_passes() {
@@ -70,7 +75,8 @@ TEST_F(Faults, TenPercentAwsErrorsAndThrottling) {
 }
 
 // (2) GitHub's secondary rate limits: 20% of REST calls answered 403 and 20% 429, each with
-// retry-after: 1 (a lifecycle makes only about ten REST calls). runpoolctl must wait exactly what it was told, once per refusal.
+// retry-after: 1 (a lifecycle makes only about ten REST calls). runpoolctl must wait exactly what
+// it was told, once per refusal.
 TEST_F(Faults, GithubSecondaryRateLimitsWithRetryAfter) {
   set_faults("github", rates(0, 0.2, 0.2));
   trials("gh");
@@ -98,19 +104,23 @@ TEST_F(Faults, SlowEndpoints) {
   for (const auto& [s, ms] : latency) EXPECT_GT(counts(s).requests, 0) << s << " was never called, never slowed";
 }
 
-// (4) IMDS tokens expire under the agents: no token lives more than a second and every live token
-// is expired every 2 s; role credentials are within the agent's 5-minute refresh margin from 10 s
-// on, so from then it fetches them through IMDS (with those tokens) before its AWS calls.
+// (4) IMDS tokens expire under the agents: no token lives more than a second, and every live
+// token is expired every 1-2.5 s (at random). Role credentials are within the agent's 5-minute
+// refresh margin from 5 s on, so from then it fetches them through IMDS (with those tokens)
+// before its AWS calls.
 TEST_F(Faults, ImdsTokensExpireDuringTheRun) {
   Json::Value s;
   s["imdsTokenMaxTtlSeconds"] = 1;
-  s["credentialTtlMs"] = 5 * 60 * 1000 + 10'000;  // the agent refreshes 5 min before expiry
+  s["credentialTtlMs"] = 5 * 60 * 1000 + 5'000;  // the agent refreshes 5 min before expiry
   cloud_.control("POST", "/_control/ec2/settings", s);
   std::map<std::string, Json::Value> tokens;  // instance -> its IMDS's last token counts
   std::mutex tokens_mu;
   std::atomic<bool> stop{false};
   std::thread expirer([&] {
     CurlHttpClient http;
+    // A random period, so the expiries cannot lock in phase with the agents' own renewals.
+    std::mt19937 rng{std::random_device{}()};
+    std::uniform_int_distribution<int> pause(10, 25);  // tenths of a second
     for (int i = 0; i < 1000 && !stop; ++i) {
       Json::Value all;
       try {
@@ -132,7 +142,7 @@ TEST_F(Faults, ImdsTokensExpireDuringTheRun) {
         } catch (const std::exception&) {
         }
       }
-      for (int t = 0; t < 20 && !stop; ++t) std::this_thread::sleep_for(100ms);
+      for (int t = pause(rng); t > 0 && !stop; --t) std::this_thread::sleep_for(100ms);
     }
   });
   trials("imds");
@@ -148,6 +158,9 @@ TEST_F(Faults, ImdsTokensExpireDuringTheRun) {
   }
   int64_t credential_fetches = 0;
   const Json::Value stats = cloud_.control("GET", "/_control/stats");
+  for (const auto& op : stats["imds"].getMemberNames()) {
+    std::printf("[faults] imds: %lld x %s\n", (long long)stats["imds"][op]["requests"].asInt64(), op.c_str());
+  }
   credential_fetches = stats["imds"]["GET /latest/meta-data/iam/security-credentials/*"]["requests"].asInt64();
   std::printf("[faults] imds: %zu instances; tokens issued %lld, expired by the test %lld; requests refused with "
               "an expired token %lld, a revoked one %lld; role credential fetches %lld\n",
