@@ -106,6 +106,18 @@ class CrashPoints : public CrashPointTest {
     cloud_.control("POST", "/_control/github/runners/bulk", body);
   }
 
+  // Work for a refresh, the same in every cycle: what the cycle left is settled first (a pass
+  // unheld), then a ghost runner to delete and a stale pool message, which makes the queue's depth
+  // differ from the idle records: a sweep.
+  void prepare_refresh(int n) {
+    Json::Value settle = refresh();
+    ASSERT_EQ(settle["exit_code"].asInt(), 0) << write_json(settle);
+    add_ghost_runner(n);
+    std::vector<std::string> idle = idle_ids();
+    ASSERT_EQ(idle.size(), 1u) << ::testing::PrintToString(state_counts());
+    send_message(message_for(idle[0], record(idle[0]).generation + 7));
+  }
+
   // Counts one command's steps in an uninterrupted run.
   int count_steps(const std::string& name, const std::vector<std::string>& args) {
     arm(controller_steps(), 0, "before");
@@ -130,7 +142,7 @@ class CrashPoints : public CrashPointTest {
 
 // The controller's four commands in a cycle that leaves the pool as it found it (one idle
 // instance): provision 2 (one warm, one launched) → release → scale-down to an idle quota of one →
-// refresh (with a ghost runner to delete and the retired instance's stale message to sweep).
+// refresh (a ghost runner to delete and a stale pool message to sweep).
 TEST_F(CrashPoints, TheControllerKilledAtEveryStep) {
   // The pool of one.
   Json::Value seed = provision("cp-seed", 1);
@@ -153,7 +165,7 @@ TEST_F(CrashPoints, TheControllerKilledAtEveryStep) {
   const int nr = count_steps("release", {"--json", "release", "--label", label});
   released(label, counted);
   const int ns = count_steps("scale-down", scale_down_args);
-  add_ghost_runner(++ghost_n);
+  prepare_refresh(++ghost_n);
   const int nf = count_steps("refresh", refresh_args);
   ASSERT_GT(np, 0);
   ASSERT_GT(nr, 0);
@@ -179,7 +191,7 @@ TEST_F(CrashPoints, TheControllerKilledAtEveryStep) {
     // Claims of this cycle may have hidden a message for claim_visibility: scale-down does not
     // care, but the invariants read the queue.
     trial("scale-down", scale_down_args, at(ps, i), {}, label, one_idle);
-    add_ghost_runner(++ghost_n);
+    prepare_refresh(++ghost_n);
     trial("refresh", refresh_args, at(pf, i), {}, label, nothing);
   }
   std::this_thread::sleep_for(kSettle);
@@ -236,8 +248,10 @@ TEST_F(CrashPoints, TheAgentKilledAtEveryStep) {
       }
       EXPECT_EQ(r.exit_code, 0) << describe(r) << consoles();
     };
-    run(provision_args(label, 1));
+    // Queued first: the job is dispatched as soon as the Listener listens, so a crash after the
+    // Listener started meets the job in hand.
     const int64_t job_id = queue_job(label, "through-the-crash", "true", 1500);
+    run(provision_args(label, 1));
     drive(
         [&] {
           std::string s = job(job_id)["state"].asString();
