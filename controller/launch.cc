@@ -29,6 +29,8 @@ bool write_record(Context& ctx, const LaunchOrder& order, const LaunchedInstance
   return false;
 }
 
+}  // namespace
+
 // The agent's wake-up queue (common/pool/wake_queue.h). Without it the agent still works, reading
 // its record every assignment_poll_interval: a failure is only logged. Shared runners are never
 // claimed, so they go without.
@@ -39,8 +41,6 @@ void make_wake_queue(Context& ctx, const std::string& instance_id) {
     spdlog::warn("instance {}: no wake-up queue ({}); its agent polls its record instead", instance_id, e.what());
   }
 }
-
-}  // namespace
 
 void launch_instances(Context& ctx, const LaunchOrder& order, LaunchOutcome& out) {
   std::set<std::string> known = order.known;

@@ -43,4 +43,8 @@ struct LaunchOutcome {
 // e.g. a bad launch template); `out` then holds what was launched and recorded before the error.
 void launch_instances(Context& ctx, const LaunchOrder& order, LaunchOutcome& out);
 
+// Creates a run-scoped instance's wake-up queue (common/pool/wake_queue.h); a failure is only
+// logged: without it the agent reads its record every assignment_poll_interval.
+void make_wake_queue(Context& ctx, const std::string& instance_id);
+
 }  // namespace runpool::controller

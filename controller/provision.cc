@@ -87,6 +87,7 @@ class Provision {
       if (!ctx_.table.create(r)) continue;  // another attempt recorded it first
       spdlog::info("instance {} was launched for {} by an earlier attempt that left no record: keeping it",
                    i.instance_id, report_.label);
+      make_wake_queue(ctx_, i.instance_id);  // the dead attempt may not have made it
       tracked_.push_back(Tracked{r, false, false, 0});
     }
   }

@@ -74,6 +74,12 @@ TEST(ProvisionRetry, RunsOnWhatTheDeadAttemptLaunchedInsteadOfASecondFleet) {
     EXPECT_EQ(r.instance_type, "c7i.large") << id;
   }
   EXPECT_EQ(w.record("i-00000000000000aa1").state, State::kIdle) << "left in the pool";
+  for (const auto& id : first) {
+    EXPECT_NE(std::find(w.queue.wake_urls.begin(), w.queue.wake_urls.end(),
+                        "http://sqs.local/000000000000/" + id + "-wake"),
+              w.queue.wake_urls.end())
+        << id << " has no wake-up queue";
+  }
 }
 
 TEST(ProvisionRetry, TakesOnlyWhatItStillNeeds) {
