@@ -102,7 +102,11 @@ SweepPlan plan_pool_sweep(const PoolView& view, const std::vector<InstanceRecord
       plan.notes.push_back(id + ": returned to the pool just now; its release is advertising it");
       continue;
     }
-    if (!view.complete) {
+    // A release that never confirmed its message (the flag, past the grace) is presumed to have
+    // died before sending it: re-advertised even while messages are in flight elsewhere (a sweep
+    // or claim that died holds them for its visibility timeout) — at worst a duplicate, which
+    // claims drop and the next sweep deletes.
+    if (!view.complete && !r.advertise_pending) {
       plan.notes.push_back(id + ": no message seen, but the sweep did not see the whole queue");
       continue;
     }

@@ -137,6 +137,23 @@ TEST(PlanPoolSweep, IncompleteSweepNeverReadvertises) {
   EXPECT_EQ(p.notes.size(), 1u);
 }
 
+// Found by the crash-point suite: a refresh killed mid-sweep hides the pool's messages for the
+// sweep's visibility timeout; a release killed right after returning an instance (flag set, no
+// message) must still be re-advertised by the next refresh, not only once those come back.
+TEST(PlanPoolSweep, IncompleteSweepStillReadvertisesAnUnconfirmedRelease) {
+  InstanceRecord r = idle("i-0000000a");
+  r.advertise_pending = true;
+  r.state_since_ms = kNow - kGrace;
+  auto p = plan_pool_sweep(view({}, {r, idle("i-0000000b")}, /*complete=*/false), {r, idle("i-0000000b")}, {}, kNow,
+                           kGrace);
+  ASSERT_EQ(p.advertise.size(), 1u) << "only the unconfirmed one: i-0000000b's message may be in flight";
+  EXPECT_EQ(p.advertise[0].record.instance_id, "i-0000000a");
+  EXPECT_EQ(p.advertise[0].rule, "pool.lost");
+  r.state_since_ms = kNow - kGrace + 1;  // its release may still be sending it
+  auto young = plan_pool_sweep(view({}, {r}, /*complete=*/false), {r}, {}, kNow, kGrace);
+  EXPECT_TRUE(young.advertise.empty());
+}
+
 TEST(PlanPoolSweep, RecordsThatMovedOnOrCouldNotBeReadAreLeftAlone) {
   InstanceRecord claimed = idle("i-0000000a", 4);
   claimed.state = State::kClaimed;
