@@ -44,8 +44,12 @@ void WakeListener::run(StopFlag& stop) {
     } catch (const std::exception& e) {
       if (stop.requested()) break;  // the long poll was cancelled for the stop
       if (e.what() != last_error) {
-        spdlog::warn("wake-up queue {}: {} (reading the record every assignment_poll_interval meanwhile)", name_,
-                     e.what());
+        // A queue that does not exist yet is normal at boot (runpoolctl creates it right after the
+        // launch) and for instances launched by an older runpoolctl: not a warning.
+        const bool missing = dynamic_cast<const aws::QueueDoesNotExistError*>(&e) != nullptr;
+        spdlog::log(missing ? spdlog::level::info : spdlog::level::warn,
+                    "wake-up queue {}: {} (reading the record every assignment_poll_interval meanwhile)", name_,
+                    missing ? "not there (yet)" : e.what());
       }
       last_error = e.what();
       if (stop.wait_for(backoff)) break;
