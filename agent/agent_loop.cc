@@ -58,7 +58,11 @@ void AgentLoop::set_status(const std::string& s) {
   if (on_status_) on_status_(s);
 }
 
-bool AgentLoop::report(const AgentReport& r, const char* what) {
+bool AgentLoop::report(const AgentReport& report, const char* what) {
+  // Every write of the agent is a sign of life: a record made idle right after its `drained` must
+  // not look dead to the next claim because the last heartbeat is older (or never landed).
+  AgentReport r = report;
+  if (!r.heartbeat_ms) r.heartbeat_ms = now_ms();
   try {
     bool ok = table_.report(s_.instance_id, r);
     health_.ok();

@@ -56,6 +56,22 @@ TEST_F(AgentLoopTest, ListenerDoesNotStartWhileTheTokenCannotBeTaken) {
   EXPECT_EQ(host_.starts, 1);
 }
 
+TEST_F(AgentLoopTest, EveryReportIsASignOfLifeAndCarriesAHeartbeat) {
+  // The heartbeat thread is not part of this fixture: whatever heartbeat the record shows was
+  // written by the loop's own reports. A claim drops an instance whose heartbeat looks stale.
+  launch();
+  EXPECT_EQ(record().heartbeat_ms, 0);
+  const int64_t booted_at = now();
+  ticks(1);  // (each tick then moves the clock 100 ms)
+  EXPECT_EQ(record().heartbeat_ms, booted_at) << "booted, the token taken";
+  clock_.advance(10s);
+  const int64_t registered_at = now();
+  host_.say(RunnerEvent::kListening);
+  ticks(1);
+  ASSERT_TRUE(pool::agent_reported(record(), AgentSignal::kRegistered));
+  EXPECT_EQ(record().heartbeat_ms, registered_at) << "registered";
+}
+
 TEST_F(AgentLoopTest, BusyIsReportedPromptlyFromTheRunnersOwnOutput) {
   serve();
   host_.say(RunnerEvent::kJobRequested, "42");

@@ -1,8 +1,22 @@
 #include "agent/heartbeat.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 namespace runpool::agent {
+
+Duration next_beat_wait(bool written, Duration interval, Duration& retry) {
+  constexpr Duration kFirstRetry = std::chrono::seconds(1);
+  if (written) {
+    retry = kFirstRetry;
+    return interval;
+  }
+  if (retry <= Duration::zero()) retry = kFirstRetry;
+  Duration wait = std::min(retry, interval);
+  retry = std::min(retry * 2, interval);
+  return wait;
+}
 
 Heartbeat::Heartbeat(pool::StateTable& table, std::string instance_id, Clock& aws_clock, Duration interval,
                      std::function<bool()> busy, TableHealth& health)
@@ -33,11 +47,12 @@ bool Heartbeat::beat() {
 void Heartbeat::start() {
   thread_ = std::thread([this] {
     std::unique_lock<std::mutex> lock(mu_);
+    Duration retry{};
     while (!stop_) {
       lock.unlock();
-      beat();
+      const bool written = beat();
       lock.lock();
-      cv_.wait_for(lock, interval_, [this] { return stop_; });
+      cv_.wait_for(lock, next_beat_wait(written, interval_, retry), [this] { return stop_; });
     }
   });
 }
