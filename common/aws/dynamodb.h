@@ -44,6 +44,15 @@ struct GetItemRequest {
   ExpressionNames names{};
 };
 
+// At most this many keys per BatchGetItem call (DynamoDB's limit).
+inline constexpr size_t kBatchGetMaxKeys = 100;
+
+struct BatchGetRequest {
+  std::string table{};
+  std::vector<Item> keys{};  // at most kBatchGetMaxKeys, all distinct (DynamoDB refuses either)
+  bool consistent_read = false;
+};
+
 struct PutItemRequest {
   std::string table{};
   Item item{};
@@ -193,6 +202,11 @@ class DynamoDbClient {
   explicit DynamoDbClient(AwsCaller& caller, Clock& clock = system_clock());
 
   std::optional<Item> get_item(const GetItemRequest& request);
+  // The items of request.keys that exist, in no particular order (no keys: no request). Keys
+  // DynamoDB leaves unprocessed (throttled, or past its 16 MB answer) are asked for again, backing
+  // off as the caller's retry policy does, for at most its max_attempts rounds; keys still
+  // unprocessed then are an AwsError "UnprocessedKeys", never a silently short answer.
+  std::vector<Item> batch_get_item(const BatchGetRequest& request);
   WriteResult put_item(const PutItemRequest& request);
   WriteResult update_item(const UpdateItemRequest& request);
   WriteResult delete_item(const DeleteItemRequest& request);
