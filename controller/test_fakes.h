@@ -202,11 +202,22 @@ class FakeRunners final : public Runners {
   bool fail_remove_token = false;
 };
 
-// A MemoryStateTable with hooks: a failing create, and a `before_transition` callback (a
-// competitor's write slipped in between our read and our write).
+// A MemoryStateTable with hooks: a failing create, failing batch reads, and a `before_transition`
+// callback (a competitor's write slipped in between our read and our write); it logs its reads.
 class HookedTable final : public pool::StateTable {
  public:
-  std::optional<pool::InstanceRecord> get(const std::string& id) override { return inner.get(id); }
+  std::optional<pool::InstanceRecord> get(const std::string& id) override {
+    reads.push_back("get " + id);
+    return inner.get(id);
+  }
+  std::map<std::string, pool::InstanceRecord> get_many(const std::vector<std::string>& ids) override {
+    reads.push_back("get_many " + std::to_string(ids.size()));
+    if (fail_get_many > 0) {
+      --fail_get_many;
+      throw aws::AwsError("dynamodb", "BatchGetItem", 500, "InternalServerError", "injected");
+    }
+    return inner.get_many(ids);
+  }
   bool create(const pool::InstanceRecord& r) override {
     if (fail_create) throw aws::AwsError("dynamodb", "PutItem", 500, "InternalServerError", "injected");
     return inner.create(r);
@@ -227,6 +238,8 @@ class HookedTable final : public pool::StateTable {
 
   pool::MemoryStateTable inner;
   bool fail_create = false;
+  int fail_get_many = 0;  // how many more get_many calls fail
+  std::vector<std::string> reads;  // "get <id>" and "get_many <number of ids>", in order
   bool lose_answer_once = false;
   std::function<void(const std::string&, const pool::Expect&, const pool::LifecycleChange&)> before_transition;
 };

@@ -156,6 +156,10 @@ class FlakyTable final : public pool::StateTable {
     check();
     return inner_.get(id);
   }
+  std::map<std::string, pool::InstanceRecord> get_many(const std::vector<std::string>& ids) override {
+    check();
+    return inner_.get_many(ids);
+  }
   bool create(const pool::InstanceRecord& r) override { return inner_.create(r); }
   bool transition(const std::string& id, const pool::Expect& e, const pool::LifecycleChange& c) override {
     return inner_.transition(id, e, c);

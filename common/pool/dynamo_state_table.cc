@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <set>
+
 #include "common/pool/record_codec.h"
 
 namespace runpool::pool {
@@ -114,6 +116,24 @@ std::optional<InstanceRecord> DynamoStateTable::get(const std::string& instance_
   auto item = db_.get_item({.table = table_, .key = key_of(instance_id), .consistent_read = true});
   if (!item) return std::nullopt;
   return decode_or_warn(*item);
+}
+
+std::map<std::string, InstanceRecord> DynamoStateTable::get_many(const std::vector<std::string>& instance_ids) {
+  std::set<std::string> unique(instance_ids.begin(), instance_ids.end());  // DynamoDB refuses duplicates
+  std::map<std::string, InstanceRecord> out;
+  std::vector<aws::Item> keys;
+  auto flush = [&] {
+    for (const auto& item : db_.batch_get_item({.table = table_, .keys = std::move(keys), .consistent_read = true})) {
+      if (auto r = decode_or_warn(item)) out.emplace(r->instance_id, std::move(*r));
+    }
+    keys.clear();
+  };
+  for (const auto& id : unique) {
+    keys.push_back(key_of(id));
+    if (keys.size() == aws::kBatchGetMaxKeys) flush();
+  }
+  if (!keys.empty()) flush();
+  return out;
 }
 
 bool DynamoStateTable::create(const InstanceRecord& record) {

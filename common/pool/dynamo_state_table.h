@@ -1,5 +1,6 @@
 // StateTable on DynamoDB: every write one UpdateItem (or PutItem/DeleteItem) whose condition
-// expression comes from Expect, every read a consistent GetItem or a paginated Query/Scan.
+// expression comes from Expect, every read a consistent GetItem, BatchGetItem (100 keys each) or a
+// paginated Query/Scan.
 #pragma once
 
 #include "common/aws/dynamodb.h"
@@ -12,6 +13,7 @@ class DynamoStateTable final : public StateTable {
   DynamoStateTable(aws::DynamoDbClient& db, std::string table);
 
   std::optional<InstanceRecord> get(const std::string& instance_id) override;
+  std::map<std::string, InstanceRecord> get_many(const std::vector<std::string>& instance_ids) override;
   bool create(const InstanceRecord& record) override;
   bool transition(const std::string& instance_id, const Expect& expect, const LifecycleChange& change) override;
   std::vector<InstanceRecord> by_label(const std::string& label) override;

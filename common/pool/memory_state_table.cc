@@ -51,9 +51,20 @@ void apply(InstanceRecord& r, const AgentReport& a) {
 
 std::optional<InstanceRecord> MemoryStateTable::get(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
+  ++gets_;
   auto it = records_.find(id);
   if (it == records_.end()) return std::nullopt;
   return it->second;
+}
+
+std::map<std::string, InstanceRecord> MemoryStateTable::get_many(const std::vector<std::string>& ids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++batch_gets_;
+  std::map<std::string, InstanceRecord> out;
+  for (const auto& id : ids) {
+    if (auto it = records_.find(id); it != records_.end()) out.emplace(id, it->second);
+  }
+  return out;
 }
 
 bool MemoryStateTable::create(const InstanceRecord& record) {
@@ -120,6 +131,16 @@ bool MemoryStateTable::report(const std::string& id, const AgentReport& a) {
 size_t MemoryStateTable::writes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return writes_;
+}
+
+size_t MemoryStateTable::gets() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return gets_;
+}
+
+size_t MemoryStateTable::batch_gets() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return batch_gets_;
 }
 
 }  // namespace runpool::pool

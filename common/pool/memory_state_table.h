@@ -19,6 +19,7 @@ void apply(InstanceRecord& r, const AgentReport& a);
 class MemoryStateTable final : public StateTable {
  public:
   std::optional<InstanceRecord> get(const std::string& instance_id) override;
+  std::map<std::string, InstanceRecord> get_many(const std::vector<std::string>& instance_ids) override;
   bool create(const InstanceRecord& record) override;
   bool transition(const std::string& instance_id, const Expect& expect, const LifecycleChange& change) override;
   std::vector<InstanceRecord> by_label(const std::string& label) override;
@@ -26,12 +27,15 @@ class MemoryStateTable final : public StateTable {
   bool remove(const std::string& instance_id, const Expect& expect) override;
   bool report(const std::string& instance_id, const AgentReport& report) override;
 
-  size_t writes() const;  // conditional writes attempted, for tests that count requests
+  // Calls made, for tests that count requests: conditional writes attempted, get()s, get_many()s.
+  size_t writes() const;
+  size_t gets() const;
+  size_t batch_gets() const;
 
  private:
   mutable std::mutex mu_;
   std::map<std::string, InstanceRecord> records_;
-  size_t writes_ = 0;
+  size_t writes_ = 0, gets_ = 0, batch_gets_ = 0;
 };
 
 }  // namespace runpool::pool

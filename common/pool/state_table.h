@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -73,6 +74,10 @@ class StateTable {
   // Strongly consistent read; nullopt when there is no item (and, with a warning, for a
   // corrupted one).
   virtual std::optional<InstanceRecord> get(const std::string& instance_id) = 0;
+  // get() of many at once, strongly consistent, by instance id: an id with no item (or a
+  // corrupted one) is absent. DynamoDB: one BatchGetItem per 100 ids, where get() costs one
+  // GetItem each. A failure throws, as get() does; nothing is returned partly.
+  virtual std::map<std::string, InstanceRecord> get_many(const std::vector<std::string>& instance_ids) = 0;
   // Writes a new record; false when an item with that id already exists.
   virtual bool create(const InstanceRecord& record) = 0;
   // One conditional write; false when the item did not meet `expect` (nothing was written).
