@@ -132,11 +132,22 @@ DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>
   std::vector<pool::InstanceRecord> stragglers;
   bool timed_out = false;
   while (!draining.empty()) {
-    for (auto it = draining.begin(); it != draining.end();) {
+    // One batch read of every draining record per round; a failed read is tried again next round.
+    std::map<std::string, pool::InstanceRecord> now;
+    bool read = false;
+    try {
+      std::vector<std::string> ids;
+      for (const auto& [id, r] : draining) ids.push_back(id);
+      now = ctx.table.get_many(ids);
+      read = true;
+    } catch (const std::exception& e) {
+      spdlog::warn("reading {} draining record(s): {}; trying again", draining.size(), e.what());
+    }
+    for (auto it = draining.begin(); read && it != draining.end();) {
       const pool::InstanceRecord& mine = it->second;
-      std::optional<pool::InstanceRecord> r;
+      auto found = now.find(mine.instance_id);
+      const pool::InstanceRecord* r = found == now.end() ? nullptr : &found->second;
       try {
-        r = ctx.table.get(mine.instance_id);
         bool resolved = true;
         if (!r) {
           out.gone.push_back(mine.instance_id);

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "common/json.h"
@@ -139,10 +140,18 @@ class Provision {
   std::string wait_running(Steady deadline) {
     Steady next_ec2_look = ctx_.clock.steady_now();
     while (true) {
+      // One batch read of every record still waited for (a failure fails the wait, as a GetItem's did).
+      std::vector<std::string> ids;
+      for (const Tracked& t : tracked_) {
+        if (!t.running) ids.push_back(t.record.instance_id);
+      }
+      if (ids.empty()) return "";
+      std::map<std::string, pool::InstanceRecord> now = ctx_.table.get_many(ids);
       bool all = true;
       for (Tracked& t : tracked_) {
         if (t.running) continue;
-        std::string problem = check(t);
+        auto found = now.find(t.record.instance_id);
+        std::string problem = check(t, found == now.end() ? nullptr : &found->second);
         if (!problem.empty()) return problem;
         all = all && t.running;
       }
@@ -228,9 +237,9 @@ class Provision {
     return "";
   }
 
-  // One look at one instance; "" unless it can no longer become running.
-  std::string check(Tracked& t) {
-    std::optional<pool::InstanceRecord> r = ctx_.table.get(t.record.instance_id);
+  // One look at one instance's record as just read (null: no item); "" unless it can no longer
+  // become running.
+  std::string check(Tracked& t, const pool::InstanceRecord* r) {
     const std::string& id = t.record.instance_id;
     if (!r) return "instance " + id + ": its record disappeared";
     if (r->generation != t.record.generation || r->label != report_.label) {

@@ -231,7 +231,23 @@ class ScaleDown {
     spdlog::info("scale-down: waiting up to {} for {} drain(s)", format_duration(s_.scale_down_drain_wait),
                  draining_.size());
     while (!draining_.empty() && !ctx_.cancelled.load()) {
-      std::erase_if(draining_, [&](Result* r) { return drain_settled(*r); });
+      // One batch read of every draining record per pass; a failed read settles nothing this pass.
+      std::vector<std::string> ids;
+      for (const Result* r : draining_) ids.push_back(r->decision.record.instance_id);
+      std::map<std::string, pool::InstanceRecord> now;
+      bool read = false;
+      try {
+        now = ctx_.table.get_many(ids);
+        read = true;
+      } catch (const std::exception& e) {
+        spdlog::warn("scale-down: reading {} draining record(s): {}", ids.size(), e.what());
+      }
+      if (read) {
+        std::erase_if(draining_, [&](Result* r) {
+          auto found = now.find(r->decision.record.instance_id);
+          return drain_settled(*r, found == now.end() ? nullptr : &found->second);
+        });
+      }
       if (draining_.empty() || ctx_.clock.steady_now() >= until) break;
       ctx_.clock.sleep_for(s_.poll_interval);
     }
@@ -241,15 +257,8 @@ class ScaleDown {
     }
   }
 
-  bool drain_settled(Result& r) {
-    const std::string& id = r.decision.record.instance_id;
-    std::optional<pool::InstanceRecord> now;
-    try {
-      now = ctx_.table.get(id);
-    } catch (const std::exception& e) {
-      spdlog::warn("scale-down: reading {}: {}", id, e.what());
-      return false;
-    }
+  // `now`: the record as just read (null: no item).
+  bool drain_settled(Result& r, const pool::InstanceRecord* now) {
     if (!now || now->state != pool::State::kDraining || now->generation != r.decision.record.generation) {
       r.outcome = {Outcome::kSkipped, "the record moved on while draining"};
       log_result(r);

@@ -244,6 +244,27 @@ TEST_F(ScaleDownTest, ADrainNotFinishedInTimeIsLeftForTheNextPass) {
   EXPECT_EQ(state(r), State::kTerminating);
 }
 
+// The drain wait reads every draining record with one batch read per pass (before: one GetItem
+// each), and a failed batch read only means reading again.
+TEST_F(ScaleDownTest, TheDrainWaitReadsTheDrainingRecordsWithOneBatchReadPerPass) {
+  auto keep = add_shared(1, 20), b = add_shared(2, 30), c = add_shared(3, 40), d = add_shared(4, 50);
+  w.agents_on = false;  // the agents drain at the second poll
+  w.on_tick = [&] {
+    if (w.clock.sleeps == 1) w.agents_on = true;
+  };
+  w.table.fail_get_many = 1;
+  w.table.reads.clear();
+  ASSERT_EQ(scale_down({.idle = 1}), kExitOk) << out.str();
+  const std::vector<std::string> reads = w.table.reads;  // before the checks below read too
+  EXPECT_EQ(state(keep), State::kRunning);
+  for (const auto& r : {b, c, d}) {
+    EXPECT_EQ(state(r), State::kTerminating) << r.instance_id;
+    EXPECT_EQ(rule_of(r.instance_id), "idle.over-quota/done");
+  }
+  EXPECT_EQ(w.clock.sleeps, 2);  // pass 1: the read fails; pass 2: not drained yet; pass 3: all drained
+  EXPECT_EQ(reads, std::vector<std::string>(3, "get_many 3"));
+}
+
 TEST_F(ScaleDownTest, BypassRemovalExemptsAnInstanceUntilCleared) {
   auto r = add_shared(1, 20);
   ASSERT_EQ(run_bypass_removal(ctx, {r.instance_id, "i-00000000000000ff"}, true, false), kExitFailed)
