@@ -61,7 +61,7 @@ int run(const Options& o) {
   print_fact("measured", "the runpool-agent process only (all its threads; not the Node stand-in runner "
                          "nor reaped children)");
 
-  FootprintPool pool(o.config());
+  FootprintPool pool(o.config(), o.get("stand-in-keys", "shared") == "fresh");
   pool.open();
   const std::string label = "footprint";
   CtlRun p = pool.provision(label, 1);

@@ -13,6 +13,9 @@
 #include <string>
 #include <vector>
 
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
 #include "bench/bench_support.h"
 #include "tests/e2e/e2e_fixture.h"
 
@@ -20,6 +23,20 @@ namespace runpool::bench {
 
 using controller::testing::CtlResult;
 using controller::testing::describe;
+
+// A 2048-bit RSA private key, PEM. The stand-in runners of a benchmark register with this one key
+// (`.standin.json` "rsaKey") instead of generating one each: on EC2 each runner generates its key
+// on its own CPU, here 50 generations at once would cost 5-15 s of the 2 cores.
+inline std::string rsa_key_pem() {
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(EVP_RSA_gen(2048), EVP_PKEY_free);
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new(BIO_s_mem()), BIO_free);
+  if (!key || !bio || PEM_write_bio_PrivateKey(bio.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1) {
+    throw std::runtime_error("could not make the stand-in runners' RSA key");
+  }
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(bio.get(), &data);
+  return std::string(data, static_cast<size_t>(n));
+}
 
 // One runpoolctl run, timed.
 struct CtlRun {
@@ -84,7 +101,10 @@ inline int64_t console_time(const std::string& console, const std::string& needl
 
 class BenchPool : public controller::e2e::E2eTest {
  public:
-  explicit BenchPool(std::vector<std::string> extra_config = {}) : extra_(std::move(extra_config)) {}
+  // `fresh_keys`: each stand-in registration generates its own RSA key, as the real runner does
+  // (--stand-in-keys fresh); by default they share one made here.
+  explicit BenchPool(std::vector<std::string> extra_config = {}, bool fresh_keys = false)
+      : extra_(std::move(extra_config)), fresh_keys_(fresh_keys) {}
   ~BenchPool() override { close(); }
   void TestBody() override {}
 
@@ -93,6 +113,13 @@ class BenchPool : public controller::e2e::E2eTest {
     SetUp();
     if (HasFatalFailure() || !pool_ || !table_) throw std::runtime_error("could not set the benchmark's pool up");
     opened_ = true;
+    Json::Value standin;
+    standin["mode"] = "drain";
+    if (!fresh_keys_) standin["rsaKey"] = rsa_key_pem();
+    std::ofstream(std::filesystem::path(base_) / "runner-template" / ".standin.json", std::ios::trunc)
+        << write_json(standin);
+    print_fact("stand-in runners' keys", fresh_keys_ ? "a new 2048-bit RSA key per registration (as the real runner)"
+                                                     : "one preset RSA key for every registration (--stand-in-keys fresh: one each)");
   }
   // Terminates every instance of the pool.
   void close() {
@@ -179,6 +206,7 @@ class BenchPool : public controller::e2e::E2eTest {
 
  private:
   std::vector<std::string> extra_;
+  bool fresh_keys_ = false;
   bool opened_ = false;
   int fills_ = 0;
 };

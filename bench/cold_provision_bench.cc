@@ -75,7 +75,7 @@ int run(const Options& o) {
   std::vector<int> sizes = o.get_ints("sizes", "1,10");
   print_header(kBench, "a provision with an empty pool, broken down");
   print_context(o);
-  BenchPool pool(o.config());
+  BenchPool pool(o.config(), o.get("stand-in-keys", "shared") == "fresh");
   pool.open();
 
   std::string summary;

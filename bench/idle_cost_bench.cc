@@ -24,7 +24,7 @@ int run(const Options& o) {
   print_header(kBench, "requests per idle instance-hour (heartbeats and record polls)");
   print_context(o);
 
-  BenchPool pool(o.config());
+  BenchPool pool(o.config(), o.get("stand-in-keys", "shared") == "fresh");
   pool.open();
   pool.fill(instances);
   if (!controller::e2e::eventually([&] { return pool.count_in(pool::State::kIdle) == instances; },

@@ -55,7 +55,7 @@ int run(const Options& o) {
   const int trials = o.get_int("trials", 3);
   print_header(kBench, "requests per provision and per release");
   print_context(o);
-  BenchPool pool(o.config());
+  BenchPool pool(o.config(), o.get("stand-in-keys", "shared") == "fresh");
   pool.open();
 
   std::string summary;

@@ -44,7 +44,7 @@ int run(const Options& o) {
   print_header(kBench, "release N running runners until each is advertised in the pool again");
   print_context(o);
 
-  BenchPool pool(o.config());
+  BenchPool pool(o.config(), o.get("stand-in-keys", "shared") == "fresh");
   pool.open();
   const int filled = fill_largest(pool, sizes.back());
   if (filled == 0) {

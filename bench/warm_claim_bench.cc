@@ -2,7 +2,7 @@
 // release) until every runner is registered and running — the command's whole run, as a workflow
 // step sees it — for N = 1, 10 and 50. Each trial's instances are released back before the next.
 //
-//   warm_claim_bench [--sizes 1,10,50] [--trials-1 10] [--trials-10 5] [--trials-50 3] [--set key=value]…
+//   warm_claim_bench [--sizes 1,10,50] [--trials-1 10] [--trials-10 5] [--trials-50 3] [--stand-in-keys shared|fresh] [--set key=value]…
 //
 // The pool is filled once, for the largest size; if it cannot be (the machine cannot run that
 // many agents and runners), the benchmark says so and halves the size until one fits.
@@ -53,7 +53,7 @@ int run(const Options& o) {
   print_header(kBench, "provision N from a full pool until all are registered and running");
   print_context(o);
 
-  BenchPool pool(o.config());
+  BenchPool pool(o.config(), o.get("stand-in-keys", "shared") == "fresh");
   pool.open();
   const int filled = fill_largest(pool, sizes.back());
   if (filled == 0) {

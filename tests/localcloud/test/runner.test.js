@@ -165,6 +165,29 @@ test('configure writes .runner (BOM), credentials (600); refuses reconfiguration
   assert.equal((await rest(sc.agentId)).name, 'cfg-c'); // --local leaves the server alone
 });
 
+test('.standin.json rsaKey: registrations reuse the preset key, which then signs the Listener\'s tokens', async () => {
+  const crypto = require('node:crypto');
+  const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const rsaKey = privateKey.export({ type: 'pkcs8', format: 'pem' });
+  const modulus = Buffer.from(privateKey.export({ format: 'jwk' }).n, 'base64url').toString('base64');
+  for (const name of ['preset-a', 'preset-b']) {
+    const root = await newRoot(name, { mode: 'drain', rsaKey });
+    const c = await configure(root, name);
+    assert.equal(c.code, 0, c.stdout + c.stderr);
+    const params = JSON.parse(fs.readFileSync(path.join(root, '.credentials_rsaparams'), 'utf8').replace(/^\uFEFF/, ''));
+    assert.equal(params.modulus, modulus, 'the preset key, not a new one');
+    const l = listen(root, { env: { RUNNER_ALLOW_RUNASROOT: '1' } });
+    await listening(l);
+    assert.equal((await runner(name)).status, 'online');
+    fs.writeFileSync(path.join(root, '.drain'), '');
+    assert.equal(await l.exit(5000), 0);
+  }
+  const bad = await newRoot('preset-bad', { rsaKey: 'not a key' });
+  const c = await configure(bad, 'preset-bad');
+  assert.notEqual(c.code, 0);
+  assert.ok(!fs.existsSync(path.join(bad, '.runner')), 'nothing configured with a bad preset key');
+});
+
 test('run: a job runs in _work/<repo>/<repo>; busy flips at acquire; hooks, perf, orphans; deletion stops the Listener', async (t) => {
   t.after(() => ctl('POST', '/settings', { ackLatencyMs: 0 }));
   const root = await newRoot('run1');

@@ -55,7 +55,10 @@ async function configure(cmd, log) {
     log.out('\n# Authentication\n');
     const t = await tenant(log, url, token, 'register');
     log.out('\u221a Connected to GitHub\n');
-    const { publicKey, privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const preset = files.presetKey();
+    const { publicKey, privateKey } = preset
+      ? { publicKey: crypto.createPublicKey(preset), privateKey: preset }
+      : crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
     const jwk = publicKey.export({ format: 'jwk' });
     log.out('# Runner Registration\n');
     if (group && group.toLowerCase() !== 'default') throw new Error(`Could not find any self-hosted runner group named "${group}".`);
