@@ -230,6 +230,40 @@ TEST_F(DynamoDbIntegration, QueryTheIndexAndScanManyPages) {
   EXPECT_EQ(filtered[0].size(), 1u);  // only the projected id
 }
 
+TEST_F(DynamoDbIntegration, BatchGetItemReadsAHundredKeysInOneRequest) {
+  create_pool_table("it-batch");
+  for (int i = 0; i < 90; ++i) {
+    ASSERT_TRUE(ddb_.put_item({.table = "it-batch",
+                               .item = {{"id", AttributeValue::string("i-" + std::to_string(i))},
+                                        {"n", AttributeValue::number(i)}}})
+                    .applied);
+  }
+  std::vector<Item> keys;
+  for (int i = 0; i < 100; ++i) keys.push_back(key("i-" + std::to_string(i)));  // i-90..i-99: no item
+  long batches_before = proxy_requests("BatchGetItem");
+  long sent_before = caller_.requests_sent();
+  std::vector<Item> items = ddb_.batch_get_item({.table = "it-batch", .keys = keys, .consistent_read = true});
+  EXPECT_EQ(caller_.requests_sent() - sent_before, 1);
+  EXPECT_EQ(proxy_requests("BatchGetItem") - batches_before, 1);
+  ASSERT_EQ(items.size(), 90u);
+  std::set<int64_t> ns;
+  for (const Item& item : items) {
+    EXPECT_EQ(get_string(item, "id"), "i-" + std::to_string(get_int(item, "n")));
+    ns.insert(get_int(item, "n"));
+  }
+  EXPECT_EQ(ns.size(), 90u);
+  EXPECT_EQ(*ns.rbegin(), 89);
+
+  // A write is seen by the next consistent batch read.
+  ASSERT_TRUE(ddb_.put_item({.table = "it-batch",
+                             .item = {{"id", AttributeValue::string("i-95")}, {"n", AttributeValue::number(95)}}})
+                  .applied);
+  std::vector<Item> again = ddb_.batch_get_item({.table = "it-batch", .keys = {key("i-95")}, .consistent_read = true});
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(get_int(again[0], "n"), 95);
+  EXPECT_THROW(ddb_.batch_get_item({.table = "it-batch-missing", .keys = {key("i-1")}}), ResourceNotFoundError);
+}
+
 TEST_F(DynamoDbIntegration, UpdateTableAddsAnIndex) {
   // PROVISIONED: dynalite 4.0 requires ProvisionedThroughput in a GSI Create, which real DynamoDB
   // refuses on a PAY_PER_REQUEST table (and this client therefore leaves out there).

@@ -138,5 +138,33 @@ TEST_F(StateTableTest, ScanSkipsForeignItemsAndRemoveIsConditional) {
   EXPECT_FALSE(table_.get("i-scan1"));
 }
 
+TEST_F(StateTableTest, GetManyReadsAHundredRecordsPerRequestAsGetReadsThem) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 130; ++i) {
+    std::string id = "i-many" + std::to_string(i);
+    ASSERT_TRUE(table_.create(record(id, State::kRunning, 1 + i % 4, "run-many")));
+    ids.push_back(id);
+  }
+  for (int i = 0; i < 20; ++i) ids.push_back("i-many-absent" + std::to_string(i));
+  aws::Item foreign{{attr::kInstanceId, aws::AttributeValue::string("i-many-foreign")},
+                    {"whatever", aws::AttributeValue::number(1)}};
+  db_->put_item({.table = "state-table-test", .item = foreign});
+  ids.push_back("i-many-foreign");
+  ids.push_back("i-many0");  // twice
+
+  long sent_before = caller_->requests_sent();
+  std::map<std::string, InstanceRecord> got = table_.get_many(ids);
+  EXPECT_EQ(caller_->requests_sent() - sent_before, 2) << "151 distinct ids: two BatchGetItem requests";
+  ASSERT_EQ(got.size(), 130u) << "absent ids and the foreign item have no entry";
+  for (int i = 0; i < 130; ++i) {
+    std::string id = "i-many" + std::to_string(i);
+    ASSERT_TRUE(got.count(id)) << id;
+    EXPECT_EQ(encode_record(got.at(id)), encode_record(*table_.get(id))) << id;
+  }
+  // Strongly consistent: a transition is seen by the next batch read.
+  ASSERT_TRUE(table_.transition("i-many7", {.states = {State::kRunning}}, {.state = State::kDraining}));
+  EXPECT_EQ(table_.get_many({"i-many7"}).at("i-many7").state, State::kDraining);
+}
+
 }  // namespace
 }  // namespace runpool::pool
