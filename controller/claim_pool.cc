@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "common/pool/claim.h"
 #include "common/pool/memory_state_table.h"  // pool::apply
@@ -22,7 +24,17 @@ class Claimer {
  public:
   Claimer(Context& ctx, const ClaimPlan& plan) : ctx_(ctx), plan_(plan) {}
 
-  // Deals with one message: claim, drop or hold it.
+  // Reads the records a received batch names, in one batch read: a warm claim of 10 costs one read,
+  // not ten in a row.
+  void prefetch(const std::vector<QueuedMessage>& batch) {
+    std::vector<std::string> ids;
+    for (const QueuedMessage& m : batch) {
+      if (m.message) ids.push_back(m.message->instance_id);
+    }
+    records_ = ids.empty() ? std::map<std::string, pool::InstanceRecord>{} : ctx_.table.get_many(ids);
+  }
+
+  // Deals with one message of the prefetched batch: claim, drop or hold it.
   void handle(const QueuedMessage& m) {
     ++out.examined;
     if (done()) {
@@ -34,8 +46,15 @@ class Claimer {
       drop(m);
       return;
     }
+    if (claimed_ids_.count(m.message->instance_id)) {
+      spdlog::info("dropping the pool message for {} (generation {}): claimed already by this provision",
+                   m.message->instance_id, m.message->generation);
+      drop(m);
+      return;
+    }
     const Settings& s = ctx_.settings;
-    std::optional<pool::InstanceRecord> record = ctx_.table.get(m.message->instance_id);
+    std::optional<pool::InstanceRecord> record;
+    if (auto it = records_.find(m.message->instance_id); it != records_.end()) record = it->second;
     pool::ClaimRequest request{plan_.resource_class,         plan_.usage,
                                plan_.type_globs,             ctx_.now_ms(),
                                s.claim_min_remaining.count(), s.max_heartbeat_age.count(),
@@ -60,8 +79,9 @@ class Claimer {
       spdlog::info("claimed {} ({}, {}) from the pool: generation {}", claimed.instance_id, claimed.instance_type,
                    pool::usage_class_name(claimed.usage_class), claimed.generation);
       out.claimed.push_back(claimed);
+      claimed_ids_.insert(claimed.instance_id);
       wake_agents(ctx_.queue, {claimed.instance_id});  // its agent starts registering now, not at its next poll
-      remove(m);  // only now: a crash before this leaves a message that names a stale generation
+      remove(m);  // only after the claim: a crash before leaves a message that names a stale generation
     } else {
       // Someone else claimed or retired it between our read and our write.
       spdlog::info("lost the race for {}; dropping its message", record->instance_id);
@@ -70,6 +90,18 @@ class Claimer {
   }
 
   bool done() const { return static_cast<int>(out.claimed.size()) >= plan_.count; }
+
+  // Deletes the messages claimed or dropped so far: one request per 10.
+  void flush_removals() {
+    if (removals_.empty()) return;
+    std::vector<std::string> receipts;
+    receipts.swap(removals_);
+    try {
+      ctx_.queue.remove_many(plan_.resource_class, receipts);
+    } catch (const std::exception& e) {
+      spdlog::warn("could not delete {} pool message(s) ({}); the next reader drops them", receipts.size(), e.what());
+    }
+  }
 
   // Makes every held message visible again.
   void release_held() {
@@ -89,13 +121,7 @@ class Claimer {
   std::vector<QueuedMessage> held;
 
  private:
-  void remove(const QueuedMessage& m) {
-    try {
-      ctx_.queue.remove(plan_.resource_class, m.receipt);
-    } catch (const std::exception& e) {
-      spdlog::warn("could not delete a pool message ({}); the next reader drops it", e.what());
-    }
-  }
+  void remove(const QueuedMessage& m) { removals_.push_back(m.receipt); }
   void drop(const QueuedMessage& m) {
     remove(m);
     ++out.dropped;
@@ -103,6 +129,9 @@ class Claimer {
 
   Context& ctx_;
   const ClaimPlan& plan_;
+  std::map<std::string, pool::InstanceRecord> records_;  // the current batch's, by instance id
+  std::set<std::string> claimed_ids_;
+  std::vector<std::string> removals_;  // receipts to delete at the end of the batch
 };
 
 }  // namespace
@@ -120,7 +149,10 @@ ClaimOutcome claim_from_pool(Context& ctx, const ClaimPlan& plan) {
       int want = std::min(10, plan.count - static_cast<int>(claimer.out.claimed.size()));
       batch = ctx.queue.receive(plan.resource_class, want, ctx.settings.claim_wait, ctx.settings.claim_visibility);
       if (batch.empty()) break;  // the pool is empty (for this request)
-      for (next = 0; next < batch.size(); ++next) claimer.handle(batch[next]);
+      next = 0;
+      claimer.prefetch(batch);
+      for (; next < batch.size(); ++next) claimer.handle(batch[next]);
+      claimer.flush_removals();
     }
   } catch (const std::exception& e) {
     claimer.out.error = e.what();
@@ -128,6 +160,7 @@ ClaimOutcome claim_from_pool(Context& ctx, const ClaimPlan& plan) {
     // The message in hand and the rest of its batch go back to the pool.
     for (; next < batch.size(); ++next) claimer.held.push_back(batch[next]);
   }
+  claimer.flush_removals();
   claimer.release_held();
   return claimer.out;
 }

@@ -33,6 +33,9 @@ class PoolQueue {
   virtual std::vector<QueuedMessage> receive(const std::string& resource_class, int max, Duration wait,
                                              Duration visibility) = 0;
   virtual void remove(const std::string& resource_class, const std::string& receipt) = 0;
+  // Removes many received messages (DeleteMessageBatch, 10 a request); a receipt that could not be
+  // removed is logged, not thrown: its message reappears and the next reader drops it.
+  virtual void remove_many(const std::string& resource_class, const std::vector<std::string>& receipts) = 0;
   // Makes a received message visible again at once (ChangeMessageVisibility 0).
   virtual void make_visible(const std::string& resource_class, const std::string& receipt) = 0;
   virtual void advertise(const std::string& resource_class, const pool::PoolMessage& message) = 0;

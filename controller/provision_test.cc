@@ -2,6 +2,7 @@
 // clean up on every failure path so nothing stays assigned to a dead run.
 #include "controller/provision.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -85,6 +86,35 @@ TEST(Provision, WarmFirstThenLaunchTheRest) {
   std::vector<std::string> woken = w.queue.wakes;
   std::sort(woken.begin(), woken.end());
   EXPECT_EQ(woken, (std::vector<std::string>{"i-00000000000000aa1", "i-00000000000000aa2"}));
+}
+
+TEST(Provision, AWarmClaimReadsAndDeletesEachReceivedBatchInOneRequestEach) {
+  World w;
+  for (int i = 0; i < 12; ++i) w.add_idle(fmt::format("i-00000000000000b{:02d}", i), 2);
+  w.table.reads.clear();
+  ASSERT_EQ(run_provision(w.ctx, opts(12)), kExitOk) << w.out.str();
+  EXPECT_EQ(records(w, State::kRunning).size(), 12u);
+  EXPECT_TRUE(w.compute.requests.empty());
+  // Two receives (10 + 2): one batch read of the records and one batch delete each, no single reads.
+  ASSERT_GE(w.table.reads.size(), 2u);
+  EXPECT_EQ(std::vector<std::string>(w.table.reads.begin(), w.table.reads.begin() + 2),
+            (std::vector<std::string>{"get_many 10", "get_many 2"}));
+  EXPECT_EQ(std::count_if(w.table.reads.begin(), w.table.reads.end(),
+                          [](const std::string& r) { return r.starts_with("get "); }),
+            0);
+  EXPECT_EQ(w.queue.batch_removes, 2);
+  EXPECT_TRUE(w.queue.bodies("small").empty());
+}
+
+TEST(Provision, ASecondMessageForAnInstanceClaimedFromTheSameBatchIsDropped) {
+  World w;
+  w.add_idle("i-00000000000000aa1", 2);
+  w.queue.advertise("small", {"i-00000000000000aa1", 2});  // a duplicate (a release re-run after its send)
+  ASSERT_EQ(run_provision(w.ctx, opts(2)), kExitOk) << w.out.str();
+  EXPECT_EQ(w.record("i-00000000000000aa1").generation, 3) << "claimed once";
+  EXPECT_EQ(w.compute.requests.size(), 1u) << "the second runner is launched, not claimed twice";
+  EXPECT_EQ(records(w, State::kRunning).size(), 2u);
+  EXPECT_TRUE(w.queue.bodies("small").empty()) << "both messages deleted";
 }
 
 TEST(Provision, AFailingWakeUpCostsNothingButLatency) {

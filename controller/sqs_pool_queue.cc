@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
+
 #include "common/pool/pool_message.h"
 #include "common/pool/wake_queue.h"
 
@@ -45,6 +47,16 @@ std::vector<QueuedMessage> SqsPoolQueue::receive(const std::string& resource_cla
 
 void SqsPoolQueue::remove(const std::string& resource_class, const std::string& receipt) {
   sqs_.delete_message(url(resource_class), receipt);
+}
+
+void SqsPoolQueue::remove_many(const std::string& resource_class, const std::vector<std::string>& receipts) {
+  for (size_t i = 0; i < receipts.size(); i += 10) {
+    std::vector<std::string> chunk(receipts.begin() + static_cast<std::ptrdiff_t>(i),
+                                   receipts.begin() + static_cast<std::ptrdiff_t>(std::min(receipts.size(), i + 10)));
+    for (const auto& [receipt, code] : sqs_.delete_message_batch(url(resource_class), chunk)) {
+      spdlog::warn("could not delete a {} pool message ({}); the next reader drops it", resource_class, code);
+    }
+  }
 }
 
 void SqsPoolQueue::make_visible(const std::string& resource_class, const std::string& receipt) {

@@ -19,6 +19,7 @@ class SqsPoolQueue final : public PoolQueue {
   std::vector<QueuedMessage> receive(const std::string& resource_class, int max, Duration wait,
                                      Duration visibility) override;
   void remove(const std::string& resource_class, const std::string& receipt) override;
+  void remove_many(const std::string& resource_class, const std::vector<std::string>& receipts) override;
   void make_visible(const std::string& resource_class, const std::string& receipt) override;
   void advertise(const std::string& resource_class, const pool::PoolMessage& message) override;
   QueueDepth depth(const std::string& resource_class) override;

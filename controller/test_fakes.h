@@ -59,6 +59,10 @@ class MemoryQueue final : public PoolQueue {
     ++removes;
     std::erase_if(queues[c], [&](const Msg& m) { return m.receipt == receipt; });
   }
+  void remove_many(const std::string& c, const std::vector<std::string>& receipts) override {
+    ++batch_removes;
+    for (const auto& r : receipts) remove(c, r);
+  }
   void make_visible(const std::string& c, const std::string& receipt) override {
     for (auto& m : queues[c]) {
       if (m.receipt == receipt) m.hidden_until = 0;
@@ -103,7 +107,7 @@ class MemoryQueue final : public PoolQueue {
   }
 
   std::map<std::string, std::deque<Msg>> queues;
-  int receives = 0, removes = 0;
+  int receives = 0, removes = 0, batch_removes = 0;
   bool fail_advertise = false, fail_receive = false, fail_wake = false;
   std::vector<std::string> wakes;           // instance ids, in the order woken
   std::vector<std::string> wake_urls;       // what wake_queue_urls() lists
@@ -212,7 +216,9 @@ class HookedTable final : public pool::StateTable {
   }
   std::map<std::string, pool::InstanceRecord> get_many(const std::vector<std::string>& ids) override {
     reads.push_back("get_many " + std::to_string(ids.size()));
-    if (fail_get_many > 0) {
+    if (pass_get_many > 0) {
+      --pass_get_many;
+    } else if (fail_get_many > 0) {
       --fail_get_many;
       throw aws::AwsError("dynamodb", "BatchGetItem", 500, "InternalServerError", "injected");
     }
@@ -239,6 +245,7 @@ class HookedTable final : public pool::StateTable {
   pool::MemoryStateTable inner;
   bool fail_create = false;
   int fail_get_many = 0;  // how many more get_many calls fail
+  int pass_get_many = 0;  // how many get_many calls succeed before those failures
   std::vector<std::string> reads;  // "get <id>" and "get_many <number of ids>", in order
   bool lose_answer_once = false;
   std::function<void(const std::string&, const pool::Expect&, const pool::LifecycleChange&)> before_transition;

@@ -46,7 +46,9 @@ TEST(WaitReads, ProvisionReadsEveryWaitedRecordWithOneBatchReadPerPass) {
   EXPECT_EQ(w.compute.launched.size(), 3u);
   // Pass 1-3: nobody registered; pass 4 (after the agents' tick): all five marked running.
   ASSERT_EQ(w.clock.sleeps, 4);
-  EXPECT_EQ(reads_from_first_batch(w.table), std::vector<std::string>(5, "get_many 5"))
+  std::vector<std::string> expected = {"get_many 2"};  // the claim: the two pool messages' records
+  expected.insert(expected.end(), 5, "get_many 5");
+  EXPECT_EQ(reads_from_first_batch(w.table), expected)
       << "one batch read of the five per pass, and no single reads (before: five GetItems per pass)";
   w.table.scan([&](const pool::InstanceRecord& r) { EXPECT_EQ(r.state, State::kRunning) << r.instance_id; });
 }
@@ -70,7 +72,8 @@ TEST(WaitReads, ProvisionReadsOnlyTheRecordsNotYetRunning) {
 TEST(WaitReads, AFailedBatchReadFailsTheProvisionAsAFailedGetItemDidAndCleansUp) {
   World w;
   w.add_idle("i-00000000000000aa1", 2, "small", pool::UsageClass::kOnDemand);
-  w.table.fail_get_many = 1;
+  w.table.pass_get_many = 1;  // the claim's read of the pool message's record
+  w.table.fail_get_many = 1;  // the wait's first read
   ASSERT_EQ(run_provision(w.ctx, opts(2)), kExitFailed);
   EXPECT_NE(w.out.str().find("BatchGetItem"), std::string::npos) << w.out.str();
   ASSERT_EQ(w.compute.launched.size(), 1u);

@@ -252,6 +252,34 @@ void SqsClient::delete_message(const std::string& queue_url, const std::string& 
   call("DeleteMessage", body);
 }
 
+std::vector<std::pair<std::string, std::string>> SqsClient::delete_message_batch(
+    const std::string& queue_url, const std::vector<std::string>& receipt_handles) {
+  if (receipt_handles.empty()) return {};
+  if (receipt_handles.size() > 10) throw std::invalid_argument("SQS DeleteMessageBatch: at most 10 entries");
+  Json::Value body;
+  body["QueueUrl"] = queue_url;
+  Json::Value& entries = body["Entries"];
+  entries = Json::Value(Json::arrayValue);
+  for (size_t i = 0; i < receipt_handles.size(); ++i) {
+    Json::Value e;
+    e["Id"] = std::to_string(i);  // entry ids only need to be unique within the request
+    e["ReceiptHandle"] = receipt_handles[i];
+    entries.append(e);
+  }
+  Json::Value answer = call("DeleteMessageBatch", body);
+  std::vector<std::pair<std::string, std::string>> failed;
+  const Json::Value& f = answer["Failed"];
+  if (!f.isArray()) return failed;
+  for (const Json::Value& e : f) {
+    const std::string id = e["Id"].isString() ? e["Id"].asString() : "";
+    size_t index = receipt_handles.size();
+    if (!id.empty() && id.size() <= 2 && std::all_of(id.begin(), id.end(), ::isdigit)) index = std::stoul(id);
+    if (index >= receipt_handles.size()) throw JsonError("SQS DeleteMessageBatch: a failed entry names no entry sent");
+    failed.emplace_back(receipt_handles[index], e["Code"].isString() ? e["Code"].asString() : "unknown");
+  }
+  return failed;
+}
+
 void SqsClient::change_message_visibility(const std::string& queue_url, const std::string& receipt_handle,
                                           int visibility_timeout_seconds) {
   if (visibility_timeout_seconds < 0 || visibility_timeout_seconds > 43200) {

@@ -100,6 +100,10 @@ class SqsClient {
   // long poll is raised past its wait so the poll is never cut short.
   std::vector<Message> receive_messages(const ReceiveRequest& request);
   void delete_message(const std::string& queue_url, const std::string& receipt_handle);
+  // DeleteMessageBatch: up to 10 messages in one request. Returns the receipt handles SQS did not
+  // delete, each with its error code (an empty vector: all deleted).
+  std::vector<std::pair<std::string, std::string>> delete_message_batch(const std::string& queue_url,
+                                                                        const std::vector<std::string>& receipt_handles);
   // 0 makes the message visible again at once.
   void change_message_visibility(const std::string& queue_url, const std::string& receipt_handle,
                                  int visibility_timeout_seconds);

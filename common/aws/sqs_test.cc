@@ -217,6 +217,22 @@ TEST_F(SqsTest, DeleteAndVisibilityRequestShapes) {
             R"({"QueueUrl":")" + kUrl + R"(","ReceiptHandle":"rh-1","VisibilityTimeout":0})");
 }
 
+TEST_F(SqsTest, DeleteMessageBatchSendsOneRequestAndReturnsTheFailedEntries) {
+  http_.push(200, R"({"Successful":[{"Id":"0"}],"Failed":[{"Id":"1","SenderFault":true,"Code":"ReceiptHandleIsInvalid","Message":"x"}]})");
+  auto failed = sqs_.delete_message_batch(kUrl, {"rh-a", "rh-b"});
+  ASSERT_EQ(http_.count(), 1u);
+  EXPECT_EQ(http_.header(0, "X-Amz-Target"), "AmazonSQS.DeleteMessageBatch");
+  EXPECT_EQ(write_json(http_.body_json(0)), R"({"Entries":[{"Id":"0","ReceiptHandle":"rh-a"},{"Id":"1","ReceiptHandle":"rh-b"}],"QueueUrl":")" + kUrl + R"("})");
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0], (std::pair<std::string, std::string>{"rh-b", "ReceiptHandleIsInvalid"}));
+
+  EXPECT_TRUE(sqs_.delete_message_batch(kUrl, {}).empty()) << "nothing to delete: no request";
+  EXPECT_EQ(http_.count(), 1u);
+  EXPECT_THROW(sqs_.delete_message_batch(kUrl, std::vector<std::string>(11, "rh")), std::invalid_argument);
+  http_.push(200, R"({"Failed":[{"Id":"7","Code":"X"}]})");
+  EXPECT_THROW(sqs_.delete_message_batch(kUrl, {"rh-a"}), std::exception) << "a failure naming no entry sent";
+}
+
 TEST_F(SqsTest, ListQueuesFollowsNextToken) {
   http_.push(200, R"({"QueueUrls":["u1","u2"],"NextToken":"t1"})");
   http_.push(200, R"({"QueueUrls":["u3"]})");

@@ -125,6 +125,28 @@ TEST_F(SqsIntegration, CreateSendReceiveDelete) {
   EXPECT_TRUE(sqs_.receive_messages({.queue_url = url, .wait_seconds = 0}).empty());
 }
 
+TEST_F(SqsIntegration, DeleteMessageBatchDeletesEveryEntryAndReportsABadOne) {
+  std::string url = sqs_.create_queue("it-batch-delete");
+  for (int i = 0; i < 4; ++i) sqs_.send_message(url, "m" + std::to_string(i));
+  std::vector<std::string> receipts;
+  for (int i = 0; i < 10 && receipts.size() < 4; ++i) {
+    for (const Message& m : sqs_.receive_messages({.queue_url = url, .max_messages = 10, .wait_seconds = 1})) {
+      receipts.push_back(m.receipt_handle);
+    }
+  }
+  ASSERT_EQ(receipts.size(), 4u);
+  EXPECT_TRUE(sqs_.delete_message_batch(url, {receipts[0], receipts[1], receipts[2]}).empty());
+  auto failed = sqs_.delete_message_batch(url, {receipts[3], "not-a-receipt-handle"});
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].first, "not-a-receipt-handle");
+  EXPECT_FALSE(failed[0].second.empty());
+  QueueAttributes a = attributes_until(url, [](const QueueAttributes& q) {
+    return q.approximate_number_of_messages == 0 && q.approximate_number_of_messages_not_visible == 0;
+  });
+  EXPECT_EQ(a.approximate_number_of_messages, 0);
+  EXPECT_EQ(a.approximate_number_of_messages_not_visible, 0);
+}
+
 TEST_F(SqsIntegration, LongPollReturnsWhenAMessageArrivesAndWaitsWhenNone) {
   std::string url = sqs_.create_queue("it-longpoll");
 
