@@ -105,9 +105,9 @@ bool AgentLoop::settling() const {
   }
 }
 
-bool AgentLoop::tick() {
+bool AgentLoop::tick(bool read) {
   pump_listener();
-  read_record();
+  if (read || !resumed_) read_record();
   if (st_.phase == Phase::kTerminating) return terminating_progress();
   if (!resumed_) {
     if (reachable_) {

@@ -62,7 +62,8 @@ class AgentLoop {
 
   // One step. False once there is nothing left to do: the instance was told to terminate and
   // neither the API nor the OS shutdown took effect in time.
-  bool tick();
+  // `read`: whether this tick reads the record first (else it decides on the last one read).
+  bool tick(bool read = true);
 
   // From the notice thread: a spot interruption or rebalance notice. Thread-safe.
   void notice(const Notice& n);

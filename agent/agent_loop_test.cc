@@ -72,6 +72,31 @@ TEST_F(AgentLoopTest, EveryReportIsASignOfLifeAndCarriesAHeartbeat) {
   EXPECT_EQ(record().heartbeat_ms, registered_at) << "registered";
 }
 
+TEST_F(AgentLoopTest, ATickWithoutAReadStillActsOnTheRunnerAndSeesTheRecordAtTheNextRead) {
+  // The main loop's settling ticks (poll_interval.h): the agent's own steps go on at once; a
+  // change of the record waits for the next read (a wake-up, or the interval).
+  launch();
+  ticks(1);  // reads: booted, configured, the Listener started
+  // The loop's reads in one tick (the test's own record() reads the table too).
+  auto reads_in = [&](bool read) {
+    const size_t before = memory_.gets();
+    EXPECT_TRUE(loop().tick(read));
+    return memory_.gets() - before;
+  };
+  host_.say(RunnerEvent::kListening);
+  EXPECT_EQ(reads_in(false), 0u);
+  EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kRegistered)) << "no read needed to report it";
+
+  step(pool::mark_running(record(), now(), timeouts_));
+  step(pool::start_drain(record(), Secret("remove-1"), now(), timeouts_));
+  EXPECT_EQ(reads_in(false), 0u);
+  EXPECT_EQ(loop().state().phase, Phase::kServing) << "the drain is not seen without a read";
+  EXPECT_FALSE(host_.sentinel);
+  EXPECT_EQ(reads_in(true), 1u);
+  EXPECT_EQ(loop().state().phase, Phase::kDraining);
+  EXPECT_TRUE(host_.sentinel);
+}
+
 TEST_F(AgentLoopTest, BusyIsReportedPromptlyFromTheRunnersOwnOutput) {
   serve();
   host_.say(RunnerEvent::kJobRequested, "42");

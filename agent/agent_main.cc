@@ -244,9 +244,12 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   std::chrono::steady_clock::time_point settling_since{};  // meaningful while was_settling
   bool was_settling = false;
   int exit_code = kExitStopped;
+  bool read = true;
+  auto last_read = std::chrono::steady_clock::now();
   while (!stop.requested()) {
     watchdog.alive();
-    if (!loop.tick()) {
+    if (read) last_read = std::chrono::steady_clock::now();
+    if (!loop.tick(read)) {
       spdlog::critical("the instance did not terminate; exiting so that the service manager retries");
       exit_code = kExitNotTerminated;
       break;
@@ -260,7 +263,10 @@ int run_agent(const AgentSettings& s, const std::string& version) {
     was_settling = facts.settling;
     if (facts.settling) facts.settling_for = std::chrono::duration_cast<Duration>(now - settling_since);
     facts.wake_active = wake && wake->active();
-    if (stop.wait_or_nudge(next_poll_interval(facts, intervals))) break;
+    bool woken = false;
+    if (stop.wait_or_nudge(next_poll_interval(facts, intervals), &woken)) break;
+    read = record_read_due(facts, intervals,
+                           std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - last_read), woken);
   }
   notifier.stopping();
   stop.request();

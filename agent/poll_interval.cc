@@ -10,4 +10,11 @@ Duration next_poll_interval(const PollFacts& f, const PollIntervals& i) {
   return i.assignment;
 }
 
+bool record_read_due(const PollFacts& f, const PollIntervals& i, Duration since_last_read, bool woken) {
+  if (woken) return true;
+  PollFacts calm = f;
+  calm.settling = false;
+  return since_last_read >= next_poll_interval(calm, i);
+}
+
 }  // namespace runpool::agent

@@ -23,6 +23,13 @@ struct PollFacts {
   bool wake_active = false; // the wake queue is being long-polled
 };
 
+// How long the main loop waits before its next tick.
 Duration next_poll_interval(const PollFacts& f, const PollIntervals& i);
+
+// Whether the next tick reads the record. Settling ticks come fast for the agent's own steps (a
+// Listener up, a runner gone); what runpoolctl changes meanwhile (a drain, a cancel) comes with a
+// wake-up, so those ticks read the record only when woken or once the interval without settling
+// has passed: 50 instances registering at once would otherwise read 500 times a second.
+bool record_read_due(const PollFacts& f, const PollIntervals& i, Duration since_last_read, bool woken);
 
 }  // namespace runpool::agent

@@ -45,5 +45,41 @@ TEST(PollInterval, AZeroWindowNeverPollsFast) {
   EXPECT_EQ(next_poll_interval(PollFacts{false, true, 0s, true}, i), 1s);
 }
 
+TEST(RecordReadDue, AWakeUpAlwaysReads) {
+  for (bool idle : {false, true}) {
+    for (bool settling : {false, true}) {
+      EXPECT_TRUE(record_read_due(PollFacts{idle, settling, 0s, true}, kI, 0ms, true));
+    }
+  }
+}
+
+TEST(RecordReadDue, SettlingTicksReadOnlyAtTheIntervalTheyWouldHaveWithoutSettling) {
+  struct Case {
+    bool idle, settling, wake;
+    Duration since;
+    bool want;
+  };
+  const Case cases[] = {
+      // settling, serving: fast ticks, a read once a second (the assignment interval)
+      {false, true, true, 100ms, false},
+      {false, true, true, 999ms, false},
+      {false, true, true, 1s, true},
+      {false, true, false, 500ms, false},
+      {false, true, false, 1200ms, true},
+      // settling at the end of an assignment while idle with a wake queue: still the 15 s backstop
+      {true, true, true, 1s, false},
+      {true, true, true, 15s, true},
+      // not settling: every tick is at the interval, so every tick reads
+      {false, false, true, 1s, true},
+      {true, false, true, 15s, true},
+      {true, false, false, 1s, true},
+  };
+  for (const auto& c : cases) {
+    PollFacts f{c.idle, c.settling, 0s, c.wake};
+    EXPECT_EQ(record_read_due(f, kI, c.since, false), c.want)
+        << "idle=" << c.idle << " settling=" << c.settling << " wake=" << c.wake << " since " << c.since.count() << "ms";
+  }
+}
+
 }  // namespace
 }  // namespace runpool::agent

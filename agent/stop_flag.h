@@ -38,10 +38,11 @@ class StopFlag {
     cv_.notify_all();
   }
   // Waits up to `d`, less if stopped or nudged (a nudge is used up by the wait it ends). True when
-  // stopped.
-  bool wait_or_nudge(Duration d) {
+  // stopped; `*nudged`, when given, tells whether a nudge ended (or came during) the wait.
+  bool wait_or_nudge(Duration d, bool* nudged = nullptr) {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_for(lock, d, [this] { return stop_ || nudged_; });
+    if (nudged) *nudged = nudged_;
     nudged_ = false;
     return stop_;
   }

@@ -14,11 +14,14 @@ TEST(StopFlag, ANudgeEndsOneWaitEarly) {
   StopFlag f;
   f.nudge();  // before the wait: the wait returns at once, and uses it up
   auto t0 = Steady::now();
-  EXPECT_FALSE(f.wait_or_nudge(10s));
+  bool nudged = false;
+  EXPECT_FALSE(f.wait_or_nudge(10s, &nudged));
   EXPECT_LT(Steady::now() - t0, 5s);
+  EXPECT_TRUE(nudged);
   t0 = Steady::now();
-  EXPECT_FALSE(f.wait_or_nudge(50ms));  // used up: this one runs its course
+  EXPECT_FALSE(f.wait_or_nudge(50ms, &nudged));  // used up: this one runs its course
   EXPECT_GE(Steady::now() - t0, 50ms);
+  EXPECT_FALSE(nudged);
 }
 
 TEST(StopFlag, ANudgeFromAnotherThreadWakesTheWaiter) {
