@@ -88,8 +88,9 @@ std::vector<KeySpec> agent_schema() {
        "how often an idle agent whose wake-up queue works reads its record anyway (a lost wake-up costs at most this)",
        20, kMin},
       {"settle_poll_interval", KeyType::kDuration, "100ms",
-       "how often the agent reads its record while an assignment starts or ends (registering, draining, cleaning)", 10,
-       5 * kMin},
+       "how often the main loop ticks while an assignment starts or ends (registering, draining, cleaning): its own "
+       "steps go at once; the record is read only at a wake-up or the usual interval",
+       10, 5 * kMin},
       {"settle_window", KeyType::kDuration, "30s",
        "how long a start or end of an assignment is polled at settle_poll_interval before assignment_poll_interval",
        0, kHour},
