@@ -7,6 +7,7 @@
 #include "common/aws/dynamodb.h"
 #include "common/json.h"
 #include "common/testing/expect_malformed.h"
+#include "common/testing/dynamodb_over_fake_http.h"
 #include "common/testing/fake_http.h"
 
 namespace runpool::aws {
@@ -14,21 +15,7 @@ namespace {
 
 using runpool::testing::FakeHttp;
 
-class DynamoDbBatchTest : public ::testing::Test {
- protected:
-  DynamoDbBatchTest()
-      : creds_(AwsCredentials{"AKIDTEST", Secret("secret"), Secret(), std::nullopt}),
-        caller_(http_, creds_, clock_, ServiceSettings{"dynamodb", "http://127.0.0.1:9", "us-east-1", RetryPolicy{}}),
-        ddb_(caller_, clock_) {}
-
-  FakeHttp http_;
-  FakeClock clock_;
-  StaticCredentialsProvider creds_;
-  AwsCaller caller_;
-  DynamoDbClient ddb_;
-};
-
-Item key(const std::string& id) { return Item{{"id", AttributeValue::string(id)}}; }
+using DynamoDbBatchTest = runpool::testing::DynamoDbOverFakeHttp;
 
 std::vector<std::string> ids_of(const std::vector<Item>& items) {
   std::vector<std::string> out;

@@ -4,6 +4,7 @@
 
 #include "common/json.h"
 #include "common/testing/expect_malformed.h"
+#include "common/testing/dynamodb_over_fake_http.h"
 #include "common/testing/fake_http.h"
 
 namespace runpool::aws {
@@ -16,21 +17,7 @@ std::string ddb_error(const std::string& type, const std::string& message = "msg
   return R"({"__type":"com.amazonaws.dynamodb.v20120810#)" + type + R"(","message":")" + message + R"("})";
 }
 
-class DynamoDbTest : public ::testing::Test {
- protected:
-  DynamoDbTest()
-      : creds_(AwsCredentials{"AKIDTEST", Secret("secret"), Secret(), std::nullopt}),
-        caller_(http_, creds_, clock_, ServiceSettings{"dynamodb", "http://127.0.0.1:9", "us-east-1", RetryPolicy{}}),
-        ddb_(caller_, clock_) {}
-
-  FakeHttp http_;
-  FakeClock clock_;
-  StaticCredentialsProvider creds_;
-  AwsCaller caller_;
-  DynamoDbClient ddb_;
-};
-
-Item key(const std::string& id) { return Item{{"id", AttributeValue::string(id)}}; }
+using DynamoDbTest = runpool::testing::DynamoDbOverFakeHttp;
 
 TEST_F(DynamoDbTest, GetItemRequestShapeAndResult) {
   http_.push(200, R"({"Item":{"id":{"S":"i-1"},"gen":{"N":"4"}}})");
