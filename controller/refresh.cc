@@ -211,12 +211,18 @@ class Refresh {
     for (const auto& m : view.messages) {
       if (auto parsed = pool::parse_pool_message(m.body)) ids.insert(parsed->instance_id);
     }
-    for (const auto& id : ids) {
-      try {
-        view.fresh[id] = ctx_.table.get(id);
-      } catch (const std::exception& e) {
-        error("re-reading " + id + " (its pool messages are left alone)", e.what());
+    // One batch read (BatchGetItem, 100 a request): the swept messages stay hidden until the plan's
+    // message actions run, so the sweep's own reads are kept short.
+    try {
+      std::map<std::string, pool::InstanceRecord> got =
+          ctx_.table.get_many(std::vector<std::string>(ids.begin(), ids.end()));
+      for (const auto& id : ids) {
+        auto it = got.find(id);
+        view.fresh[id] = it == got.end() ? std::nullopt : std::optional<pool::InstanceRecord>(it->second);
       }
+    } catch (const std::exception& e) {
+      error("re-reading the records of " + s_.queue_name(resource_class) + " (its pool messages are left alone)",
+            e.what());
     }
     snap.pools.push_back(std::move(view));
   }
@@ -238,23 +244,27 @@ class Refresh {
   }
 
   void execute(std::vector<Action>& actions, std::vector<Result>& results) {
-    // One remove token per pass, and only when some drain needs it.
+    // One remove token per pass, and only when some drain needs it (fetched at the first).
     std::optional<Secret> remove_token;
     std::string token_error;
-    if (std::any_of(actions.begin(), actions.end(), [](const Action& a) { return a.kind == ActionKind::kDrain; })) {
-      try {
-        remove_token = ctx_.github.remove_token();
-      } catch (const std::exception& e) {
-        token_error = std::string("no remove token: ") + e.what();
-      }
-    }
+    bool token_asked = false;
     std::vector<pool::InstanceRecord> terminated;  // records whose instance was just terminated
+    // The plan lists the swept pool messages' actions first (they are hidden from every provision
+    // until released or deleted): nothing, not even the remove token, is fetched before them.
     for (auto& a : actions) {
       Result r{std::move(a), {}};
       if (ctx_.cancelled.load()) {
         r.outcome = {Outcome::kFailed, "cancelled before it was carried out"};
         results.push_back(std::move(r));
         continue;
+      }
+      if (r.action.kind == ActionKind::kDrain && !token_asked) {
+        token_asked = true;
+        try {
+          remove_token = ctx_.github.remove_token();
+        } catch (const std::exception& e) {
+          token_error = std::string("no remove token: ") + e.what();
+        }
       }
       try {
         r.outcome = carry_out(r.action, remove_token, token_error, terminated);

@@ -78,6 +78,7 @@ class FakeRunners final : public Runners {
   Secret registration_token() override { throw std::logic_error("unused"); }
   Secret remove_token() override {
     ++remove_tokens;
+    if (on_remove_token) on_remove_token();
     return Secret("remove-token");
   }
   std::string registration_url() override { return "https://github.com/o/r"; }
@@ -103,7 +104,7 @@ class FakeRunners final : public Runners {
   std::vector<github::Runner> runners;
   std::set<int64_t> busy;
   std::vector<int64_t> deleted;
-  std::function<void()> on_list;
+  std::function<void()> on_list, on_remove_token;
   int remove_tokens = 0, lists = 0;
   bool fail_list = false;
 };
@@ -336,6 +337,20 @@ TEST_F(RefreshTest, OneRemoveTokenForAllDrains) {
   EXPECT_EQ(get(id_of(2)).remove_token.reveal(), "remove-token");
 }
 
+TEST_F(RefreshTest, SweptMessagesAreDealtWithBeforeTheRemoveTokenIsFetched) {
+  // The swept messages are hidden from provisions until their actions run: GitHub's answer for
+  // the remove token (a drain needs it) must not come first.
+  put(1, State::kRunning);
+  later(settings.timeouts.max_runtime_ms);
+  queue.send("small", "not json");  // depth 1, idle 0: a sweep, which deletes it
+  size_t left_when_asked = 99;
+  runners.on_remove_token = [&] { left_when_asked = queue.bodies("small").size(); };
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(runners.remove_tokens, 1);
+  EXPECT_EQ(left_when_asked, 0u) << "the malformed message was deleted before the token was asked for";
+  EXPECT_EQ(get(id_of(1)).state, State::kDraining);
+}
+
 TEST_F(RefreshTest, DrainedButNotReturnedGoesBackToThePoolWithAMessage) {
   InstanceRecord r = put(1, State::kDraining);
   ASSERT_TRUE(table.report(r.instance_id, {.signal = pool::AgentSignal::kDrained, .generation = r.generation}));
@@ -395,7 +410,10 @@ TEST_F(RefreshTest, SweepDeletesStaleAndMalformedAndReadvertisesTheLost) {
   queue.send("small", pool::pool_message_body({kept.instance_id, kept.generation - 1}));  // stale generation
   queue.send("small", pool::pool_message_body({id_of(9), 1}));  // no record
   queue.send("small", R"({"instance_id":"i-0000000a"})");       // malformed
+  const size_t gets = table.gets(), batch_gets = table.batch_gets();
   EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(table.batch_gets() - batch_gets, 1u) << "the swept messages' records in one batch read";
+  EXPECT_EQ(table.gets() - gets, 1u) << "only the lost one's re-read, right before it is advertised again";
   std::multiset<std::string> bodies;
   for (const auto& b : queue.bodies("small")) bodies.insert(b);
   EXPECT_EQ(bodies, (std::multiset<std::string>{pool::pool_message_body({kept.instance_id, kept.generation}),
