@@ -25,12 +25,7 @@ using metrics::testing::values_of;
 using testing::World;
 
 ProvisionOptions opts(int count, const std::string& label = "ci-1-1-build") {
-  ProvisionOptions o;
-  o.count = count;
-  o.label = label;
-  o.getenv = [](const char*) -> const char* { return nullptr; };
-  o.random = [] { return std::string("0123456789abcdef"); };
-  return o;
+  return testing::provision_options(count, label);
 }
 
 struct Metered {

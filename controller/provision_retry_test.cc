@@ -35,14 +35,7 @@ class TaggedCompute final : public Compute {
   testing::FakeCompute& inner_;
 };
 
-ProvisionOptions opts(int count) {
-  ProvisionOptions o;
-  o.count = count;
-  o.label = "ci-7-1-build";
-  o.getenv = [](const char*) -> const char* { return nullptr; };
-  o.random = [] { return std::string("0123456789abcdef"); };
-  return o;
-}
+ProvisionOptions opts(int count) { return testing::provision_options(count, "ci-7-1-build"); }
 
 // What the first attempt did before it died: a fleet of `count` for the label, no record.
 std::vector<std::string> crashed_after_fleet(World& w, int count) {

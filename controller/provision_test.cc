@@ -23,12 +23,7 @@ using pool::UsageClass;
 using testing::World;
 
 ProvisionOptions opts(int count, const std::string& label = "ci-1-1-build") {
-  ProvisionOptions o;
-  o.count = count;
-  o.label = label;
-  o.getenv = [](const char*) -> const char* { return nullptr; };
-  o.random = [] { return std::string("0123456789abcdef"); };
-  return o;
+  return testing::provision_options(count, label);
 }
 
 std::vector<pool::InstanceRecord> records(World& w, State s) {

@@ -16,6 +16,7 @@
 #include "common/pool/pool_message.h"
 #include "common/pool/transitions.h"
 #include "controller/context.h"
+#include "controller/provision.h"
 
 namespace runpool::controller::testing {
 
@@ -361,5 +362,16 @@ struct World {
   bool agents_on = true;
   std::function<void()> on_tick;
 };
+
+// A provision of `count` for `label` that reads no environment and names its attempt with a fixed
+// nonce: what every provision test starts from.
+inline ProvisionOptions provision_options(int count, const std::string& label = "ci-1-1-build") {
+  ProvisionOptions o;
+  o.count = count;
+  o.label = label;
+  o.getenv = [](const char*) -> const char* { return nullptr; };
+  o.random = [] { return std::string("0123456789abcdef"); };
+  return o;
+}
 
 }  // namespace runpool::controller::testing

@@ -17,12 +17,8 @@ using pool::State;
 using testing::World;
 
 ProvisionOptions opts(int count, const std::string& label = "ci-1-1-build") {
-  ProvisionOptions o;
-  o.count = count;
-  o.label = label;
+  ProvisionOptions o = testing::provision_options(count, label);
   o.usage = pool::UsageClass::kOnDemand;
-  o.getenv = [](const char*) -> const char* { return nullptr; };
-  o.random = [] { return std::string("0123456789abcdef"); };
   return o;
 }
 

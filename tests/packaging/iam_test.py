@@ -252,8 +252,8 @@ for path in glob.glob(os.path.join(SRC, "common", "aws", "*.cc")):
 check(len(ops) >= 15, f"too few operations found in common/aws: {sorted(ops)}")
 # SQS's batch actions have no IAM action of their own: SendMessage, DeleteMessage and
 # ChangeMessageVisibility grant their batch versions (AWS's SQS developer guide, "batch actions").
-ops = {o[: -len("Batch")] if o.startswith("sqs:") and o.endswith("MessageBatch") else o for o in ops}
-ops = {"sqs:ChangeMessageVisibility" if o == "sqs:ChangeMessageVisibilityBatch" else o for o in ops}
+SQS_BATCH = {"sqs:SendMessageBatch", "sqs:DeleteMessageBatch", "sqs:ChangeMessageVisibilityBatch"}
+ops = {o.removesuffix("Batch") if o in SQS_BATCH else o for o in ops}
 # Operations the clients offer that runpoolctl never calls (tests and tooling only).
 # The metrics log group is the operator's (CloudFormation creates it, with its retention).
 not_for_runpoolctl = {"dynamodb:DeleteTable", "ec2:DeleteTags", "logs:CreateLogGroup"}
