@@ -69,6 +69,7 @@ async function start(opts, log) {
     }
     const { region } = opts;
     const credentials = new CredentialStore();
+    const { accountId, instanceRoleId } = credentials;
     const faults = new Faults();
     const proxies = {};
     const endpoints = {};
@@ -92,7 +93,7 @@ async function start(opts, log) {
     const sqsProxy = await addProxy('sqs', null);
     const { createRequestHandler } = require('local-aws-sqs');
     const { requestHandler } = createRequestHandler({ port: Number(new URL(sqsProxy.url).port),
-      hostname: '127.0.0.1', region });
+      hostname: '127.0.0.1', region, accountId });
     const sqsServer = createServer(requestHandler);
     sqsProxy.backend = await listenLocal(sqsServer);
     closers.push(() => closeServer(sqsServer));
@@ -123,7 +124,7 @@ async function start(opts, log) {
     closers.push(() => closeServer(control));
 
     const c = credentials.controller;
-    const ready = { ready: true, region, credentials: { accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey },
+    const ready = { ready: true, region, accountId, instanceRoleId, credentials: { accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey },
       endpoints, stateDir };
     return { ready, close };
   } catch (err) {

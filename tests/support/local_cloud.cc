@@ -79,8 +79,11 @@ LocalCloud::LocalCloud() {
   close(out_pipe[0]);
   auto doc = try_parse_json(line.substr(0, line.find('\n')));
   if (!doc || !(*doc)["ready"].asBool()) {
-    this->~LocalCloud();
-    throw std::runtime_error("the local cloud did not start; its stderr:\n" + tail_of(stderr_path_));
+    // A constructor that throws runs no destructor of its own, only its members': stop the child
+    // here (calling ~LocalCloud() instead would destroy the members twice).
+    std::string why = "the local cloud did not start; its stderr:\n" + tail_of(stderr_path_);
+    stop();
+    throw std::runtime_error(why);
   }
   const Json::Value& ep = (*doc)["endpoints"];
   region_ = (*doc)["region"].asString();
@@ -92,11 +95,15 @@ LocalCloud::LocalCloud() {
   github_web_ = ep["githubWeb"].asString();
   control_ = ep["control"].asString();
   state_dir_ = (*doc)["stateDir"].asString();
+  account_id_ = (*doc)["accountId"].asString();
+  instance_role_id_ = (*doc)["instanceRoleId"].asString();
   access_key_id_ = (*doc)["credentials"]["accessKeyId"].asString();
   secret_access_key_ = (*doc)["credentials"]["secretAccessKey"].asString();
 }
 
-LocalCloud::~LocalCloud() {
+LocalCloud::~LocalCloud() { stop(); }
+
+void LocalCloud::stop() {
   if (pid_ <= 0) return;
   if (stdin_fd_ >= 0) close(stdin_fd_);  // the child's signal to shut down cleanly
   stdin_fd_ = -1;

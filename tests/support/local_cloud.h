@@ -33,6 +33,10 @@ class LocalCloud {
   const std::string& github_web() const { return github_web_; }
   const std::string& control_url() const { return control_; }
   const std::string& state_dir() const { return state_dir_; }
+  // The account every service answers for, and the unique id (AROA…) of the instance role whose
+  // credentials IMDS hands out: what runpoolctl's `instance_role_id` must name.
+  const std::string& account_id() const { return account_id_; }
+  const std::string& instance_role_id() const { return instance_role_id_; }
   aws::AwsCredentials controller_credentials() const;
 
   // Calls the control API: `method` "GET"/"POST", `path` like "/_control/faults". Throws on a
@@ -43,10 +47,13 @@ class LocalCloud {
   void clear_faults();
 
  private:
+  void stop();  // ends the child (stdin closed, then SIGKILL after 10 s) and removes the stderr file
+
   pid_t pid_ = -1;
   int stdin_fd_ = -1;
   std::string stderr_path_;
-  std::string region_, dynamodb_, sqs_, ec2_, logs_, github_, github_web_, control_, state_dir_;
+  std::string region_, dynamodb_, sqs_, ec2_, logs_, github_, github_web_, control_, state_dir_, account_id_,
+      instance_role_id_;
   std::string access_key_id_, secret_access_key_;
   CurlHttpClient http_;
 };

@@ -47,7 +47,7 @@ async function createEc2({ credentials, faults, stateDir, region = 'us-east-1', 
   }
   if (!isolation.setpriv) log('warn', 'ec2: setpriv not found: instances will outlive a local cloud killed by SIGKILL');
   fs.mkdirSync(path.join(stateDir, 'instances'), { recursive: true });
-  const accountId = '000000000000';
+  const { accountId } = credentials; // one account for every service of the local cloud
   const idem = new Map();
 
   const world = {

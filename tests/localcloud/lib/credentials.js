@@ -3,8 +3,16 @@
 // role credentials each instance's IMDS hands out. The SigV4 proxy looks keys up here.
 const crypto = require('node:crypto');
 
+// The account every service of the local cloud answers for, and the unique id of the one instance
+// role whose credentials IMDS hands out: AWS gives such a request `aws:userid` =
+// "<role id>:<instance id>", which the instance policy binds the agent's item to.
+const ACCOUNT_ID = '000000000000';
+const INSTANCE_ROLE_ID = 'AROA4LOCALCLOUDAGENT1';
+
 class CredentialStore {
   constructor() {
+    this.accountId = ACCOUNT_ID;
+    this.instanceRoleId = INSTANCE_ROLE_ID;
     this.byKey = new Map();
     this.controller = this.add({ principal: 'controller', accessKeyId: 'AKIDLOCALCLOUDCTRL01',
       secretAccessKey: crypto.randomBytes(30).toString('base64') });
@@ -14,6 +22,7 @@ class CredentialStore {
   issueForInstance(instanceId, ttlMs = 6 * 3600 * 1000) {
     return this.add({
       principal: `instance:${instanceId}`,
+      userId: `${INSTANCE_ROLE_ID}:${instanceId}`,
       accessKeyId: 'ASIA' + crypto.randomBytes(8).toString('hex').toUpperCase(),
       secretAccessKey: crypto.randomBytes(30).toString('base64'),
       sessionToken: crypto.randomBytes(48).toString('base64'),
@@ -25,4 +34,4 @@ class CredentialStore {
     for (const [k, c] of this.byKey) if (c.principal === `instance:${instanceId}`) this.byKey.delete(k);
   }
 }
-module.exports = { CredentialStore };
+module.exports = { CredentialStore, ACCOUNT_ID, INSTANCE_ROLE_ID };
