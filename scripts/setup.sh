@@ -8,7 +8,7 @@ packages=(
   cmake g++ pkg-config make
   libcurl4-openssl-dev libjsoncpp-dev libspdlog-dev libsystemd-dev libcli11-dev
   libpugixml-dev libssl-dev libhowardhinnant-date-dev tzdata libgtest-dev libgmock-dev
-  nodejs npm util-linux procps shellcheck python3-yaml cloud-init
+  nodejs npm util-linux procps shellcheck python3-yaml python3-venv cloud-init
   clang libclang-rt-14-dev nftables
 )
 missing=()
