@@ -144,8 +144,10 @@ check(isinstance(logs.get("RetentionInDays"), dict) or isinstance(logs.get("Rete
 check(t.get("Outputs", {}).get("MetricsLogGroup", {}).get("Value") == {"Ref": "MetricsLogGroup"},
       "the stack must output the metrics log group (runpoolctl's metrics_log_group)")
 
-# --- Roles and policies: packaging/iam's documents --------------------------------------------------
-SUBS = {"${AWS::Partition}": "aws", "${AWS::Region}": "@REGION@", "${AWS::AccountId}": "@ACCOUNT_ID@",
+# --- Roles and policies: packaging/iam's documents, statement by statement ----------------------------
+# The JSON documents' placeholders are the template's Fn::Sub variables; IAM's own variables
+# (${aws:userid}, ${ec2:InstanceID}) are escaped in an Fn::Sub string as ${!…} and plain elsewhere.
+SUBS = {"${AWS::Partition}": "@PARTITION@", "${AWS::Region}": "@REGION@", "${AWS::AccountId}": "@ACCOUNT_ID@",
         "${TableName}": "@TABLE@", "${PoolName}": "@POOL@", "${InstanceRole}": "@INSTANCE_ROLE@",
         "${MetricsLogGroup}": "@METRICS_LOG_GROUP@"}
 
@@ -168,15 +170,146 @@ def iam(name):
         return json.load(f)
 
 
-role = one("AWS::IAM::Role")
-check(normal(role.get("AssumeRolePolicyDocument")) == iam("instance-trust-policy.json"), "the instance role's trust")
+def same_policy(what, doc, name):
+    """The template's policy document `doc` is packaging/iam/`name` once substituted: the same
+    statements in the same order, each equal to its counterpart (a difference names the statement)."""
+    want, have = iam(name), normal(doc or {})
+    check(have.get("Version") == want.get("Version"), f"{what}: Version {have.get('Version')} != {want.get('Version')}")
+    check(set(have) == set(want), f"{what}: document keys {sorted(have)} != {name}'s {sorted(want)}")
+    w, h = want.get("Statement", []), have.get("Statement", [])
+    check([s.get("Sid") for s in h] == [s.get("Sid") for s in w],
+          f"{what}: statements {[s.get('Sid') for s in h]} != {name}'s {[s.get('Sid') for s in w]}")
+    for ws, hs in zip(w, h):
+        for key in sorted(set(ws) | set(hs)):
+            check(hs.get(key) == ws.get(key),
+                  f"{what}: statement {ws.get('Sid')}: {key} is {json.dumps(hs.get(key))}, "
+                  f"{name} has {json.dumps(ws.get(key))}")
+    # What the template substitutes must be all a placeholder: none is left over, and nothing beside
+    # the placeholders and IAM's variables is a ${…}.
+    text = json.dumps(have)
+    check(not re.search(r"\$\{(AWS::|[A-Z])", text), f"{what}: an unsubstituted template variable in {text}")
+
+
+role = res.get("InstanceRole", {}).get("Properties", {})
+check(res.get("InstanceRole", {}).get("Type") == "AWS::IAM::Role", "InstanceRole must be the instance role")
+same_policy("the instance role's trust", role.get("AssumeRolePolicyDocument"), "instance-trust-policy.json")
 pols = role.get("Policies", [])
-check(len(pols) == 1 and normal(pols[0]["PolicyDocument"]) == iam("instance-policy.json"),
-      "the instance role's policy differs from packaging/iam/instance-policy.json")
+check(len(pols) == 1, f"the instance role must have one policy, has {len(pols)}")
+for pol in pols[:1]:
+    same_policy("the instance role's policy", pol.get("PolicyDocument"), "instance-policy.json")
 check(not role.get("ManagedPolicyArns"), "the instance role must have no other policy")
 check(one("AWS::IAM::InstanceProfile").get("Roles") == [{"Ref": "InstanceRole"}], "the profile holds the instance role")
-check(normal(one("AWS::IAM::ManagedPolicy").get("PolicyDocument")) == iam("controller-policy.json"),
-      "the controller policy differs from packaging/iam/controller-policy.json")
+same_policy("the controller policy", one("AWS::IAM::ManagedPolicy").get("PolicyDocument"), "controller-policy.json")
+
+# Partitions: no ARN names one (aws-cn and aws-us-gov ARNs differ), and the only service principals are
+# the <service>.amazonaws.com names AWS uses in every partition.
+def strings(v):
+    if isinstance(v, dict):
+        for x in v.values():
+            yield from strings(x)
+    elif isinstance(v, list):
+        for x in v:
+            yield from strings(x)
+    elif isinstance(v, str):
+        yield v
+
+
+for text in strings(res):
+    check(not re.search(r"arn:aws(-[a-z-]+)?:", text), f"an ARN with a fixed partition: {text}")
+    check(".amazonaws.com.cn" not in text or text == "sts.amazonaws.com.cn",
+          f"a China-only name outside the OIDC audience: {text}")
+
+# --- GitHub's OIDC provider and the controller role ------------------------------------------------
+GITHUB = "token.actions.githubusercontent.com"
+AUDIENCE = {"Fn::If": ["InChina", "sts.amazonaws.com.cn", "sts.amazonaws.com"]}
+conds = t.get("Conditions", {})
+check(conds.get("InChina") == {"Fn::Equals": [{"Ref": "AWS::Partition"}, "aws-cn"]},
+      "InChina: the China partition's STS audience is sts.amazonaws.com.cn")
+check(conds.get("MakeOidcProvider") == {"Fn::Equals": [{"Ref": "GitHubOidcProviderArn"}, ""]},
+      "the stack creates the OIDC provider only when no GitHubOidcProviderArn is given")
+check(params.get("GitHubOidcProviderArn", {}).get("Default") == "", "GitHubOidcProviderArn must be optional")
+
+providers = by_type.get("AWS::IAM::OIDCProvider", [])
+check([n for n, _ in providers] == ["GitHubOidcProvider"], f"one OIDC provider, GitHubOidcProvider: {providers}")
+for name, r in providers:
+    check(r.get("Condition") == "MakeOidcProvider", f"{name} must be optional (Condition: MakeOidcProvider)")
+    check(r["Properties"].get("Url") == "https://" + GITHUB, f"{name}: the URL must be GitHub's issuer")
+    check(r["Properties"].get("ClientIdList") == [AUDIENCE], f"{name}: the audience must be STS's, per partition")
+
+controller = res.get("ControllerRole", {})
+check(controller.get("Type") == "AWS::IAM::Role", "ControllerRole must be a role")
+cprops = controller.get("Properties", {})
+check(cprops.get("ManagedPolicyArns") == [{"Ref": "ControllerPolicy"}], "the controller role holds the controller policy only")
+check(not cprops.get("Policies"), "the controller role has no inline policy")
+trust = cprops.get("AssumeRolePolicyDocument", {})
+sts = trust.get("Statement", [])
+check(trust.get("Version") == "2012-10-17" and len(sts) == 1, "the controller role's trust: one statement")
+for st in sts[:1]:
+    check(st.get("Effect") == "Allow" and st.get("Action") == "sts:AssumeRoleWithWebIdentity",
+          f"the controller role is assumed through OIDC only: {st.get('Action')}")
+    check(st.get("Principal") == {"Federated": {"Fn::If": ["MakeOidcProvider", {"Ref": "GitHubOidcProvider"},
+                                                           {"Ref": "GitHubOidcProviderArn"}]}},
+          f"the controller role trusts GitHub's provider only: {st.get('Principal')}")
+    cond = st.get("Condition", {})
+    check(set(cond) == {"StringEquals", "StringLike"}, f"the trust's condition operators: {sorted(cond)}")
+    check(cond.get("StringEquals") == {GITHUB + ":aud": AUDIENCE}, "the trust must require STS's audience")
+    check(cond.get("StringLike") == {GITHUB + ":sub": {"Fn::If": [
+        "SubjectsGiven", {"Ref": "ControllerSubjects"},
+        [{"Fn::Sub": "repo:${GitHubRepository}:environment:${GitHubEnvironment}"}]]}},
+        f"the trust must require a named subject (default: the repository's environment): {cond.get('StringLike')}")
+check(conds.get("SubjectsGiven") == {"Fn::Not": [{"Fn::Equals": [{"Fn::Join": ["", {"Ref": "ControllerSubjects"}]}, ""]}]},
+      "SubjectsGiven: ControllerSubjects is not empty")
+
+# The parameters admit no subject any GitHub user could match: the owner is never a wildcard.
+def allowed(param, value):
+    p = params.get(param, {})
+    pattern = p.get("AllowedPattern")
+    check(pattern is not None, f"{param} needs an AllowedPattern")
+    values = value.split(",") if p.get("Type") == "CommaDelimitedList" else [value]
+    return pattern is not None and all(re.fullmatch(pattern, v) for v in values)
+
+
+for param, value, ok in [
+        ("GitHubRepository", "", True), ("GitHubRepository", "acme/app", True), ("GitHubRepository", "acme/*", False),
+        ("GitHubRepository", "*", False), ("GitHubRepository", "acme/app:ref:refs/heads/main", False),
+        ("GitHubEnvironment", "runpool", True), ("GitHubEnvironment", "*", False),
+        ("GitHubEnvironment", "x:ref:*", False),
+        ("ControllerSubjects", "", True), ("ControllerSubjects", "repo:acme/app:environment:runpool", True),
+        ("ControllerSubjects", "repo:acme/app:ref:refs/heads/main,repo:acme/infra:environment:prod", True),
+        ("ControllerSubjects", "repo:acme/*:environment:runpool", True),
+        ("ControllerSubjects", "repo:*:environment:runpool", False), ("ControllerSubjects", "*", False),
+        ("ControllerSubjects", "repo:acme*/app:environment:runpool", False),
+        ("ControllerSubjects", "repo:acme/app:environment:runpool,repo:*", False),
+        ("GitHubOidcProviderArn", "", True),
+        ("GitHubOidcProviderArn", "arn:aws-cn:iam::123456789012:oidc-provider/" + GITHUB, True),
+        ("GitHubOidcProviderArn", "arn:aws:iam::123456789012:oidc-provider/example.com", False)]:
+    check(allowed(param, value) == ok, f"{param}={value!r} must be {'accepted' if ok else 'rejected'}")
+check(params.get("GitHubEnvironment", {}).get("Default") == "runpool", "the default subject is the runpool environment")
+# Exactly one of GitHubRepository and ControllerSubjects (CloudFormation Rules, checked at deploy).
+assertions = [a.get("Assert") for rule in t.get("Rules", {}).values() for a in rule.get("Assertions", [])]
+repo_empty = {"Fn::Equals": [{"Ref": "GitHubRepository"}, ""]}
+subjects_empty = {"Fn::EachMemberEquals": [{"Ref": "ControllerSubjects"}, ""]}
+check({"Fn::Not": [{"Fn::And": [repo_empty, subjects_empty]}]} in assertions,
+      "a rule must require GitHubRepository or ControllerSubjects")
+check({"Fn::Or": [repo_empty, subjects_empty]} in assertions,
+      "a rule must forbid GitHubRepository with ControllerSubjects")
+
+# --- Outputs: what runpoolctl's settings take ------------------------------------------------------
+outputs = t.get("Outputs", {})
+for name, value in {"ControllerRoleArn": {"Fn::GetAtt": ["ControllerRole", "Arn"]},
+                    "InstanceProfile": {"Ref": "InstanceProfile"},
+                    "InstanceRoleId": {"Fn::GetAtt": ["InstanceRole", "RoleId"]},
+                    "Table": {"Ref": "TableName"},
+                    "MetricsLogGroup": {"Ref": "MetricsLogGroup"}}.items():
+    check(outputs.get(name, {}).get("Value") == value, f"output {name} must be {value}: {outputs.get(name)}")
+# An output described as "runpoolctl <key>" names one of runpoolctl's settings.
+settings = set(re.findall(r'\{"([a-z_]+)", K::', source("controller/settings.cc")))
+named = {name: m.group(1) for name, o in outputs.items()
+         if (m := re.match(r"runpoolctl ([a-z_]+)\b", o.get("Description", "")))}
+check({"table", "instance_profile", "instance_role_id", "metrics_log_group"} <= set(named.values()),
+      f"the outputs must name runpoolctl's table, instance_profile, instance_role_id, metrics_log_group: {named}")
+for name, key in named.items():
+    check(key in settings, f"output {name}: runpoolctl has no setting {key}")
 
 # --- Every reference resolves --------------------------------------------------------------------
 known = set(params) | set(res) | {"AWS::Partition", "AWS::Region", "AWS::AccountId", "AWS::StackName",
