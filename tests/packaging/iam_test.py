@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """The IAM policies of packaging/iam: least privilege, checked against the design and the code.
 
-- The instance role reaches only its own record (dynamodb:LeadingKeys = the instance's id), writes
-  only the agent's attributes (docs/design.md's table, writer "agent", plus the tokens it removes),
-  and terminates only itself; nothing of SQS, launching or IAM.
+- The instance role reaches only its own record (dynamodb:LeadingKeys = ${aws:userid}, which AWS
+  sets to "<role id>:<instance id>" for an instance role's credentials, and which is exactly the key
+  the code stores each record under), writes only the agent's attributes (docs/design.md's table,
+  writer "agent", plus the tokens it removes), and terminates only itself (ec2:SourceInstanceARN,
+  the caller, is the ARN of the instance terminated); nothing of SQS, launching or IAM.
 - The controller may do every AWS operation runpool's clients issue (read from common/aws/*.cc) and
   nothing else; what it changes is scoped to the pool's tags, table and queues.
 
@@ -97,9 +99,32 @@ check(used and used <= {"get", "report"}, f"the agent calls table methods beyond
 check(not re.search(r"\b(put_item|update_item|delete_item|query|scan|transact\w*|batch\w*)\(", agent_code),
       "the agent calls DynamoDB directly, beside its record's get and report")
 
-table_arn = "arn:aws:dynamodb:@REGION@:@ACCOUNT_ID@:table/@TABLE@"
-own_instance = "arn:aws:ec2:@REGION@:@ACCOUNT_ID@:instance/${ec2:InstanceID}"
-PLACEHOLDERS = {"@REGION@", "@ACCOUNT_ID@", "@TABLE@", "@POOL@", "@INSTANCE_ROLE@", "@METRICS_LOG_GROUP@"}
+# The record key: what `${aws:userid}` is for an instance role's credentials, "<role id>:<instance
+# id>". Every read and write of a record goes through DynamoStateTable::key_of, which spells it.
+dynamo_cc = source("common/pool/dynamo_state_table.cc")
+key_of = re.search(r"aws::Item DynamoStateTable::key_of\(.*?\n}\n", dynamo_cc, re.S)
+check(key_of is not None and "record_key(instance_role_id_, instance_id)" in key_of.group(0),
+      "DynamoStateTable::key_of must store a record under record_key(instance_role_id_, instance_id)")
+check(re.search(r'return std::string\(instance_role_id\) \+ ":" \+ std::string\(instance_id\);',
+                source("common/pool/record_key.cc")),
+      'record_key must be "<role id>:<instance id>", as ${aws:userid} is for an instance role')
+for method in ("get", "report"):
+    m = re.search(r"DynamoStateTable::" + method + r"\(.*?\n}\n", dynamo_cc, re.S)
+    check(m is not None and "key_of(instance_id)" in m.group(0) and "instance_id}}" not in m.group(0),
+          f"DynamoStateTable::{method} (the agent's) must address the record by key_of(instance_id)")
+
+PARTITION = "arn:@PARTITION@:"
+table_arn = PARTITION + "dynamodb:@REGION@:@ACCOUNT_ID@:table/@TABLE@"
+# TerminateSelf: any instance of the account and region as the resource, but only when the caller's
+# instance (ec2:SourceInstanceARN) is the instance terminated: ${ec2:InstanceID} is the EC2
+# instance resource's condition key, the id of the instance the request acts on.
+any_instance = PARTITION + "ec2:@REGION@:@ACCOUNT_ID@:instance/*"
+own_instance = PARTITION + "ec2:@REGION@:@ACCOUNT_ID@:instance/${ec2:InstanceID}"
+PLACEHOLDERS = {"@PARTITION@", "@REGION@", "@ACCOUNT_ID@", "@TABLE@", "@POOL@", "@INSTANCE_ROLE@", "@METRICS_LOG_GROUP@"}
+# The IAM variable each action's statement may use, and nothing else: AWS resolves ${aws:userid}
+# for every request, ${ec2:InstanceID} only where the request acts on an instance.
+VARIABLES = {"dynamodb:GetItem": {"${aws:userid}"}, "dynamodb:UpdateItem": {"${aws:userid}"},
+             "ec2:TerminateInstances": {"${ec2:InstanceID}"}}
 
 
 def instance_failures(doc):
@@ -122,18 +147,23 @@ def instance_failures(doc):
         need(len(a) == 1, f"instance {sid}: one action per statement, so each has its own conditions: {a}")
         for x in a:
             acts[x] = acts.get(x, 0) + 1
-        # No wildcard anywhere: the placeholders and ${ec2:InstanceID} are the only variables.
+        # No wildcard but TerminateSelf's resource (which its condition pins to the caller), no
+        # variable in a resource, and in a condition only the one the action's statement needs.
         for text in r + [json.dumps(st.get("Condition", {}))] + a:
-            need("*" not in text and "?" not in text, f"instance {sid}: a wildcard in {text}")
+            if not (a == ["ec2:TerminateInstances"] and text == any_instance):
+                need("*" not in text and "?" not in text, f"instance {sid}: a wildcard in {text}")
             left = re.sub(r"@[A-Z_]+@", lambda m: "" if m.group(0) in PLACEHOLDERS else m.group(0), text)
             need(not re.search(r"@[A-Z_]+@", left), f"instance {sid}: unknown placeholder in {text}")
-            need(set(re.findall(r"\$\{[^}]*\}", text)) <= {"${ec2:InstanceID}"}, f"instance {sid}: a variable in {text}")
+            allowed_vars = set() if text in r else set().union(*(VARIABLES.get(x, set()) for x in a))
+            need(set(re.findall(r"\$\{[^}]*\}", text)) <= allowed_vars, f"instance {sid}: a variable in {text}")
+        for arn in r:
+            need(arn.startswith(PARTITION), f"instance {sid}: {arn} does not start with {PARTITION}")
         cond = st.get("Condition", {})
         if a == ["dynamodb:GetItem"] or a == ["dynamodb:UpdateItem"]:
             need(r == [table_arn], f"instance {sid}: resource must be the table only, not {r}")
             fav = cond.get("ForAllValues:StringEquals", {})
-            need(as_list(fav.get("dynamodb:LeadingKeys")) == ["${ec2:InstanceID}"],
-                 f"instance {sid}: no ForAllValues:StringEquals dynamodb:LeadingKeys = ${{ec2:InstanceID}}")
+            need(as_list(fav.get("dynamodb:LeadingKeys")) == ["${aws:userid}"],
+                 f"instance {sid}: no ForAllValues:StringEquals dynamodb:LeadingKeys = ${{aws:userid}}")
             # ForAllValues is true on an empty set: require the key to be present.
             need(cond.get("Null", {}).get("dynamodb:LeadingKeys") == "false",
                  f"instance {sid}: LeadingKeys must be required (Null = false)")
@@ -150,12 +180,12 @@ def instance_failures(doc):
                 need(set(fav) == {"dynamodb:LeadingKeys"}, f"instance {sid}: keys {sorted(fav)}")
             need(set(cond) == allowed_ops, f"instance {sid}: condition operators {sorted(cond)} != {sorted(allowed_ops)}")
         elif a == ["ec2:TerminateInstances"]:
-            need(r == [own_instance], f"instance {sid}: TerminateInstances must name only the instance itself, not {r}")
-            need(cond.get("ArnLike", {}) == {"ec2:SourceInstanceARN": own_instance},
-                 f"instance {sid}: the request must come from the instance itself (ec2:SourceInstanceARN)")
+            need(r == [any_instance], f"instance {sid}: TerminateInstances on the account's instances, not {r}")
+            need(cond.get("ArnEquals", {}) == {"ec2:SourceInstanceARN": own_instance},
+                 f"instance {sid}: the caller's instance (ec2:SourceInstanceARN) must be the instance terminated")
             need(cond.get("StringEquals", {}) == {"ec2:ResourceTag/runpool:pool": "@POOL@"},
                  f"instance {sid}: only an instance tagged for the pool")
-            need(set(cond) == {"ArnLike", "StringEquals"}, f"instance {sid}: condition operators {sorted(cond)}")
+            need(set(cond) == {"ArnEquals", "StringEquals"}, f"instance {sid}: condition operators {sorted(cond)}")
     need(acts == {"dynamodb:GetItem": 1, "dynamodb:UpdateItem": 1, "ec2:TerminateInstances": 1},
          f"instance role actions: {acts} (exactly GetItem, UpdateItem, TerminateInstances, once each)")
     need("aws:ARN" not in json.dumps(doc), "aws:ARN is not a documented condition key (it never matches)")
@@ -191,6 +221,12 @@ MUTATIONS = {
         {"dynamodb:LeadingKeys": ["i-0123456789abcdef0"]}),
     "any key": lambda d: cond_of(d, "dynamodb:GetItem")["ForAllValues:StringEquals"].update(
         {"dynamodb:LeadingKeys": ["*"]}),
+    "any instance of the role": lambda d: cond_of(d, "dynamodb:UpdateItem")["ForAllValues:StringEquals"].update(
+        {"dynamodb:LeadingKeys": ["${aws:userid}", "AROAEXAMPLEROLEID0001:*"]}),
+    "the instance id as the key (no variable of the caller)": lambda d: cond_of(d, "dynamodb:GetItem")[
+        "ForAllValues:StringEquals"].update({"dynamodb:LeadingKeys": ["${ec2:InstanceID}"]}),
+    "the role's name as the key": lambda d: cond_of(d, "dynamodb:UpdateItem")["ForAllValues:StringEquals"].update(
+        {"dynamodb:LeadingKeys": ["${aws:username}"]}),
     "the state attribute writable": lambda d: cond_of(d, "dynamodb:UpdateItem")["ForAllValues:StringEquals"][
         "dynamodb:Attributes"].append("state"),
     "any attribute writable": lambda d: cond_of(d, "dynamodb:UpdateItem")["ForAllValues:StringEquals"].pop(
@@ -201,25 +237,35 @@ MUTATIONS = {
     "ReturnValues ALL_OLD": lambda d: cond_of(d, "dynamodb:UpdateItem")["StringEqualsIfExists"].update(
         {"dynamodb:ReturnValues": ["NONE", "ALL_OLD"]}),
     "every table": lambda d: by_action(d, "dynamodb:GetItem").update(
-        {"Resource": "arn:aws:dynamodb:@REGION@:@ACCOUNT_ID@:table/*"}),
+        {"Resource": "arn:@PARTITION@:dynamodb:@REGION@:@ACCOUNT_ID@:table/*"}),
+    "a fixed partition": lambda d: by_action(d, "dynamodb:UpdateItem").update(
+        {"Resource": "arn:aws:dynamodb:@REGION@:@ACCOUNT_ID@:table/@TABLE@"}),
     "the index too": lambda d: by_action(d, "dynamodb:GetItem").update(
         {"Resource": [table_arn, table_arn + "/index/by_label"]}),
     "Query beside GetItem": lambda d: by_action(d, "dynamodb:GetItem").update(
         {"Action": ["dynamodb:GetItem", "dynamodb:Query"]}),
     "dynamodb:*": lambda d: by_action(d, "dynamodb:UpdateItem").update({"Action": ["dynamodb:*"]}),
     "a statement for SQS": lambda d: d["Statement"].append(
-        {"Sid": "X", "Effect": "Allow", "Action": ["sqs:SendMessage"], "Resource": "arn:aws:sqs:@REGION@:@ACCOUNT_ID@:@POOL@-x"}),
+        {"Sid": "X", "Effect": "Allow", "Action": ["sqs:SendMessage"],
+         "Resource": "arn:@PARTITION@:sqs:@REGION@:@ACCOUNT_ID@:@POOL@-x"}),
     "NotAction": lambda d: d["Statement"].append(
         {"Sid": "X", "Effect": "Allow", "NotAction": ["iam:*"], "Resource": "*"}),
-    "terminate any instance": lambda d: by_action(d, "ec2:TerminateInstances").update(
-        {"Resource": "arn:aws:ec2:@REGION@:@ACCOUNT_ID@:instance/*"}),
-    "terminate without the source-instance condition": lambda d: cond_of(d, "ec2:TerminateInstances").pop("ArnLike"),
-    "a source instance other than itself": lambda d: cond_of(d, "ec2:TerminateInstances")["ArnLike"].update(
-        {"ec2:SourceInstanceARN": "arn:aws:ec2:@REGION@:@ACCOUNT_ID@:instance/i-*"}),
+    "terminate anything": lambda d: by_action(d, "ec2:TerminateInstances").update({"Resource": "*"}),
+    "terminate in any region": lambda d: by_action(d, "ec2:TerminateInstances").update(
+        {"Resource": "arn:@PARTITION@:ec2:*:@ACCOUNT_ID@:instance/*"}),
+    "terminate without the source-instance condition": lambda d: cond_of(d, "ec2:TerminateInstances").pop("ArnEquals"),
+    "the source-instance condition only if present": lambda d: cond_of(d, "ec2:TerminateInstances").update(
+        {"ArnEqualsIfExists": cond_of(d, "ec2:TerminateInstances").pop("ArnEquals")}),
+    "a source instance other than itself": lambda d: cond_of(d, "ec2:TerminateInstances")["ArnEquals"].update(
+        {"ec2:SourceInstanceARN": "arn:@PARTITION@:ec2:@REGION@:@ACCOUNT_ID@:instance/i-*"}),
+    "any source instance of the account": lambda d: cond_of(d, "ec2:TerminateInstances").update(
+        {"ArnEquals": {"ec2:SourceInstanceARN": "arn:@PARTITION@:ec2:@REGION@:@ACCOUNT_ID@:instance/*"}}),
+    "the caller's user id compared with the instance": lambda d: cond_of(d, "ec2:TerminateInstances")[
+        "ArnEquals"].update({"ec2:SourceInstanceARN": "arn:@PARTITION@:ec2:@REGION@:@ACCOUNT_ID@:instance/${aws:userid}"}),
     "terminate without the pool's tag": lambda d: cond_of(d, "ec2:TerminateInstances").pop("StringEquals"),
     "another pool's tag": lambda d: cond_of(d, "ec2:TerminateInstances")["StringEquals"].update(
         {"ec2:ResourceTag/runpool:pool": "other"}),
-    "the undocumented aws:ARN": lambda d: cond_of(d, "ec2:TerminateInstances")["ArnLike"].update(
+    "the undocumented aws:ARN": lambda d: cond_of(d, "ec2:TerminateInstances")["ArnEquals"].update(
         {"aws:ARN": "${ec2:SourceInstanceARN}"}),
     "GetItem and UpdateItem in one statement": lambda d: d.update({"Statement": [
         dict(by_action(d, "dynamodb:UpdateItem"), Action=["dynamodb:GetItem", "dynamodb:UpdateItem"]),
@@ -227,7 +273,11 @@ MUTATIONS = {
 }
 for what, mutate in MUTATIONS.items():
     doc = json.loads(json.dumps(pristine))
-    mutate(doc)
+    try:
+        mutate(doc)
+    except (KeyError, StopIteration, ValueError) as e:
+        check(False, f"the weakening '{what}' does not apply to instance-policy.json ({type(e).__name__}: {e})")
+        continue
     check(instance_failures(doc), f"the checker passes an instance policy with {what}")
 
 check([s["Principal"] for s in trust["Statement"]] == [{"Service": "ec2.amazonaws.com"}],
@@ -286,12 +336,13 @@ for st in controller["Statement"]:
     if "iam:CreateServiceLinkedRole" in st["Action"]:
         check("iam:AWSServiceName" in cond.get("StringEquals", {}), f"controller {sid}: any service-linked role")
     for r in st["Resource"]:
-        if r.startswith("arn:aws:sqs:"):
+        check(r == "*" or r.startswith(PARTITION), f"controller {sid}: {r} does not start with {PARTITION}")
+        if r.startswith(PARTITION + "sqs:"):
             check(r.endswith(":@POOL@-*"), f"controller {sid}: queues beyond the pool's: {r}")
-        if r.startswith("arn:aws:logs:"):
+        if r.startswith(PARTITION + "logs:"):
             check(r.split(":log-group:", 1)[-1] in ("@METRICS_LOG_GROUP@", "@METRICS_LOG_GROUP@:log-stream:*"),
                   f"controller {sid}: log groups beyond the metrics group: {r}")
-        if r.startswith("arn:aws:dynamodb:"):
+        if r.startswith(PARTITION + "dynamodb:"):
             check(r in (table_arn, table_arn + "/index/by_label"), f"controller {sid}: tables beyond the pool's: {r}")
 
 for f in failures:
