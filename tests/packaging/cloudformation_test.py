@@ -147,6 +147,8 @@ check(t.get("Outputs", {}).get("MetricsLogGroup", {}).get("Value") == {"Ref": "M
 # --- Roles and policies: packaging/iam's documents, statement by statement ----------------------------
 # The JSON documents' placeholders are the template's Fn::Sub variables; IAM's own variables
 # (${aws:userid}, ${ec2:InstanceID}) are escaped in an Fn::Sub string as ${!…} and plain elsewhere.
+# A list placeholder: the InstanceTypes parameter is the list @INSTANCE_TYPES@ expands to.
+LISTS = {"InstanceTypes": ["@INSTANCE_TYPES@"]}
 SUBS = {"${AWS::Partition}": "@PARTITION@", "${AWS::Region}": "@REGION@", "${AWS::AccountId}": "@ACCOUNT_ID@",
         "${TableName}": "@TABLE@", "${PoolName}": "@POOL@", "${InstanceRole}": "@INSTANCE_ROLE@",
         "${MetricsLogGroup}": "@METRICS_LOG_GROUP@"}
@@ -154,6 +156,8 @@ SUBS = {"${AWS::Partition}": "@PARTITION@", "${AWS::Region}": "@REGION@", "${AWS
 
 def normal(v):
     if isinstance(v, dict):
+        if set(v) == {"Ref"} and v["Ref"] in LISTS:
+            return LISTS[v["Ref"]]
         if set(v) == {"Fn::Sub"} and isinstance(v["Fn::Sub"], str):
             s = v["Fn::Sub"]
             for k, r in SUBS.items():
@@ -280,6 +284,8 @@ for param, value, ok in [
         ("ControllerSubjects", "repo:*:environment:runpool", False), ("ControllerSubjects", "*", False),
         ("ControllerSubjects", "repo:acme*/app:environment:runpool", False),
         ("ControllerSubjects", "repo:acme/app:environment:runpool,repo:*", False),
+        ("InstanceTypes", "c7i.large,m7i.*,c7i.?xlarge", True), ("InstanceTypes", "", False),
+        ("InstanceTypes", "c7i.large,", False), ("InstanceTypes", "c7i.large m7i.large", False),
         ("GitHubOidcProviderArn", "", True),
         ("GitHubOidcProviderArn", "arn:aws-cn:iam::123456789012:oidc-provider/" + GITHUB, True),
         ("GitHubOidcProviderArn", "arn:aws:iam::123456789012:oidc-provider/example.com", False)]:
