@@ -13,12 +13,13 @@ const { Faults } = require('./lib/faults');
 const { createProxy } = require('./lib/proxy');
 const { createControlHandler } = require('./lib/control');
 const { createLogs } = require('./logs');
+const { createRecorder } = require('./lib/recorder');
 const { listenLocal, closeServer, createServer, keepAlive } = require('./lib/httputil');
 
-const USAGE = 'usage: localcloud.js [--state-dir DIR] [--region REGION] [--quiet] [--ignore-stdin]';
+const USAGE = 'usage: localcloud.js [--state-dir DIR] [--region REGION] [--quiet] [--ignore-stdin] [--record-requests FILE]';
 
 function parseArgs(argv) {
-  const opts = { stateDir: null, region: 'us-east-1', quiet: false, ignoreStdin: false };
+  const opts = { stateDir: null, region: 'us-east-1', quiet: false, ignoreStdin: false, recordRequests: null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = () => {
@@ -29,6 +30,7 @@ function parseArgs(argv) {
     else if (a === '--region') opts.region = value();
     else if (a === '--quiet') opts.quiet = true;
     else if (a === '--ignore-stdin') opts.ignoreStdin = true; // for `node localcloud.js &` from a shell
+    else if (a === '--record-requests') opts.recordRequests = path.resolve(value()); // lib/recorder.js
     else throw new Error(`unknown argument ${a}\n${USAGE}`);
   }
   return opts;
@@ -73,8 +75,20 @@ async function start(opts, log) {
     const faults = new Faults();
     const proxies = {};
     const endpoints = {};
+    let ec2 = null;
+    // Every signed request, one JSON line each, for the IAM tier (tests/localcloud/iam/).
+    let recorder = null;
+    if (opts.recordRequests) {
+      recorder = createRecorder({ file: opts.recordRequests, cloud: stateDir, region, accountId, instanceRoleId,
+        instanceTags: async (id) => {
+          if (!ec2) return null;
+          const r = await ec2.control('GET', `/instances/${encodeURIComponent(id)}`);
+          return r.status === 200 ? { tags: r.json.tags, type: r.json.type } : null;
+        } });
+      closers.push(() => recorder.close());
+    }
     const addProxy = async (service, backend) => {
-      const p = createProxy({ service, region, credentials, faults, log, backend });
+      const p = createProxy({ service, region, credentials, faults, log, backend, recorder });
       await p.listen();
       closers.push(() => p.close());
       proxies[service] = p;
@@ -99,7 +113,6 @@ async function start(opts, log) {
     closers.push(() => closeServer(sqsServer));
 
     const ec2Mod = optionalModule('ec2', log);
-    let ec2 = null;
     if (ec2Mod) {
       ec2 = await ec2Mod.createEc2({ credentials, faults, stateDir, region, log });
       closers.push(() => ec2.close());

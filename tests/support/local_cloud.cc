@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "common/json.h"
 
@@ -46,6 +48,17 @@ LocalCloud::LocalCloud() {
 
   int in_pipe[2], out_pipe[2];
   if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  // The child's argv, built before the fork.
+  const std::string script = std::string(RUNPOOL_LOCALCLOUD_DIR) + "/localcloud.js";
+  std::vector<const char*> argv = {"node", script.c_str(), "--quiet"};
+  // The IAM tier (tests/localcloud/iam/): every signed AWS request appended to this file, one JSON
+  // line each; the local clouds of one test binary may share it.
+  const char* record = std::getenv("RUNPOOL_LOCALCLOUD_RECORD_REQUESTS");
+  if (record != nullptr && *record != '\0') {
+    argv.push_back("--record-requests");
+    argv.push_back(record);
+  }
+  argv.push_back(nullptr);
   pid_t parent = getpid();
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
@@ -55,8 +68,7 @@ LocalCloud::LocalCloud() {
     dup2(in_pipe[0], 0);
     dup2(out_pipe[1], 1);
     dup2(err_fd, 2);
-    std::string script = std::string(RUNPOOL_LOCALCLOUD_DIR) + "/localcloud.js";
-    execlp("node", "node", script.c_str(), "--quiet", static_cast<char*>(nullptr));
+    execvp("node", const_cast<char* const*>(argv.data()));
     _exit(127);
   }
   close(err_fd);

@@ -33,12 +33,13 @@ function operationOf(protocol, req, body) {
 }
 
 /**
- * createProxy({ service, region, credentials, faults, log, backend }) -> proxy
+ * createProxy({ service, region, credentials, faults, log, backend, recorder }) -> proxy
  *   proxy.listen() -> Promise<url>; proxy.url; proxy.backend (settable: 'http://127.0.0.1:P');
  *   proxy.authFailures: { code: count }; proxy.requests: RequestCounts (per principal and
  *   operation, signed requests only); proxy.close() -> Promise.
+ *   recorder (lib/recorder.js, optional): every signed request is written to it with its answer's status.
  */
-function createProxy({ service, region, credentials, faults, log = () => {}, backend = null }) {
+function createProxy({ service, region, credentials, faults, log = () => {}, backend = null, recorder = null }) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const proxy = { service, backend, url: null, authFailures: {}, requests: new RequestCounts() };
 
@@ -50,7 +51,7 @@ function createProxy({ service, region, credentials, faults, log = () => {}, bac
   };
 
   // `gate` (lib/hold.js, when: 'after'): the answer is read whole and withheld until the test decides.
-  function forward(req, res, body, principal, protocol, gate = null) {
+  function forward(req, res, body, principal, protocol, gate = null, rec = null) {
     const target = new URL(proxy.backend);
     const headers = {};
     for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k) && k !== PRINCIPAL) headers[k] = v;
@@ -70,6 +71,7 @@ function createProxy({ service, region, credentials, faults, log = () => {}, bac
         for (const [k, v] of Object.entries(upRes.headers)) if (!HOP_BY_HOP.has(k)) out[k] = v;
         upRes.on('aborted', () => res.destroy());
         upRes.on('error', () => res.destroy());
+        if (rec) upRes.on('data', (c) => rec.answer(c));
         if (!gate) {
           res.writeHead(upRes.statusCode, upRes.statusMessage, out);
           return upRes.pipe(res);
@@ -108,6 +110,9 @@ function createProxy({ service, region, credentials, faults, log = () => {}, bac
       return reply(res, protocol, v);
     }
     proxy.requests.record(v.principal, operation);
+    const rec = recorder && await recorder.begin({ service, operation, protocol, principal: v.principal,
+      userId: credentials.lookup(v.accessKeyId)?.userId, url: req.url, body, proxyUrl: proxy.url });
+    if (rec) res.on('close', () => rec.end(res.headersSent ? res.statusCode : null));
     const gate = holdsOf(faults)?.gate({ service, identities: [v.principal, v.accessKeyId], operation, body });
     if (gate?.when === 'before' && await gate.hold() === 'drop') return res.destroy();
     const decision = faults.decide(service, operation);
@@ -117,7 +122,7 @@ function createProxy({ service, region, credentials, faults, log = () => {}, bac
       return reply(res, protocol, faultError(service, decision, operation));
     }
     if (!proxy.backend) return reply(res, protocol, faultError(service, { kind: 'retryAfter', seconds: 1 }, operation));
-    forward(req, res, body, v.principal, protocol, gate?.when === 'after' ? gate : null);
+    forward(req, res, body, v.principal, protocol, gate?.when === 'after' ? gate : null, rec);
   }
 
   proxy.server = createServer((req, res) => {
