@@ -42,7 +42,8 @@ async function evaluateLine(line, w, policySet, override = {}) {
     const context = { ...principal.context, ...c.context };
     const r = await simulate({ principal: principal.arn, action: c.action, resource: c.resource, accountId: w.accountId,
       context, identityPolicies, resourcePolicy: c.resourcePolicy });
-    out.push({ action: c.action, resource: c.resource, part: c.part || null, result: r.result, explanation: r.explanation,
+    const explanation = r.result !== 'Allowed' && c.note ? [...r.explanation, c.note] : r.explanation;
+    out.push({ action: c.action, resource: c.resource, part: c.part || null, result: r.result, explanation,
       ignoredContextKeys: r.ignoredContextKeys, context });
   }
   return { allowed: out.length > 0 && out.every((c) => c.result === 'Allowed'), kind: principal.kind, pool, checks: out,

@@ -136,6 +136,11 @@ function sqsChecks(line, w) {
   const q = w.queues.get(name);
   const check = { action, resource: arn(w, 'sqs', name), context: {} };
   if (q?.policy) check.resourcePolicy = JSON.parse(q.policy);
+  if (!q && line.operation !== 'CreateQueue') {
+    // No queue, so no queue policy: AWS decides by the identity policies alone (AccessDenied where
+    // they grant nothing, before QueueDoesNotExist could be answered).
+    check.note = 'this queue was never created in the recording: there is no queue policy to admit the caller';
+  }
   return [check];
 }
 
