@@ -1,7 +1,7 @@
 'use strict';
 // GitHub App endpoints: finding an installation and minting installation access tokens, both
 // with the App's JWT (Authorization: Bearer <JWT>).
-const { HttpError } = require('./rest');
+const { HttpError, resolveRepository } = require('./rest');
 const { lc } = require('./model');
 
 const DOC = 'https://docs.github.com/rest/apps/apps';
@@ -34,6 +34,7 @@ function routes({ model, auth }) {
     }],
     ['GET', '/repos/{owner}/{repo}/installation', byOwner((p) => p.owner)],
     ['GET', '/orgs/{org}/installation', byOwner((p) => p.org)],
+    ['GET', '/repositories/{repository_id}/installation', (ctx) => { resolveRepository(model, ctx); return byOwner((p) => p.owner)(ctx); }],
     ['POST', '/app/installations/{installation_id}/access_tokens', (ctx) => {
       const app = needApp(ctx);
       const inst = auth.installations.get(Number(ctx.params.installation_id));

@@ -104,10 +104,7 @@ class Broker {
     const r = p.runner;
     if (p.done || r.deleted || r.session !== p.session || r.busy || p.session.pending) return false;
     if (r.ephemeral && r.ephemeralUsed) return false;
-    if (job.owner) {
-      if (lc(job.owner) !== lc(r.owner)) return false;
-      if (r.repo && (!job.repo || lc(job.repo) !== lc(r.repo))) return false;
-    }
+    if (job.owner && !this.model.covers(r, job.owner, job.repo)) return false;
     const have = new Set(r.labels.map((l) => lc(l.name)));
     return job.labels.every((l) => have.has(lc(l)));
   }

@@ -9,7 +9,7 @@ function createControl({ model, auth, broker, calls }) {
   const bad = (message, status = 400) => ({ status, json: { message } });
 
   const runnerView = (r) => ({
-    ...restRunner(broker, r), owner: r.owner, repo: r.repo, currentJob: r.currentJob,
+    ...restRunner(broker, r), runner_group_name: r.runnerGroupName, owner: r.owner, repo: r.repo, currentJob: r.currentJob,
     session: r.session ? { id: r.session.id, createdAt: r.session.createdAt, lastSeen: r.session.lastSeen, openPolls: r.session.polls, live: broker.sessionLive(r) } : null,
   });
 
@@ -43,6 +43,30 @@ function createControl({ model, auth, broker, calls }) {
     ['GET', /^\/settings$/, () => ok(model.settings)],
     ['POST', /^\/settings$/, (b) => ok(model.setSettings(b))],
     ['POST', /^\/owners$/, (b) => { model.addOwner(b.owner); return ok({ owner: b.owner }, 201); }],
+    ['POST', /^\/owners\/rename$/, (b) => {
+      if (typeof b.from !== 'string' || typeof b.to !== 'string') return bad('from and to must be owner names');
+      model.renameOwner(b.from, b.to);
+      return ok({ from: b.from, to: b.to });
+    }],
+    ['POST', /^\/enterprises$/, (b) => {
+      if (b.orgs !== undefined && (!Array.isArray(b.orgs) || b.orgs.some((o) => typeof o !== 'string'))) return bad('orgs must be an array of organization names');
+      model.addEnterprise(b.enterprise, b.orgs || []);
+      const e = model.enterprises.get(lc(b.enterprise));
+      return ok({ enterprise: e.slug, orgs: [...e.orgs] }, 201);
+    }],
+    ['POST', /^\/runner-groups$/, (b) => {
+      const owner = typeof b.enterprise === 'string' ? `enterprise:${b.enterprise}` : b.owner;
+      if (typeof owner !== 'string') return bad('owner (an organization) or enterprise is required');
+      return ok(model.addGroup(owner, b.name), 201);
+    }],
+    ['POST', /^\/repos\/move$/, (b) => {
+      const split = (s) => (typeof s === 'string' && /^[^/]+\/[^/]+$/.test(s) ? { owner: s.split('/')[0], repo: s.split('/')[1] } : null);
+      const from = split(b.from);
+      const to = split(b.to);
+      if (!from || !to) return bad('from and to must be "owner/repo"');
+      if (!model.hasOwner(from.owner) && !model.ownerRedirects.has(lc(from.owner))) return bad(`no owner ${from.owner}`, 404);
+      return ok({ id: model.moveRepo(from, to), from: b.from, to: b.to });
+    }],
     ['POST', /^\/pats$/, (b) => {
       if (typeof b.token !== 'string' || b.token.length < 8 || /\s/.test(b.token)) return bad('token must be a string of 8+ non-space characters');
       if (b.owners !== undefined && !Array.isArray(b.owners)) return bad('owners must be an array');

@@ -53,6 +53,15 @@ async function createGithub({ faults = null, stateDir = null, log = () => {} } =
       send(res, status, body, { 'x-github-api-version-selected': '2022-11-28', 'x-github-media-type': 'github.v3; format=json', 'x-github-request-id': requestId, ...headers });
     };
     if (a.status) return reply(a.status, { message: a.message, documentation_url: 'https://docs.github.com/rest', status: String(a.status) }, auth.rate(null).headers);
+    // A renamed or transferred repository: its old paths answer 301 (GET, HEAD) or 307 (other
+    // methods, to be repeated as they were) with the Location of /repositories/<id>/….
+    const moved = a.principal ? rest.redirectFor(model, apiPath) : null;
+    if (moved) {
+      const permanent = req.method === 'GET' || req.method === 'HEAD';
+      const location = `${origin}/api/v3${moved}${u.search}`;
+      return reply(permanent ? 301 : 307, { message: permanent ? 'Moved Permanently' : 'Temporary Redirect', url: location, documentation_url: 'https://docs.github.com/rest/guides/best-practices-for-using-the-rest-api#follow-redirects' },
+        { ...auth.rate(a.principal).headers, location });
+    }
     if (!m) return reply(404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest', status: '404' });
     const isRateLimit = m.route.template === '/rate_limit';
     if (!a.principal && !isRateLimit) return reply(401, { message: 'Requires authentication', documentation_url: 'https://docs.github.com/rest', status: '401' }, auth.rate(null).headers);

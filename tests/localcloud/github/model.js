@@ -1,7 +1,9 @@
 'use strict';
-// The GitHub stand-in's state: settings, owners, credentials and runner registrations. Names
-// compare case-insensitively (as on GitHub); a scope is an owner (organization runners) or an
-// owner/repo pair (repository runners). Everything lives in memory for the process's lifetime.
+// The GitHub stand-in's state: settings, owners, enterprises, repositories' ids and moves,
+// runner groups, credentials and runner registrations. Names compare case-insensitively (as on
+// GitHub); a scope is an owner (organization runners), an owner/repo pair (repository runners) or
+// an enterprise, written as the owner "enterprise:<slug>" (no login has a ':'). Everything lives
+// in memory for the process's lifetime.
 const crypto = require('node:crypto');
 const { randomToken } = require('./http');
 
@@ -18,6 +20,9 @@ const DEFAULT_SETTINGS = {
 
 const SYSTEM_LABELS = ['self-hosted', 'Linux', 'X64'];
 const lc = (s) => String(s).toLowerCase();
+const ENTERPRISE = 'enterprise:';
+const enterpriseSlug = (owner) => (lc(owner).startsWith(ENTERPRISE) ? String(owner).slice(ENTERPRISE.length) : null);
+const DEFAULT_GROUP = { id: 1, name: 'Default', isDefault: true };
 
 class Model {
   constructor() {
@@ -31,6 +36,14 @@ class Model {
     this.byClientId = new Map();  // OAuth client id -> runner id
     this.labelIds = new Map();    // lc(label) -> id
     this.nextRunnerId = 1;
+    this.enterprises = new Map(); // lc(slug) -> { slug, orgs: Set(lc) }
+    this.repoIds = new Map();     // scopeKey(owner, repo) -> repository id
+    this.reposById = new Map();   // id -> { owner, repo } (the current name)
+    this.repoRedirects = new Map();  // scopeKey of a former name -> repository id
+    this.ownerRedirects = new Map(); // lc(former owner) -> current owner
+    this.nextRepoId = 100001;
+    this.groups = new Map();      // scopeKey of an organization or enterprise -> [{ id, name, isDefault }]
+    this.nextGroupId = 2;         // 1 is every owner's Default group
     this.onRunnerDeleted = () => {};
   }
 
@@ -44,10 +57,108 @@ class Model {
   }
 
   addOwner(owner) {
+    const slug = enterpriseSlug(owner);
+    if (slug !== null) return this.addEnterprise(slug);
     if (typeof owner !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9-]*$/.test(owner)) throw new Error(`bad owner ${JSON.stringify(owner)}`);
     if (!this.owners.has(lc(owner))) this.owners.set(lc(owner), owner);
   }
-  hasOwner(owner) { return this.owners.has(lc(owner)); }
+  hasOwner(owner) {
+    const slug = enterpriseSlug(owner);
+    return slug !== null ? this.enterprises.has(lc(slug)) : this.owners.has(lc(owner));
+  }
+
+  // An enterprise, and organizations that belong to it (its runners serve their jobs).
+  addEnterprise(slug, orgs = []) {
+    if (typeof slug !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9-]*$/.test(slug)) throw new Error(`bad enterprise ${JSON.stringify(slug)}`);
+    if (!this.enterprises.has(lc(slug))) this.enterprises.set(lc(slug), { slug, orgs: new Set() });
+    for (const o of orgs) {
+      this.addOwner(o);
+      this.enterprises.get(lc(slug)).orgs.add(lc(o));
+    }
+  }
+
+  // Whether a runner of `r`'s scope may run a job of `owner` (and `repo`).
+  covers(r, owner, repo) {
+    const slug = enterpriseSlug(r.owner);
+    if (slug !== null) return !!this.enterprises.get(lc(slug))?.orgs.has(lc(owner));
+    if (lc(owner) !== lc(r.owner)) return false;
+    return !r.repo || (!!repo && lc(repo) === lc(r.repo));
+  }
+
+  // ---- repositories: ids, renames and transfers (the old name's REST paths then redirect)
+  repoId(owner, repo) {
+    const key = Model.scopeKey(owner, repo);
+    if (!this.repoIds.has(key)) {
+      const id = this.nextRepoId++;
+      this.repoIds.set(key, id);
+      this.reposById.set(id, { owner, repo });
+    }
+    return this.repoIds.get(key);
+  }
+
+  // The id a former name redirects to, or null (the name is current, or was never moved).
+  movedRepo(owner, repo) {
+    const key = Model.scopeKey(owner, repo);
+    if (this.repoIds.has(key) && !this.repoRedirects.has(key)) return null;
+    if (this.repoRedirects.has(key)) return this.repoRedirects.get(key);
+    const to = this.ownerRedirects.get(lc(owner));
+    return to && !this.hasOwner(owner) ? this.repoId(to, repo) : null;
+  }
+
+  // Renames or transfers owner/repo to toOwner/toRepo: the runners move with it, and the old
+  // name redirects (GitHub: 301 for GET, 307 otherwise, to /repositories/<id>/…).
+  moveRepo(from, to) {
+    for (const s of [from, to]) {
+      if (!s || typeof s.owner !== 'string' || typeof s.repo !== 'string' || !/^[A-Za-z0-9._-]+$/.test(s.repo)) throw new Error('from and to must be "owner/repo"');
+    }
+    this.addOwner(to.owner);
+    const id = this.repoId(from.owner, from.repo);
+    const fromKey = Model.scopeKey(from.owner, from.repo);
+    const toKey = Model.scopeKey(to.owner, to.repo);
+    if (fromKey === toKey) return id;
+    this.repoIds.delete(fromKey);
+    this.repoIds.set(toKey, id);
+    this.repoRedirects.delete(toKey);
+    this.repoRedirects.set(fromKey, id);
+    this.reposById.set(id, { owner: to.owner, repo: to.repo });
+    for (const r of this.runners.values()) {
+      if (r.scopeKey === fromKey) Object.assign(r, { owner: to.owner, repo: to.repo, scopeKey: toKey });
+    }
+    return id;
+  }
+
+  // Renames an organization: its repositories' old paths redirect; its own (/orgs/<old>/…) are
+  // gone (GitHub does not redirect an organization's former name).
+  renameOwner(from, to) {
+    if (!this.hasOwner(from)) throw Object.assign(new Error(`no owner ${from}`), { status: 404 });
+    this.addOwner(to);
+    for (const [key, id] of [...this.repoIds.entries()]) {
+      const repo = this.reposById.get(id);
+      if (lc(repo.owner) === lc(from)) this.moveRepo({ owner: repo.owner, repo: repo.repo }, { owner: to, repo: repo.repo });
+      void key;
+    }
+    for (const r of this.runners.values()) {
+      if (!r.repo && lc(r.owner) === lc(from)) Object.assign(r, { owner: to, scopeKey: Model.scopeKey(to, null) });
+    }
+    for (const e of this.enterprises.values()) if (e.orgs.delete(lc(from))) e.orgs.add(lc(to));
+    this.owners.delete(lc(from));
+    this.ownerRedirects.set(lc(from), to);
+  }
+
+  // ---- runner groups: organizations and enterprises have them; a repository only the Default
+  groupsOf(owner, repo) {
+    if (repo) return [DEFAULT_GROUP];
+    return [DEFAULT_GROUP, ...(this.groups.get(Model.scopeKey(owner, null)) || [])];
+  }
+  addGroup(owner, name) {
+    if (!this.hasOwner(owner)) throw Object.assign(new Error(`no owner ${owner}`), { status: 404 });
+    if (typeof name !== 'string' || !name.trim()) throw new Error('a group needs a name');
+    if (this.groupsOf(owner, null).some((g) => lc(g.name) === lc(name))) throw Object.assign(new Error(`group ${name} exists`), { status: 409 });
+    const key = Model.scopeKey(owner, null);
+    const g = { id: this.nextGroupId++, name: name.trim(), isDefault: false };
+    this.groups.set(key, [...(this.groups.get(key) || []), g]);
+    return g;
+  }
 
   // A scope key: 'owner' or 'owner/repo', lower-case.
   static scopeKey(owner, repo) { return repo ? `${lc(owner)}/${lc(repo)}` : lc(owner); }
@@ -71,9 +182,10 @@ class Model {
   }
 
   // labels: [{ name, type: 'read-only' | 'custom' }]; publicKey: a node KeyObject.
-  createRunner({ owner, repo, name, labels, ephemeral = false, disableUpdate = false, publicKey, workFolder }) {
+  createRunner({ owner, repo, name, labels, ephemeral = false, disableUpdate = false, publicKey, workFolder, group = DEFAULT_GROUP }) {
     const r = {
       id: this.nextRunnerId++, name, owner, repo: repo || null, scopeKey: Model.scopeKey(owner, repo),
+      runnerGroupId: group.id, runnerGroupName: group.name,
       os: 'Linux', labels: dedupe(labels), ephemeral: !!ephemeral, disableUpdate: !!disableUpdate,
       workFolder: workFolder || '_work', createdAt: Date.now(), busy: false, currentJob: null,
       ephemeralUsed: false, session: null,
@@ -112,4 +224,4 @@ function dedupe(labels) {
   return labels.filter((l) => !seen.has(lc(l.name)) && seen.add(lc(l.name)));
 }
 
-module.exports = { Model, DEFAULT_SETTINGS, SYSTEM_LABELS, lc, dedupe };
+module.exports = { Model, DEFAULT_SETTINGS, SYSTEM_LABELS, DEFAULT_GROUP, lc, dedupe, enterpriseSlug };

@@ -11,7 +11,7 @@
 //      acquire, renew, complete.
 const { decode, verifyRs256 } = require('./jwt');
 const { HttpError } = require('./rest');
-const { Model, lc } = require('./model');
+const { Model, DEFAULT_GROUP, lc } = require('./model');
 const { PIPELINES, serverUrlOf, authorizationUrlOf, publicKeyFrom } = require('./runnerfiles');
 const { randomToken } = require('./http');
 
@@ -59,6 +59,13 @@ function routes({ model, broker }) {
     const labels = b.labels.map((l) => ({ name: String(l.name), type: l.type === 'system' ? 'read-only' : 'custom' }));
     return { name: b.name.trim(), labels, publicKey, ephemeral: !!b.ephemeral, disableUpdate: !!b.disableUpdate };
   };
+  // The runner group (agent pool) a registration joins: poolId from GET /pools, default the Default group.
+  const groupOf = (t, b) => {
+    if (b.poolId === undefined || b.poolId === null) return DEFAULT_GROUP;
+    const g = model.groupsOf(t.owner, t.repo).find((x) => x.id === b.poolId);
+    if (!g) throw new HttpError(404, `Runner group ${b.poolId} not found`);
+    return g;
+  };
   const P = PIPELINES;
 
   return [
@@ -69,7 +76,11 @@ function routes({ model, broker }) {
       try {
         const u = new URL(ctx.body.url);
         const segs = u.pathname.split('/').filter(Boolean);
-        if (u.origin === ctx.origin && (segs.length === 1 || segs.length === 2)) scope = { owner: segs[0], repo: segs[1] || null };
+        if (u.origin === ctx.origin && segs.length === 2 && lc(segs[0]) === 'enterprises') scope = { owner: `enterprise:${segs[1]}`, repo: null };
+        else if (u.origin === ctx.origin && (segs.length === 1 || segs.length === 2)) scope = { owner: segs[0], repo: segs[1] || null };
+        // A moved repository's former URL leads to it, as GitHub's web redirects do.
+        const moved = scope?.repo ? model.movedRepo(scope.owner, scope.repo) : null;
+        if (moved != null) scope = { ...model.reposById.get(moved) };
       } catch { /* scope stays null */ }
       const wantKind = { register: 'registration', remove: 'remove' }[ctx.body.runner_event];
       if (!t || t.expiresAt <= Date.now() || !scope || t.kind !== wantKind ||
@@ -79,6 +90,12 @@ function routes({ model, broker }) {
       const token = randomToken('', undefined, 40, 60);
       model.adminTokens.set(token, { event: ctx.body.runner_event, owner: t.owner, repo: t.repo, expiresAt: Date.now() + 3600000 });
       return { status: 200, body: { url: serverUrlOf(ctx.origin), token_schema: 'OAuthAccessToken', token } };
+    }],
+    // The scope's runner groups, as the runner looks up --runnergroup (real: agent pools).
+    ['GET', `${P}/pools`, (ctx) => {
+      const t = admin(ctx);
+      const value = model.groupsOf(t.owner, t.repo).map((g) => ({ id: g.id, name: g.name, isHosted: false, isInternal: g.isDefault }));
+      return { status: 200, body: { count: value.length, value } };
     }],
     ['GET', `${P}/agents`, (ctx) => {
       const t = admin(ctx);
@@ -91,7 +108,7 @@ function routes({ model, broker }) {
       const t = admin(ctx, 'register');
       const spec = agentSpec(ctx.body);
       if (model.findByName(t.owner, t.repo, spec.name)) throw new HttpError(409, `A runner exists with the same name ${spec.name}.`);
-      const r = model.createRunner({ ...spec, owner: t.owner, repo: t.repo, workFolder: ctx.body.workFolder });
+      const r = model.createRunner({ ...spec, owner: t.owner, repo: t.repo, workFolder: ctx.body.workFolder, group: groupOf(t, ctx.body) });
       return { status: 200, body: agentView(ctx, r) };
     }],
     ['PUT', `${P}/agents/{agent_id}`, (ctx) => {
@@ -99,7 +116,8 @@ function routes({ model, broker }) {
       const r = model.runners.get(Number(ctx.params.agent_id));
       if (!r || r.scopeKey !== Model.scopeKey(t.owner, t.repo)) throw new HttpError(404, 'Not Found');
       const spec = agentSpec(ctx.body);
-      Object.assign(r, { labels: spec.labels, ephemeral: spec.ephemeral, disableUpdate: spec.disableUpdate, ephemeralUsed: false });
+      const group = groupOf(t, ctx.body);
+      Object.assign(r, { labels: spec.labels, ephemeral: spec.ephemeral, disableUpdate: spec.disableUpdate, ephemeralUsed: false, runnerGroupId: group.id, runnerGroupName: group.name });
       model.rekey(r, spec.publicKey);
       r.session = null; // the replaced runner's Listener loses its session
       broker.pump();

@@ -1,5 +1,6 @@
 'use strict';
-// The self-hosted runner REST API (repository and organization forms), as documented at
+// The self-hosted runner REST API (repository, organization and enterprise forms, and a moved
+// repository's /repositories/{id} form), as documented at
 // docs.github.com/rest/actions/self-hosted-runners. Handlers take a context
 // { params, query, body, principal, origin } and return { status, body, headers? }, or throw
 // an HttpError carrying GitHub's error body.
@@ -18,10 +19,28 @@ class HttpError extends Error {
   }
 }
 
-const scopeOf = (p) => ({ owner: p.owner ?? p.org, repo: p.repo ?? null });
+const scopeOf = (p) => ({ owner: p.owner ?? p.org ?? (p.enterprise != null ? `enterprise:${p.enterprise}` : undefined), repo: p.repo ?? null });
 
-// Runner endpoints need a PAT or installation token that may act on the owner.
+// The path a moved repository's REST path redirects to (/repositories/<id>/…), or null.
+function redirectFor(model, apiPath) {
+  const m = /^\/repos\/([^/]+)\/([^/]+)(\/.*)?$/.exec(apiPath);
+  if (!m) return null;
+  const id = model.movedRepo(decodeURIComponent(m[1]), decodeURIComponent(m[2]));
+  return id == null ? null : `/repositories/${id}${m[3] || ''}`;
+}
+
+// /repositories/{repository_id}/… names the repository by id: its current owner and name.
+function resolveRepository(model, ctx) {
+  if (ctx.params.repository_id === undefined) return;
+  const repo = model.reposById.get(Number(ctx.params.repository_id));
+  if (!repo) throw new HttpError(404, 'Not Found');
+  ctx.params = { ...ctx.params, owner: repo.owner, repo: repo.repo };
+}
+
+// Runner endpoints need a PAT or installation token that may act on the owner. GitHub Apps
+// cannot manage an enterprise's runners.
 function access(model, principal, owner) {
+  if (principal.kind === 'installation' && /^enterprise:/i.test(owner)) throw new HttpError(403, 'Resource not accessible by integration');
   if (!model.hasOwner(owner)) throw new HttpError(404, 'Not Found');
   if (principal.kind === 'pat' && principal.owners && !principal.owners.has(lc(owner))) throw new HttpError(404, 'Not Found');
   if (principal.kind === 'installation' && lc(principal.installation.owner) !== lc(owner)) throw new HttpError(403, 'Resource not accessible by integration');
@@ -31,7 +50,7 @@ function access(model, principal, owner) {
 function restRunner(broker, r) {
   return {
     id: r.id, name: r.name, os: r.os, status: broker.sessionLive(r) ? 'online' : 'offline', busy: r.busy,
-    ephemeral: r.ephemeral, runner_group_id: 1,
+    ephemeral: r.ephemeral, runner_group_id: r.runnerGroupId,
     labels: r.labels.map((l) => ({ id: broker.model.labelId(l.name), name: l.name, type: l.type })),
   };
 }
@@ -82,12 +101,13 @@ function routes({ model, broker, downloads }) {
       if (!Number.isInteger(b.runner_group_id)) throw new HttpError(422, 'Invalid request.\n\n"runner_group_id" wasn\'t supplied.');
       checkLabels(b.labels, 1);
       if (b.work_folder !== undefined && typeof b.work_folder !== 'string') throw new HttpError(422, 'Invalid request.\n\n"work_folder" must be a string.');
-      if (b.runner_group_id !== 1) throw new HttpError(404, `Runner group ${b.runner_group_id} not found`);
+      const group = model.groupsOf(owner, repo).find((g) => g.id === b.runner_group_id);
+      if (!group) throw new HttpError(404, `Runner group ${b.runner_group_id} not found`);
       if (model.findByName(owner, repo, b.name)) throw new HttpError(409, `Already exists - A runner with the name ${b.name} already exists.`);
       const { publicKey, privateKey } = await new Promise((res, rej) => crypto.generateKeyPair('rsa', { modulusLength: 2048 }, (e, pub, priv) => (e ? rej(e) : res({ publicKey: pub, privateKey: priv }))));
       if (model.findByName(owner, repo, b.name)) throw new HttpError(409, `Already exists - A runner with the name ${b.name} already exists.`);
       const r = model.createRunner({
-        owner, repo, name: b.name, ephemeral: true, publicKey, workFolder: b.work_folder || '_work',
+        owner, repo, name: b.name, ephemeral: true, publicKey, workFolder: b.work_folder || '_work', group,
         labels: [...SYSTEM_LABELS.map((n) => ({ name: n, type: 'read-only' })), ...custom(b.labels)],
       });
       return { status: 201, body: { runner: restRunner(broker, r), encoded_jit_config: encodeJitConfig({ runner: r, origin: ctx.origin, privateKey }) } };
@@ -151,10 +171,12 @@ function routes({ model, broker, downloads }) {
   }
 
   const out = [];
-  for (const prefix of ['/repos/{owner}/{repo}/actions/runners', '/orgs/{org}/actions/runners']) {
+  for (const prefix of ['/repos/{owner}/{repo}/actions/runners', '/orgs/{org}/actions/runners',
+    '/enterprises/{enterprise}/actions/runners', '/repositories/{repository_id}/actions/runners']) {
     for (const [key, h] of Object.entries(handlers)) {
       const [method, suffix] = key.split(' ');
       out.push([method, prefix + suffix, async (ctx) => {
+        resolveRepository(model, ctx);
         access(model, ctx.principal, scopeOf(ctx.params).owner);
         return h(ctx);
       }]);
@@ -163,4 +185,4 @@ function routes({ model, broker, downloads }) {
   return out;
 }
 
-module.exports = { routes, HttpError, restRunner, access };
+module.exports = { routes, HttpError, restRunner, access, redirectFor, resolveRepository };

@@ -7,7 +7,10 @@ const crypto = require('node:crypto');
 const PIPELINES = '/_services/pipelines';
 const serverUrlOf = (origin) => `${origin}${PIPELINES}`;
 const authorizationUrlOf = (origin) => `${serverUrlOf(origin)}/oauth2/token`;
-const gitHubUrlOf = (origin, owner, repo) => `${origin}/${owner}${repo ? `/${repo}` : ''}`;
+const gitHubUrlOf = (origin, owner, repo) => {
+  const ent = /^enterprise:(.+)$/i.exec(owner);
+  return ent ? `${origin}/enterprises/${ent[1]}` : `${origin}/${owner}${repo ? `/${repo}` : ''}`;
+};
 
 const std = (b64url) => Buffer.from(b64url, 'base64url').toString('base64');
 
@@ -25,7 +28,7 @@ function publicKeyFrom(pk) {
 
 function runnerSettings({ runner, origin }) {
   const s = {
-    agentId: runner.id, agentName: runner.name, poolId: 1, poolName: 'Default',
+    agentId: runner.id, agentName: runner.name, poolId: runner.runnerGroupId || 1, poolName: runner.runnerGroupName || 'Default',
     serverUrl: serverUrlOf(origin), gitHubUrl: gitHubUrlOf(origin, runner.owner, runner.repo),
     workFolder: runner.workFolder || '_work',
   };

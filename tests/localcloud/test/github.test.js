@@ -271,3 +271,96 @@ test('bulk runners: registered at once, listed in pages like any runner, all or 
   }
   assert.equal((await o.rest.actions.listSelfHostedRunnersForRepo({ owner: 'bulkco', repo: 'svc' })).data.total_count, before);
 });
+
+test('a renamed or transferred repository: 301 for GET, 307 otherwise, to /repositories/<id>; Octokit follows', async () => {
+  await ctl('POST', '/pats', { token: 'ghp_move_pat_0005', owners: ['moveco', 'newco'] });
+  const o = kit('ghp_move_pat_0005');
+  const jit = await o.rest.actions.generateRunnerJitconfigForRepo({ owner: 'moveco', repo: 'old-name', name: 'm-1', runner_group_id: 1, labels: ['x'] });
+  const moved = await ctl('POST', '/repos/move', { from: 'moveco/old-name', to: 'newco/new-name' });
+  const api = `${gh.url}/api/v3`;
+  const raw = (method, p) => fetch(`${api}${p}`, { method, redirect: 'manual', headers: { authorization: 'Bearer ghp_move_pat_0005', accept: 'application/vnd.github+json' } });
+
+  let r = await raw('GET', '/repos/moveco/old-name/actions/runners?per_page=5');
+  assert.equal(r.status, 301);
+  assert.equal(r.headers.get('location'), `${api}/repositories/${moved.id}/actions/runners?per_page=5`);
+  assert.equal((await r.json()).message, 'Moved Permanently');
+  r = await raw('POST', '/repos/moveco/old-name/actions/runners/registration-token');
+  assert.equal(r.status, 307);
+  assert.equal(r.headers.get('location'), `${api}/repositories/${moved.id}/actions/runners/registration-token`);
+  r = await raw('DELETE', `/repos/MoveCo/Old-Name/actions/runners/${jit.data.runner.id}`);
+  assert.equal(r.status, 307);
+  // No redirect without credentials: the old name's owner may be private.
+  assert.equal((await fetch(`${api}/repos/moveco/old-name/actions/runners`, { redirect: 'manual' })).status, 401);
+
+  // The runner moved with the repository; Octokit (fetch) follows the redirects with the method.
+  const listed = await o.rest.actions.listSelfHostedRunnersForRepo({ owner: 'moveco', repo: 'old-name' });
+  assert.equal(listed.status, 200);
+  assert.deepEqual(listed.data.runners.map((x) => x.name), ['m-1']);
+  assert.equal((await o.rest.actions.listSelfHostedRunnersForRepo({ owner: 'newco', repo: 'new-name' })).data.total_count, 1);
+  assert.equal((await o.rest.actions.createRegistrationTokenForRepo({ owner: 'moveco', repo: 'old-name' })).status, 201);
+  assert.equal((await o.rest.actions.deleteSelfHostedRunnerFromRepo({ owner: 'moveco', repo: 'old-name', runner_id: jit.data.runner.id })).status, 204);
+  assert.equal((await o.rest.actions.listSelfHostedRunnersForRepo({ owner: 'newco', repo: 'new-name' })).data.total_count, 0);
+  await rejects(o.request('GET /repositories/{id}/actions/runners', { id: 999999 }), 404);
+
+  // An organization renamed: its repositories' old paths redirect, its own do not (GitHub's rule).
+  await ctl('POST', '/pats', { token: 'ghp_move_pat_0006', owners: ['orgold', 'orgnew'] });
+  const p = kit('ghp_move_pat_0006');
+  await p.rest.actions.generateRunnerJitconfigForOrg({ org: 'orgold', name: 'org-r', runner_group_id: 1, labels: ['x'] });
+  await ctl('POST', '/owners/rename', { from: 'orgold', to: 'orgnew' });
+  assert.equal((await raw('GET', '/repos/orgold/svc/actions/runners')).status, 301);
+  assert.equal((await p.rest.actions.listSelfHostedRunnersForRepo({ owner: 'orgold', repo: 'svc' })).status, 200);
+  await rejects(p.rest.actions.listSelfHostedRunnersForOrg({ org: 'orgold' }), 404);
+  assert.deepEqual((await p.rest.actions.listSelfHostedRunnersForOrg({ org: 'orgnew' })).data.runners.map((x) => x.name), ['org-r']);
+});
+
+test('enterprise runners: /enterprises/{enterprise}/actions/runners with a PAT; Apps refused', async () => {
+  await ctl('POST', '/enterprises', { enterprise: 'octo-corp', orgs: ['entorg'] });
+  await ctl('POST', '/pats', { token: 'ghp_ent_pat_0007', owners: ['enterprise:octo-corp'] });
+  const o = kit('ghp_ent_pat_0007');
+  const E = '/enterprises/{enterprise}/actions/runners';
+  const enterprise = 'octo-corp';
+  assert.equal((await o.request(`POST ${E}/registration-token`, { enterprise })).status, 201);
+  assert.equal((await o.request(`POST ${E}/remove-token`, { enterprise })).status, 201);
+  const j = await o.request(`POST ${E}/generate-jitconfig`, { enterprise, name: 'ent-1', runner_group_id: 1, labels: ['e'] });
+  assert.equal(j.status, 201);
+  const files = JSON.parse(Buffer.from(j.data.encoded_jit_config, 'base64').toString());
+  assert.equal(JSON.parse(Buffer.from(files['.runner'], 'base64').toString()).gitHubUrl, `${gh.url}/enterprises/octo-corp`);
+  const list = await o.request(`GET ${E}`, { enterprise });
+  assert.deepEqual(list.data.runners.map((r) => r.name), ['ent-1']);
+  const id = j.data.runner.id;
+  assert.equal((await o.request(`GET ${E}/{runner_id}`, { enterprise, runner_id: id })).data.name, 'ent-1');
+  assert.equal((await o.request(`POST ${E}/{runner_id}/labels`, { enterprise, runner_id: id, labels: ['more'] })).data.total_count, 5);
+  assert.equal((await o.request(`DELETE ${E}/{runner_id}/labels`, { enterprise, runner_id: id })).data.total_count, 3);
+  // An organization of the same name is another scope; the PAT cannot see an unknown enterprise.
+  await rejects(o.rest.actions.listSelfHostedRunnersForOrg({ org: 'octo-corp' }), 404);
+  await rejects(o.request(`GET ${E}`, { enterprise: 'other-corp' }), 404);
+  assert.equal((await o.request(`DELETE ${E}/{runner_id}`, { enterprise, runner_id: id })).status, 204);
+
+  // GitHub Apps cannot manage an enterprise's runners.
+  const app = await ctl('POST', '/apps', {});
+  const inst = await ctl('POST', `/apps/${app.appId}/installations`, { owner: 'entorg' });
+  const token = (await kit(jwt({ iss: app.appId, iat: now() - 60, exp: now() + 500 }, app.privateKeyPem))
+    .rest.apps.createInstallationAccessToken({ installation_id: inst.id })).data.token;
+  await rejects(kit(token).request(`POST ${E}/registration-token`, { enterprise }), 403, /Resource not accessible by integration/);
+});
+
+test('runner groups: organizations and enterprises have them; JIT configs join one; a repository has only Default', async () => {
+  await ctl('POST', '/pats', { token: 'ghp_group_pat_0008', owners: ['grouporg', 'enterprise:group-corp'] });
+  const g = await ctl('POST', '/runner-groups', { owner: 'grouporg', name: 'gpu runners' });
+  const ge = await ctl('POST', '/runner-groups', { enterprise: 'group-corp', name: 'Enterprise Linux' });
+  assert.notEqual(g.id, 1);
+  assert.equal((await gh.control('POST', '/runner-groups', { owner: 'grouporg', name: 'GPU Runners' })).status, 409);
+  const o = kit('ghp_group_pat_0008');
+  const r = await o.rest.actions.generateRunnerJitconfigForOrg({ org: 'grouporg', name: 'grp-1', runner_group_id: g.id, labels: ['x'] });
+  assert.equal(r.data.runner.runner_group_id, g.id);
+  const files = JSON.parse(Buffer.from(r.data.encoded_jit_config, 'base64').toString());
+  const settings = JSON.parse(Buffer.from(files['.runner'], 'base64').toString());
+  assert.deepEqual([settings.poolId, settings.poolName], [g.id, 'gpu runners']);
+  const view = (await ctl('GET', '/runners')).runners.find((x) => x.name === 'grp-1');
+  assert.deepEqual([view.runner_group_id, view.runner_group_name], [g.id, 'gpu runners']);
+  // Another owner's group, or any but Default for a repository: 404.
+  await rejects(o.rest.actions.generateRunnerJitconfigForOrg({ org: 'grouporg', name: 'grp-2', runner_group_id: ge.id, labels: ['x'] }), 404);
+  await rejects(o.rest.actions.generateRunnerJitconfigForRepo({ owner: 'grouporg', repo: 'app', name: 'grp-3', runner_group_id: g.id, labels: ['x'] }), 404);
+  const e = await o.request('POST /enterprises/{enterprise}/actions/runners/generate-jitconfig', { enterprise: 'group-corp', name: 'grp-4', runner_group_id: ge.id, labels: ['x'] });
+  assert.equal(e.data.runner.runner_group_id, ge.id);
+});

@@ -92,6 +92,44 @@ test.after(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
+test('--runnergroup: an organization or enterprise runner joins the named group; an unknown one fails', async () => {
+  await ctl('POST', '/pats', { token: PAT, owners: ['acme', 'grp-org', 'enterprise:grp-corp'] });
+  await ctl('POST', '/enterprises', { enterprise: 'grp-corp', orgs: ['grp-org'] });
+  const g = await ctl('POST', '/runner-groups', { owner: 'grp-org', name: 'Linux GPU' });
+  const ge = await ctl('POST', '/runner-groups', { enterprise: 'grp-corp', name: 'ent-pool' });
+  const token = async (p) => (await octo.request(`POST ${p}/actions/runners/registration-token`)).data.token;
+  const cfg = async (root, url, tok, extra) => sh(path.join(root, 'config.sh'), ['--url', url, '--name', path.basename(root), '--labels', 'x', '--unattended', ...extra],
+    { RUNNER_ALLOW_RUNASROOT: '1', ACTIONS_RUNNER_INPUT_TOKEN: tok });
+  const settingsOf = (root) => JSON.parse(fs.readFileSync(path.join(root, '.runner')).subarray(3).toString('utf8'));
+  const view = async (name) => (await ctl('GET', '/runners')).runners.find((r) => r.name === name);
+
+  const a = await newRoot('grp-a');
+  let c = await cfg(a, `${gh.url}/grp-org`, await token('/orgs/grp-org'), ['--runnergroup', 'linux gpu']);
+  assert.equal(c.code, 0, c.stderr);
+  assert.deepEqual([settingsOf(a).poolId, settingsOf(a).poolName], [g.id, 'Linux GPU']);
+  assert.deepEqual([(await view('grp-a')).runner_group_id, (await view('grp-a')).runner_group_name], [g.id, 'Linux GPU']);
+
+  const b = await newRoot('grp-b'); // no --runnergroup: the Default group
+  c = await cfg(b, `${gh.url}/grp-org`, await token('/orgs/grp-org'), []);
+  assert.equal(c.code, 0, c.stderr);
+  assert.deepEqual([settingsOf(b).poolId, settingsOf(b).poolName], [1, 'Default']);
+
+  const e = await newRoot('grp-e'); // an enterprise runner, registered at /enterprises/<slug>
+  c = await cfg(e, `${gh.url}/enterprises/grp-corp`, await token('/enterprises/grp-corp'), ['--runnergroup', 'ent-pool']);
+  assert.equal(c.code, 0, c.stderr);
+  assert.equal(settingsOf(e).poolId, ge.id);
+  assert.equal(settingsOf(e).gitHubUrl, `${gh.url}/enterprises/grp-corp`);
+  assert.equal((await view('grp-e')).owner, 'enterprise:grp-corp');
+
+  for (const [url, p] of [[`${gh.url}/grp-org`, '/orgs/grp-org'], [`${gh.url}/acme/app`, '/repos/acme/app']]) {
+    const d = await newRoot(`grp-bad-${p.length}`); // unknown here (a repository has only Default)
+    c = await cfg(d, url, p.startsWith('/repos') ? await runnerToken() : await token(p), ['--runnergroup', p.startsWith('/repos') ? 'Linux GPU' : 'nope']);
+    assert.equal(c.code, 1);
+    assert.match(c.stderr, /Could not find any self-hosted runner group named "(nope|Linux GPU)"\./);
+    assert.equal(fs.existsSync(path.join(d, '.runner')), false);
+  }
+});
+
 test('as root, config.sh and run.sh refuse to start without RUNNER_ALLOW_RUNASROOT', { skip: process.getuid() !== 0 }, async () => {
   const root = await newRoot('refuse');
   const env = { RUNNER_ALLOW_RUNASROOT: undefined, ACTIONS_RUNNER_INPUT_TOKEN: 'X' };

@@ -26,11 +26,22 @@ async function tenant(log, gitHubUrl, token, event) {
   return { serverUrl: r.body.url.replace(/\/+$/, ''), auth: `Bearer ${r.body.token}` };
 }
 
+// An organization (/org), an enterprise (/enterprises/slug) or a repository (/owner/repo).
 function scopeOf(url) {
   let u;
   try { u = new URL(url); } catch { return null; }
   const segs = u.pathname.split('/').filter(Boolean);
   return segs.length === 1 || segs.length === 2 ? u : null;
+}
+
+// --runnergroup NAME -> the pool to join, as the real runner looks it up among the agent pools
+// (case-insensitive); none given: the default one.
+async function poolFor(t, group) {
+  const r = await call('GET', `${t.serverUrl}/pools`, { auth: t.auth });
+  if (r.status !== 200) throw new Error(`Failed to get the runner groups: ${r.status} ${r.body.message || ''}`);
+  const pool = group ? r.body.value.find((p) => p.name.toLowerCase() === group.toLowerCase()) : r.body.value.find((p) => p.isInternal);
+  if (!pool) throw new Error(`Could not find any self-hosted runner group named "${group}".`);
+  return pool;
 }
 
 async function configure(cmd, log) {
@@ -61,9 +72,9 @@ async function configure(cmd, log) {
       : crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
     const jwk = publicKey.export({ format: 'jwk' });
     log.out('# Runner Registration\n');
-    if (group && group.toLowerCase() !== 'default') throw new Error(`Could not find any self-hosted runner group named "${group}".`);
+    const pool = await poolFor(t, group);
     const body = {
-      name, workFolder: work, ephemeral: cmd.flag('ephemeral'), disableUpdate: cmd.flag('disableupdate'),
+      name, workFolder: work, poolId: pool.id, ephemeral: cmd.flag('ephemeral'), disableUpdate: cmd.flag('disableupdate'),
       labels: [...(noDefault ? [] : SYSTEM_LABELS.map((n) => ({ name: n, type: 'system' }))), ...userLabels.map((n) => ({ name: n, type: 'user' }))],
       publicKey: { exponent: Buffer.from(jwk.e, 'base64url').toString('base64'), modulus: Buffer.from(jwk.n, 'base64url').toString('base64') },
     };
@@ -88,7 +99,7 @@ async function configure(cmd, log) {
     await accessToken(creds, privateKey); // as real: prove the new credentials work
     log.out('\u221a Runner connection is good\n');
     log.out('# Runner settings\n');
-    const settings = { agentId: agent.id, agentName: agent.name, poolId: 1, poolName: 'Default', serverUrl: t.serverUrl, gitHubUrl: url, workFolder: work };
+    const settings = { agentId: agent.id, agentName: agent.name, poolId: pool.id, poolName: pool.name, serverUrl: t.serverUrl, gitHubUrl: url, workFolder: work };
     if (body.ephemeral) settings.ephemeral = true;
     if (body.disableUpdate) settings.disableUpdate = true;
     files.writeRunner(settings);
