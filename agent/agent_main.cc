@@ -125,6 +125,13 @@ int run_agent(const AgentSettings& s, const std::string& version) {
     return kExitUsage;
   }
 
+  if (s.instance_role_id.empty()) {
+    // Without it the record's key cannot be spelt, and IAM allows no other key.
+    spdlog::critical("instance_role_id is not set: runpoolctl writes it into the agent's configuration; a "
+                     "configuration written by hand must name the instance role's unique id (AROA…)");
+    return kExitUsage;
+  }
+
   aws::ImdsOptions imds_options;
   imds_options.endpoint = s.imds_endpoint;
   CurlHttpClient imds_http;
@@ -153,7 +160,7 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   Service ddb_beat("dynamodb", ddb_url, id->region, s, *credentials, aws_clock);
   Service ec2_service("ec2", ec2_url, id->region, s, *credentials, aws_clock);
   aws::DynamoDbClient db(ddb.caller), db_beat(ddb_beat.caller);
-  pool::DynamoStateTable table(db, s.table), table_beat(db_beat, s.table);
+  pool::DynamoStateTable table(db, s.table, s.instance_role_id), table_beat(db_beat, s.table, s.instance_role_id);
   aws::Ec2Client ec2(ec2_service.caller);
 
   SystemdNotifier notifier;

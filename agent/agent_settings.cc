@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/github/endpoint.h"
+#include "common/pool/record_key.h"
+
 namespace runpool::agent {
 namespace {
 
@@ -52,6 +55,9 @@ std::vector<KeySpec> agent_schema() {
   return {
       {"table", KeyType::kString, "", "the DynamoDB state table (required)"},
       {"pool", KeyType::kString, "", "the pool's name: part of the runner's name (required)"},
+      {"instance_role_id", KeyType::kString, "",
+       "the unique id (AROA…) of the instance's role; the record is read and written under \"<role id>:<instance "
+       "id>\", the caller id AWS gives this instance's requests (required to run; runpoolctl writes it)"},
       {"region", KeyType::kString, "", "AWS region; empty: the instance's region from IMDS"},
       {"endpoint_dynamodb", KeyType::kString, "", "DynamoDB endpoint URL; empty: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, else AWS's"},
       {"endpoint_ec2", KeyType::kString, "", "EC2 endpoint URL; empty: AWS_ENDPOINT_URL_EC2, AWS_ENDPOINT_URL, else AWS's"},
@@ -125,6 +131,10 @@ AgentSettings load_agent_settings(const Config& c) {
   if (!is_name(s.pool, 64)) c.reject("pool", "must be set: letters, digits, '-' and '_', at most 64");
   s.region = c.get_string("region");
   s.endpoint_dynamodb = c.get_string("endpoint_dynamodb");
+  s.instance_role_id = c.get_string("instance_role_id");
+  if (!s.instance_role_id.empty() && !pool::is_role_unique_id(s.instance_role_id)) {
+    c.reject("instance_role_id", "is not a role's unique id (AROA followed by capital letters and digits)");
+  }
   s.endpoint_ec2 = c.get_string("endpoint_ec2");
   s.endpoint_sqs = c.get_string("endpoint_sqs");
   s.imds_endpoint = c.get_string("imds_endpoint");

@@ -19,6 +19,7 @@ struct AgentSettings {
   std::string endpoint_dynamodb;  // "" = AWS_ENDPOINT_URL_DYNAMODB / AWS_ENDPOINT_URL / public
   std::string endpoint_ec2;
   std::string endpoint_sqs;
+  std::string instance_role_id;  // AROA…; the record's key is "<role id>:<instance id>"
   std::string imds_endpoint;      // "" = AWS_EC2_METADATA_SERVICE_ENDPOINT / 169.254.169.254
   Duration aws_timeout{std::chrono::seconds(10)};
   int aws_max_attempts = 3;

@@ -15,6 +15,7 @@
 
 #include "common/aws/attribute_value.h"
 #include "common/pool/record_codec.h"
+#include "common/pool/record_key.h"
 #include "common/pool/runner_name.h"
 #include "controller/compute.h"
 #include "controller/integration_harness.h"
@@ -91,7 +92,9 @@ class ScaleSeeder {
       r.runner_name = pool::runner_name(s_.pool, ids[i], 1);
       r.busy = busy[i];
       r.agent_version = "bench";
-      items.push_back(pool::encode_record(r));
+      aws::Item item = pool::encode_record(r);
+      item[pool::attr::kInstanceId] = aws::AttributeValue::string(pool::record_key(cloud_.instance_role_id(), ids[i]));
+      items.push_back(std::move(item));
       idle_ += busy[i] ? 0 : 1;
     }
     write_items(items);

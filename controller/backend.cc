@@ -34,7 +34,7 @@ Backend::Backend(const Settings& settings, const aws::GetEnv& getenv) : settings
   sqs_ = std::make_unique<aws::SqsClient>(*sqs_caller_);
   sqs_poll_ = std::make_unique<aws::SqsClient>(*sqs_poll_caller_);
   ec2_ = std::make_unique<aws::Ec2Client>(*ec2_caller_);
-  table_ = std::make_unique<pool::DynamoStateTable>(*dynamodb_, settings.table);
+  table_ = std::make_unique<pool::DynamoStateTable>(*dynamodb_, settings.table, settings.instance_role_id);
   queue_ = std::make_unique<SqsPoolQueue>(*sqs_, *sqs_poll_, settings);
   compute_ = std::make_unique<Ec2Compute>(*ec2_, settings);
   github_ = std::make_unique<GithubRunners>(settings, http_github_, local_);

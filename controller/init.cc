@@ -7,6 +7,7 @@
 #include "common/json.h"
 #include "common/pool/dynamo_state_table.h"
 #include "common/pool/record_codec.h"
+#include "common/pool/record_key.h"
 #include "controller/compute.h"
 #include "controller/sqs_pool_queue.h"
 #include "controller/user_data.h"
@@ -41,6 +42,48 @@ void ensure_state_table(const Settings& s, aws::DynamoDbClient& db, Duration wai
     t = db.wait_until_active(s.table, wait);
   }
   if (!t.index(pool::kLabelIndex)) throw std::runtime_error("table " + s.table + " still has no by_label index");
+}
+
+int migrate_record_keys(const Settings& s, aws::DynamoDbClient& db) {
+  using aws::AttributeValue;
+  aws::ScanRequest scan;
+  scan.table = s.table;
+  scan.consistent_read = true;
+  scan.filter = "#p = :p";
+  scan.names = {{"#p", pool::attr::kPool}};
+  scan.values = {{":p", AttributeValue::string(s.pool)}};
+  std::vector<aws::Item> bare;
+  db.scan_pages(scan, [&](aws::Page& page) {
+    for (auto& item : page.items) {
+      auto key = item.find(pool::attr::kInstanceId);
+      if (key == item.end() || key->second.type() != AttributeValue::Type::kString) continue;
+      auto parsed = pool::parse_record_key(key->second.as_string());
+      if (parsed && parsed->instance_role_id.empty()) bare.push_back(std::move(item));
+    }
+    return true;
+  });
+  int moved = 0;
+  for (aws::Item& item : bare) {
+    const aws::Item old_key{{pool::attr::kInstanceId, item.at(pool::attr::kInstanceId)}};
+    const std::string id = item.at(pool::attr::kInstanceId).as_string();
+    aws::Item copy = item;
+    copy[pool::attr::kInstanceId] = AttributeValue::string(pool::record_key(s.instance_role_id, id));
+    // A copy left by an interrupted earlier init is the newer one: keep it, drop the old.
+    db.put_item({.table = s.table, .item = copy, .condition = "attribute_not_exists(#k)",
+                 .names = {{"#k", pool::attr::kInstanceId}}});
+    // Only the item read: a concurrent writer's change keeps the old key for the next init.
+    aws::DeleteItemRequest del{.table = s.table, .key = old_key, .condition = "#g = :g",
+                               .names = {{"#g", pool::attr::kGeneration}},
+                               .values = {{":g", item.count(pool::attr::kGeneration)
+                                                     ? item.at(pool::attr::kGeneration)
+                                                     : AttributeValue::number(0)}}};
+    if (db.delete_item(del).applied) {
+      ++moved;
+    } else {
+      spdlog::warn("record {} changed while it was being moved to its role-bound key; run init again", id);
+    }
+  }
+  return moved;
 }
 
 namespace {
@@ -135,8 +178,10 @@ InitReport init_pool(const Settings& s, aws::DynamoDbClient& db, aws::SqsClient&
   } catch (const std::exception& e) {
     throw ConfigError(std::string("user_data_template: ") + e.what());
   }
+  require_aws(s);  // a region, and the instance role id records are keyed by
   InitReport report;
   ensure_state_table(s, db, table_wait, report);
+  report.records_rekeyed = migrate_record_keys(s, db);
   for (const auto& rc : s.resource_classes) {
     std::string name = s.queue_name(rc.name);
     report.queues.emplace_back(name, sqs.create_queue(name, pool_queue_attributes()));
@@ -154,6 +199,7 @@ Json::Value init_json(const InitReport& r) {
   v["launch_template_id"] = r.template_id;
   v["launch_template"] = r.template_action;
   v["launch_template_version"] = static_cast<Json::Int64>(r.template_version);
+  v["records_rekeyed"] = r.records_rekeyed;
   return v;
 }
 
@@ -166,6 +212,12 @@ int run_init(const Settings& s, aws::DynamoDbClient& db, aws::SqsClient& sqs, aw
   }
   out << fmt::format("table {}: {}{}\n", s.table, r.table_created ? "created" : "exists",
                      r.index_added ? " (by_label index added)" : "");
+  if (r.records_rekeyed > 0) {
+    out << fmt::format(
+        "table {}: {} record(s) moved to keys bound to the instance role (\"<role id>:<instance id>\"); an agent "
+        "older than this runpoolctl does not find its record and ends its instance, which a provision replaces\n",
+        s.table, r.records_rekeyed);
+  }
   for (const auto& [name, url] : r.queues) out << fmt::format("queue {}: {}\n", name, url);
   out << fmt::format("launch template {} ({}): {}, default version {}\n", s.launch_template, r.template_id,
                      r.template_action, r.template_version);

@@ -23,6 +23,7 @@ struct InitReport {
   std::string template_id;
   std::string template_action;  // "created", "updated", "unchanged"
   int64_t template_version = 0;
+  int records_rekeyed = 0;  // records of an older runpool moved to role-bound keys
 };
 
 // The launch template's data for these settings (user data rendered from the template file).
@@ -34,6 +35,12 @@ std::string launch_template_fingerprint(const aws::LaunchTemplateData& data);
 // The table (created if missing) with its by_label index (added with UpdateTable if missing),
 // waiting until both are ACTIVE.
 void ensure_state_table(const Settings& s, aws::DynamoDbClient& db, Duration wait, InitReport& report);
+
+// Tables written before records were keyed "<instance role id>:<instance id>" hold this pool's
+// records under the bare instance id, which the instance policy cannot let an agent reach: each is
+// copied to its role-bound key and the old item deleted if unchanged since it was read. Returns
+// how many moved. Safe to repeat and to run beside another init.
+int migrate_record_keys(const Settings& s, aws::DynamoDbClient& db);
 
 InitReport init_pool(const Settings& s, aws::DynamoDbClient& db, aws::SqsClient& sqs, aws::Ec2Client& ec2,
                      Duration table_wait);

@@ -150,7 +150,7 @@ struct CloudClients {
 class SimulatedAgents {
  public:
   SimulatedAgents(runpool::testing::LocalCloud& cloud, const std::string& table, const std::string& pool)
-      : clients_(cloud), table_(clients_.db, table), pool_(pool) {
+      : clients_(cloud), table_(clients_.db, table, cloud.instance_role_id()), pool_(pool) {
     thread_ = std::thread([this] { loop(); });
   }
   ~SimulatedAgents() {
@@ -237,6 +237,7 @@ class CtlPool {
          << "resource_classes = small=c7i.large,m7i.large;large=m7i.2xlarge\n"
          << "image_id = ami-12345678\n"
          << "instance_profile = runpool-agent\n"
+         << "instance_role_id = " << cloud.instance_role_id() << "\n"
          << "subnets = subnet-0a1b2c3d, subnet-1a2b3c4d\n"
          << "user_data_template = " << dir_ << "/user-data.sh.in\n"
          << "agent_binary = /usr/bin/runpool-agent\n"

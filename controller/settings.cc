@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "common/github/endpoint.h"
+#include "common/pool/record_key.h"
 
 #ifndef RUNPOOL_USER_DATA_TEMPLATE
 #define RUNPOOL_USER_DATA_TEMPLATE "/usr/local/share/runpool/user-data.sh.in"
@@ -173,6 +174,11 @@ std::vector<KeySpec> settings_schema() {
       {"agent_runner_root", K::kString, "", "agent: runner_root (may hold {instance_id}); unset: the agent's default"},
       {"agent_runner_template", K::kString, "", "agent: runner_template, the unpacked runner copied into the root"},
       {"agent_runner_user", K::kString, "", "agent: runner_user, the unprivileged user running the runner"},
+      {"instance_role_id", K::kString, "",
+       "the unique id (AROA…) of the instance profile's role (required): each record is stored under "
+       "\"<role id>:<instance id>\", the caller id AWS gives the instance's requests, so the instance policy lets an "
+       "instance reach its own record only; the stack's InstanceRoleId output, or `aws iam get-role --role-name NAME "
+       "--query Role.RoleId`"},
       {"agent_drain_capable", K::kBool, "", "agent: drain_capable, the runner honours <root>/.drain"},
       {"agent_heartbeat_interval", K::kDuration, "", "agent: heartbeat_interval", 50 * kMs, kHour},
       {"agent_assignment_poll_interval", K::kDuration, "", "agent: assignment_poll_interval", 20 * kMs, 5 * kMin},
@@ -384,6 +390,11 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   if (!s.endpoint_sqs.empty()) s.agent_config.emplace_back("endpoint_sqs", s.endpoint_sqs);
   for (const char* key : {"agent_runner_root", "agent_runner_template", "agent_runner_user", "agent_drain_capable",
                           "agent_heartbeat_interval", "agent_assignment_poll_interval", "agent_imds_endpoint"}) {
+  s.instance_role_id = c.get_string("instance_role_id");
+  if (!s.instance_role_id.empty() && !pool::is_role_unique_id(s.instance_role_id)) {
+    c.reject("instance_role_id", "'" + s.instance_role_id + "' is not a role's unique id (AROA followed by capital "
+             "letters and digits; not the role's name or ARN)");
+  }
     if (c.has(key)) s.agent_config.emplace_back(std::string(key).substr(6), c.get_string(key));
   }
   for (const std::string& line : split(c.get_string("agent_extra"), ';')) {
@@ -406,6 +417,7 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   s.timeouts.drain_ms = ms("drain_timeout");
   s.timeouts.hard_grace_ms = ms("hard_grace");
   s.timeouts.idle_ttl_ms = ms("idle_ttl");
+  if (!s.instance_role_id.empty()) s.agent_config.emplace_back("instance_role_id", s.instance_role_id);
   s.timeouts.terminate_ms = ms("terminate_timeout");
   s.timeouts.retention_ms = ms("retention");
 
@@ -495,3 +507,9 @@ void require_launch(const Settings& s) {
 }
 
 }  // namespace runpool::controller
+  if (s.instance_role_id.empty()) {
+    throw ConfigError(
+        "instance_role_id is not set: the unique id (AROA…) of the instance role, which names each instance's "
+        "record so that its credentials reach that record only (the stack's InstanceRoleId output, or `aws iam "
+        "get-role --role-name NAME --query Role.RoleId`)");
+  }

@@ -63,6 +63,7 @@ struct Settings {
   std::string image_id;
   std::string instance_profile;  // name, or an arn:… ARN
   std::vector<std::string> security_groups;
+  std::string instance_role_id;  // AROA…: records are keyed "<role id>:<instance id>" (common/pool/record_key.h)
   std::string launch_template;   // default "runpool-<pool>"
   std::string spot_allocation_strategy;
   std::string user_data_template;  // path of user-data.sh.in
@@ -124,7 +125,7 @@ Settings load_settings(const Config& config, const std::function<const char*(con
 std::string github_server_for_api(const std::string& api_base);
 
 // What a command needs beyond the basics; each throws ConfigError naming the missing key.
-void require_aws(const Settings& s);       // region
+void require_aws(const Settings& s);       // region, instance_role_id
 void require_github(const Settings& s);    // github_owner and a PAT or an App
 void require_launch(const Settings& s);    // resource_classes, image_id, user_data_template …
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -69,8 +70,21 @@ TEST(Settings, Defaults) {
   EXPECT_TRUE(s.resource_classes.empty());
   EXPECT_THROW(require_launch(s), ConfigError);
   EXPECT_THROW(require_github(s), ConfigError);
-  EXPECT_NO_THROW(require_aws(s));
-  EXPECT_THROW(require_aws(load("")), ConfigError);
+  EXPECT_THROW(require_aws(s), ConfigError);  // no instance_role_id: records could not be keyed
+  EXPECT_NO_THROW(require_aws(load("instance_role_id = AROA3XFRBF535PLBIFPI4\n", {{"AWS_REGION", "eu-west-1"}})));
+  EXPECT_THROW(require_aws(load("instance_role_id = AROA3XFRBF535PLBIFPI4\n")), ConfigError);  // no region
+}
+
+TEST(Settings, InstanceRoleIdIsARolesUniqueIdAndReachesTheAgent) {
+  Settings s = load("instance_role_id = AROA3XFRBF535PLBIFPI4\n", {{"AWS_REGION", "eu-west-1"}});
+  EXPECT_EQ(s.instance_role_id, "AROA3XFRBF535PLBIFPI4");
+  bool passed = false;
+  for (const auto& [k, v] : s.agent_config) passed |= k == "instance_role_id" && v == "AROA3XFRBF535PLBIFPI4";
+  EXPECT_TRUE(passed);
+  for (const char* bad : {"runpool-agent", "arn:aws:iam::123456789012:role/runpool-agent", "AIDA3XFRBF535PLBIFPI4",
+                          "aroa3xfrbf535plbifpi4"}) {
+    EXPECT_THROW(load(std::string("instance_role_id = ") + bad + "\n"), ConfigError) << bad;
+  }
 }
 
 TEST(Settings, FileEnvAndTypedValues) {
@@ -147,6 +161,51 @@ TEST(Settings, GithubServerDerivation) {
   EXPECT_EQ(github_server_for_api("https://ghes.example.com/api/v3"), "https://ghes.example.com");
   EXPECT_EQ(github_server_for_api("https://api.acme.ghe.com"), "https://acme.ghe.com");
   EXPECT_EQ(load("github_server_url = https://web.example/\n").github_server_url, "https://web.example");
+}
+
+TEST(Settings, GithubUrlsConfiguredBeatTheWorkflowsEnvironment) {
+  const Env job = {{"GITHUB_API_URL", "https://ghes.example.com/api/v3"},
+                   {"GITHUB_SERVER_URL", "https://ghes.example.com"}};
+  // Neither URL configured: the job's (a workflow on GHES or GHE.com needs no setting).
+  Settings s = load("", job);
+  EXPECT_EQ(s.github_api_url, "https://ghes.example.com/api/v3");
+  EXPECT_EQ(s.github_server_url, "https://ghes.example.com");
+  // Configured in the file, RUNPOOL_*, or as the default's own value: the configuration wins.
+  s = load("github_api_url = https://api.acme.ghe.com\n", job);
+  EXPECT_EQ(s.github_api_url, "https://api.acme.ghe.com");
+  EXPECT_EQ(s.github_server_url, "https://acme.ghe.com");
+  Env both = job;
+  both["RUNPOOL_GITHUB_API_URL"] = "https://api.github.com";
+  s = load("", both);
+  EXPECT_EQ(s.github_api_url, "https://api.github.com");
+  EXPECT_EQ(s.github_server_url, "https://github.com");
+  s = load("github_server_url = https://acme.ghe.com\n", job);
+  EXPECT_EQ(s.github_api_url, "https://api.acme.ghe.com");
+  EXPECT_EQ(s.github_server_url, "https://acme.ghe.com");
+  EXPECT_NE(error_of("", {{"GITHUB_API_URL", "not a url"}}).find("GITHUB_API_URL"), std::string::npos);
+}
+
+TEST(Settings, RunnerGroupsAndEnterpriseOwners) {
+  Settings s = load("github_owner = octo-org\ngithub_runner_group = Linux GPU\n");
+  EXPECT_EQ(s.github_runner_group, "Linux GPU");
+  EXPECT_NE(std::find(s.agent_config.begin(), s.agent_config.end(),
+                      std::pair<std::string, std::string>{"runner_group", "Linux GPU"}),
+            s.agent_config.end());
+  s = load("github_owner = enterprise:octo-corp\ngithub_runner_group = ent\ngithub_token = ghp_x\n");
+  EXPECT_EQ(s.github_owner, "enterprise:octo-corp");
+  // No group: the agent is told none (the Default group).
+  for (const auto& [k, v] : load("github_owner = octo-org\n").agent_config) EXPECT_NE(k, "runner_group");
+  // A repository's runners have no group to join; a name that could read as an option is refused.
+  EXPECT_NE(error_of("github_owner = octo/app\ngithub_runner_group = g\n").find("is a repository"), std::string::npos);
+  for (const char* bad : {"--url", "-x", "a/b", "a;b", "a=b"}) {
+    std::string e = error_of(std::string("github_owner = octo\ngithub_runner_group = ") + bad + "\n");
+    EXPECT_NE(e.find("github_runner_group"), std::string::npos) << bad << ": " << e;
+  }
+  // GitHub Apps cannot manage enterprise runners.
+  std::string e = error_of("github_owner = enterprise:octo-corp\ngithub_app_id = 123\ngithub_app_private_key_file = /k\n");
+  EXPECT_NE(e.find("github_app_id"), std::string::npos) << e;
+  EXPECT_NE(e.find("manage_runners:enterprise"), std::string::npos) << e;
+  EXPECT_NE(error_of("github_owner = enterprise:a/b\n").find("github_owner"), std::string::npos);
 }
 
 TEST(Settings, ErrorsNameTheKey) {

@@ -96,7 +96,7 @@ std::string SqsPoolQueue::any_arn() {
 
 void SqsPoolQueue::create_wake_queue(const std::string& instance_id) {
   auto name = pool::wake_queue_name(settings_.pool, instance_id);
-  auto policy = pool::wake_queue_policy(any_arn(), settings_.pool, instance_id);
+  auto policy = pool::wake_queue_policy(any_arn(), settings_.pool, settings_.instance_role_id, instance_id);
   if (!name || !policy) throw std::runtime_error("no wake-up queue name or policy for " + instance_id);
   auto attributes = wake_queue_attributes();
   attributes["Policy"] = *policy;

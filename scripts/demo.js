@@ -128,7 +128,7 @@ async function main() {
       `github_owner = octo-org/app`,
       `resource_classes = small=c7i.large,m7i.large`, `usage_class = spot`,
       `subnets = subnet-0a1b2c3d4e5f60001 subnet-0a1b2c3d4e5f60002`, `image_id = ami-0123456789abcdef0`,
-      `instance_profile = runpool-agent`,
+      `instance_profile = runpool-agent`, `instance_role_id = ${ready.instanceRoleId}`,
       `user_data_template = ${path.join(repo, 'cloud-init/user-data.sh.in')}`, `agent_binary = ${agent}`,
       `agent_runner_root = ${work}/{instance_id}/runner`, `agent_runner_template = ${template}`,
       `agent_drain_capable = true`, `agent_heartbeat_interval = 1s`, `agent_assignment_poll_interval = 200ms`,

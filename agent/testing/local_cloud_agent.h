@@ -80,7 +80,7 @@ class AgentCloud {
     table_name_ = "agent-itest-" + std::to_string(getpid());
     db_.create_table(pool::DynamoStateTable::create_table_request(table_name_));
     db_.wait_until_active(table_name_, 20s);
-    table_ = std::make_unique<pool::DynamoStateTable>(db_, table_name_);
+    table_ = std::make_unique<pool::DynamoStateTable>(db_, table_name_, cloud_.instance_role_id());
     Json::Value pat;
     pat["token"] = pat_.token().reveal();
     pat["owners"].append(kOwner);
@@ -128,6 +128,7 @@ class AgentCloud {
     c << "# runpool-agent, integration test\n"
       << "table = " << table_name_ << "\n"
       << "pool = " << kPool << "\n"
+      << "instance_role_id = " << cloud_.instance_role_id() << "\n"
       << "region = " << cloud_.region() << "\n"
       << "endpoint_dynamodb = " << cloud_.dynamodb() << "\n"
       << "endpoint_ec2 = " << cloud_.ec2() << "\n"

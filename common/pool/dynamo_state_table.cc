@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/pool/record_codec.h"
+#include "common/pool/record_key.h"
 
 namespace runpool::pool {
 namespace {
@@ -69,16 +70,12 @@ class ExpressionBuilder {
   std::vector<std::string> sets_, removes_, conditions_;
 };
 
-aws::Item key_of(const std::string& instance_id) {
-  return {{attr::kInstanceId, AttributeValue::string(instance_id)}};
-}
-
 // One conditional UpdateItem; false when the condition failed.
-bool conditional_update(aws::DynamoDbClient& db, const std::string& table, const std::string& instance_id,
-                        const ExpressionBuilder& b) {
+bool conditional_update(aws::DynamoDbClient& db, const std::string& table, aws::Item key,
+                        const std::string& instance_id, const ExpressionBuilder& b) {
   aws::UpdateItemRequest req;
   req.table = table;
-  req.key = key_of(instance_id);
+  req.key = std::move(key);
   req.update = b.update_expression();
   req.condition = b.condition_expression();
   req.names = b.names();
@@ -98,7 +95,17 @@ std::optional<InstanceRecord> decode_or_warn(const aws::Item& item) {
 
 }  // namespace
 
-DynamoStateTable::DynamoStateTable(aws::DynamoDbClient& db, std::string table) : db_(db), table_(std::move(table)) {}
+DynamoStateTable::DynamoStateTable(aws::DynamoDbClient& db, std::string table, std::string instance_role_id)
+    : db_(db), table_(std::move(table)), instance_role_id_(std::move(instance_role_id)) {
+  if (!is_role_unique_id(instance_role_id_)) {
+    throw std::invalid_argument("the instance role's unique id '" + instance_role_id_.substr(0, 64) +
+                                "' is not one (AROA followed by capital letters and digits)");
+  }
+}
+
+aws::Item DynamoStateTable::key_of(const std::string& instance_id) const {
+  return {{attr::kInstanceId, AttributeValue::string(record_key(instance_role_id_, instance_id))}};
+}
 
 aws::CreateTableRequest DynamoStateTable::create_table_request(const std::string& table) {
   aws::CreateTableRequest req;
@@ -113,6 +120,7 @@ aws::CreateTableRequest DynamoStateTable::create_table_request(const std::string
 }
 
 std::optional<InstanceRecord> DynamoStateTable::get(const std::string& instance_id) {
+  if (!is_plausible_instance_id(instance_id)) return std::nullopt;  // no record can be stored under it
   auto item = db_.get_item({.table = table_, .key = key_of(instance_id), .consistent_read = true});
   if (!item) return std::nullopt;
   return decode_or_warn(*item);
@@ -129,6 +137,7 @@ std::map<std::string, InstanceRecord> DynamoStateTable::get_many(const std::vect
     keys.clear();
   };
   for (const auto& id : unique) {
+    if (!is_plausible_instance_id(id)) continue;  // no record can be stored under it
     keys.push_back(key_of(id));
     if (keys.size() == aws::kBatchGetMaxKeys) flush();
   }
@@ -142,6 +151,7 @@ bool DynamoStateTable::create(const InstanceRecord& record) {
   aws::PutItemRequest req;
   req.table = table_;
   req.item = encode_record(record);
+  req.item[attr::kInstanceId] = key_of(record.instance_id).at(attr::kInstanceId);
   req.condition = b.condition_expression();
   req.names = b.names();
   return db_.put_item(req).applied;
@@ -183,7 +193,7 @@ bool DynamoStateTable::transition(const std::string& instance_id, const Expect& 
     if (*c.bypass_removal) b.set(attr::kBypassRemoval, AttributeValue::boolean(true));
     else b.remove(attr::kBypassRemoval);
   }
-  return conditional_update(db_, table_, instance_id, b);
+  return conditional_update(db_, table_, key_of(instance_id), instance_id, b);
 }
 
 std::vector<InstanceRecord> DynamoStateTable::by_label(const std::string& label) {
@@ -255,7 +265,7 @@ bool DynamoStateTable::report(const std::string& instance_id, const AgentReport&
   if (r.pre_run_detail) b.set(attr::kPreRunDetail, AttributeValue::string(r.pre_run_detail->empty() ? "-" : *r.pre_run_detail));
   if (r.take_reg_token) b.remove(attr::kRegToken);
   if (r.take_remove_token) b.remove(attr::kRemoveToken);
-  return conditional_update(db_, table_, instance_id, b);
+  return conditional_update(db_, table_, key_of(instance_id), instance_id, b);
 }
 
 }  // namespace runpool::pool

@@ -10,7 +10,10 @@ namespace runpool::pool {
 
 class DynamoStateTable final : public StateTable {
  public:
-  DynamoStateTable(aws::DynamoDbClient& db, std::string table);
+  // `instance_role_id`: the unique id (AROA…) of the role the pool's instances run with; every
+  // record is stored under "<instance_role_id>:<instance id>" (common/pool/record_key.h). Throws
+  // std::invalid_argument when it is not a role's unique id.
+  DynamoStateTable(aws::DynamoDbClient& db, std::string table, std::string instance_role_id);
 
   std::optional<InstanceRecord> get(const std::string& instance_id) override;
   std::map<std::string, InstanceRecord> get_many(const std::vector<std::string>& instance_ids) override;
@@ -22,13 +25,17 @@ class DynamoStateTable final : public StateTable {
   bool report(const std::string& instance_id, const AgentReport& report) override;
 
   const std::string& table() const { return table_; }
+  const std::string& instance_role_id() const { return instance_role_id_; }
 
   // The table's key schema and label index, for `init`.
   static aws::CreateTableRequest create_table_request(const std::string& table);
 
  private:
+  aws::Item key_of(const std::string& instance_id) const;
+
   aws::DynamoDbClient& db_;
   std::string table_;
+  std::string instance_role_id_;
 };
 
 }  // namespace runpool::pool

@@ -6,6 +6,7 @@
 
 #include "common/json.h"
 #include "common/pool/record_codec.h"
+#include "common/pool/record_key.h"
 #include "common/testing/fake_http.h"
 
 namespace runpool::pool {
@@ -40,12 +41,16 @@ class DynamoStateTableTest : public ::testing::Test {
       Json::Value body = parse_json(req.body, "request");
       Json::Value items(Json::arrayValue);
       for (const auto& k : body["RequestItems"]["pool"]["Keys"]) {
-        std::string id = k[attr::kInstanceId]["S"].asString();
+        std::string key = k[attr::kInstanceId]["S"].asString();
+        auto parsed = parse_record_key(key);
+        if (!parsed || parsed->instance_role_id != kRole) continue;  // not this role's key: no such item
+        const std::string& id = parsed->instance_id;
         if (id.back() == '7') continue;
         aws::Item item = id == "i-foreign"
-                             ? aws::Item{{attr::kInstanceId, aws::AttributeValue::string(id)},
+                             ? aws::Item{{attr::kInstanceId, aws::AttributeValue::string(key)},
                                          {"whatever", aws::AttributeValue::number(1)}}
                              : encode_record(record(id));
+        if (id != "i-foreign") item[attr::kInstanceId] = aws::AttributeValue::string(key);
         items.append(aws::item_to_json(item));
       }
       Json::Value answer;
@@ -59,7 +64,8 @@ class DynamoStateTableTest : public ::testing::Test {
   aws::StaticCredentialsProvider creds_;
   aws::AwsCaller caller_;
   aws::DynamoDbClient db_;
-  DynamoStateTable table_{db_, "pool"};
+  static constexpr const char* kRole = "AROA4DYNAMOSTATETEST1";
+  DynamoStateTable table_{db_, "pool", kRole};
 };
 
 TEST_F(DynamoStateTableTest, GetManyReadsOneBatchPerHundredIds) {
@@ -78,6 +84,9 @@ TEST_F(DynamoStateTableTest, GetManyReadsOneBatchPerHundredIds) {
     Json::Value entry = http_.body_json(i)["RequestItems"]["pool"];
     EXPECT_TRUE(entry["ConsistentRead"].asBool());
     sizes.push_back(entry["Keys"].size());
+    for (const auto& k : entry["Keys"]) {  // every key as IAM binds it: "<role id>:<instance id>"
+      EXPECT_EQ(k[attr::kInstanceId]["S"].asString().rfind(std::string(kRole) + ":i-", 0), 0u);
+    }
   }
   EXPECT_EQ(sizes, (std::vector<size_t>{100, 100, 51}));
   EXPECT_EQ(got.size(), 225u);  // 25 of the 250 end in 7; the foreign item is skipped as get() skips it
@@ -94,6 +103,30 @@ TEST_F(DynamoStateTableTest, GetManyOfNothingSendsNothingAndAFailedBatchThrows) 
   EXPECT_EQ(http_.count(), 0u);
   http_.push(400, R"({"__type":"com.amazonaws.dynamodb.v20120810#ValidationException","message":"bad"})");
   EXPECT_THROW(table_.get_many({"i-1"}), aws::AwsError);
+}
+
+TEST_F(DynamoStateTableTest, EveryRequestNamesTheRoleBoundKey) {
+  http_.push(200, "{}");  // GetItem: no item
+  EXPECT_FALSE(table_.get("i-0123456789abcdef0"));
+  http_.push(200, "{}");  // PutItem
+  EXPECT_TRUE(table_.create(record("i-0123456789abcdef0")));
+  http_.push(200, "{}");  // UpdateItem
+  AgentReport beat;
+  beat.heartbeat_ms = 1;
+  EXPECT_TRUE(table_.report("i-0123456789abcdef0", beat));
+  http_.push(200, "{}");  // DeleteItem
+  EXPECT_TRUE(table_.remove("i-0123456789abcdef0", Expect{}));
+  ASSERT_EQ(http_.count(), 4u);
+  const std::string key = std::string(kRole) + ":i-0123456789abcdef0";
+  EXPECT_EQ(http_.body_json(0)["Key"][attr::kInstanceId]["S"].asString(), key);
+  EXPECT_EQ(http_.body_json(1)["Item"][attr::kInstanceId]["S"].asString(), key);
+  EXPECT_EQ(http_.body_json(2)["Key"][attr::kInstanceId]["S"].asString(), key);
+  EXPECT_EQ(http_.body_json(3)["Key"][attr::kInstanceId]["S"].asString(), key);
+}
+
+TEST_F(DynamoStateTableTest, RefusesARoleIdThatIsNotOne) {
+  EXPECT_THROW(DynamoStateTable(db_, "pool", ""), std::invalid_argument);
+  EXPECT_THROW(DynamoStateTable(db_, "pool", "runpool-agent"), std::invalid_argument);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/pool/record_key.h"
+
 namespace runpool::pool {
 namespace {
 
@@ -26,15 +28,6 @@ std::string where(const aws::Item& item) {
     if (c < 0x20 || c > 0x7e) c = '?';
   }
   return "item " + shown + (id.size() > 64 ? "…" : "");
-}
-
-// "i-" and letters or digits: EC2's ids (and the tests' stand-ins), nothing a log line, a shell or
-// an EC2 filter could read as more than an id.
-bool plausible_instance_id(const std::string& id) {
-  if (id.size() < 3 || id.size() > 64 || id.rfind("i-", 0) != 0) return false;
-  return std::all_of(id.begin() + 2, id.end(), [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-  });
 }
 
 }  // namespace
@@ -80,10 +73,9 @@ InstanceRecord decode_record(const aws::Item& item) {
   const std::string at = where(item);
   try {
     InstanceRecord r;
-    r.instance_id = aws::get_string(item, attr::kInstanceId);
-    if (!plausible_instance_id(r.instance_id)) {
-      throw RecordError("instance_id is not an EC2 instance id");
-    }
+    auto key = parse_record_key(aws::get_string(item, attr::kInstanceId));
+    if (!key) throw RecordError("instance_id is not \"<instance role id>:<instance id>\" nor an instance id");
+    r.instance_id = key->instance_id;
     auto state = parse_state(aws::get_string(item, attr::kState));
     if (!state) throw RecordError("unknown state");
     r.state = *state;

@@ -52,8 +52,11 @@ class RecordError : public std::runtime_error {
 };
 
 // Every attribute that has a value; empty strings, zero times and empty secrets are left out.
+// `instance_id` holds the bare instance id: the table stores it as the record key
+// (common/pool/record_key.h), which DynamoStateTable puts in its place.
 aws::Item encode_record(const InstanceRecord& record);
 // Throws RecordError naming the item and the attribute when something is missing or malformed.
+// `instance_id` may be a record key or a bare instance id; the record holds the instance id.
 InstanceRecord decode_record(const aws::Item& item);
 
 }  // namespace runpool::pool

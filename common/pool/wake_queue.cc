@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "common/json.h"
+#include "common/pool/record_key.h"
 #include "common/pool/runner_name.h"
 
 namespace runpool::pool {
@@ -22,7 +23,7 @@ std::string sibling_queue_url(std::string_view sibling_url, std::string_view nam
 }
 
 std::optional<std::string> wake_queue_policy(std::string_view sibling_queue_arn, std::string_view pool,
-                                             std::string_view instance_id) {
+                                             std::string_view instance_role_id, std::string_view instance_id) {
   std::vector<std::string> parts;
   size_t start = 0;
   for (int i = 0; i < 5; ++i) {
@@ -36,18 +37,22 @@ std::optional<std::string> wake_queue_policy(std::string_view sibling_queue_arn,
     return std::nullopt;
   }
   auto name = wake_queue_name(pool, instance_id);
-  if (!name || !is_instance_id(instance_id)) return std::nullopt;
+  if (!name || !is_instance_id(instance_id) || !is_role_unique_id(instance_role_id)) return std::nullopt;
   const std::string& partition = parts[1];
   const std::string& region = parts[3];
   const std::string& account = parts[4];
+  // A queue policy that names the account as principal only delegates to identity policies, and
+  // the instance role has no SQS permission: it would admit no one. Any principal, then, but only
+  // the caller AWS knows as "<instance role id>:<instance id>" — the credentials delivered to
+  // this instance — in this account.
   Json::Value statement(Json::objectValue);
   statement["Sid"] = "ItsInstanceOnly";
   statement["Effect"] = "Allow";
-  statement["Principal"]["AWS"] = "arn:" + partition + ":iam::" + account + ":root";
+  statement["Principal"]["AWS"] = "*";
   for (const char* a : {"sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:DeleteMessage"}) statement["Action"].append(a);
   statement["Resource"] = "arn:" + partition + ":sqs:" + region + ":" + account + ":" + *name;
-  statement["Condition"]["StringEquals"]["ec2:SourceInstanceARN"] =
-      "arn:" + partition + ":ec2:" + region + ":" + account + ":instance/" + std::string(instance_id);
+  statement["Condition"]["StringEquals"]["aws:PrincipalAccount"] = account;
+  statement["Condition"]["StringEquals"]["aws:userid"] = record_key(instance_role_id, instance_id);
   Json::Value policy(Json::objectValue);
   policy["Version"] = "2012-10-17";
   policy["Statement"].append(statement);

@@ -29,12 +29,13 @@ std::optional<std::string> wake_queue_name(std::string_view pool, std::string_vi
 std::string sibling_queue_url(std::string_view sibling_url, std::string_view name);
 
 // The queue policy a wake-up queue is created with: only requests made with the credentials of
-// instance `instance_id` (ec2:SourceInstanceARN) may get its URL, receive and delete — so the
-// instance role itself needs no SQS permission at all. `sibling_queue_arn` is any queue ARN of the
-// pool ("arn:<partition>:sqs:<region>:<account>:<name>"), which names the partition, region and
-// account; nullopt when it is not one.
+// instance `instance_id` (aws:userid "<instance role id>:<instance id>", in the queue's account)
+// may get its URL, receive and delete — the resource policy alone admits it, so the instance role
+// itself needs no SQS permission at all. `sibling_queue_arn` is any queue ARN of the pool
+// ("arn:<partition>:sqs:<region>:<account>:<name>"), which names the partition, region and
+// account; nullopt when it is not one, or the role id or instance id is malformed.
 std::optional<std::string> wake_queue_policy(std::string_view sibling_queue_arn, std::string_view pool,
-                                             std::string_view instance_id);
+                                             std::string_view instance_role_id, std::string_view instance_id);
 
 // The instance a wake queue URL (or name) belongs to; nullopt for any other queue, e.g. one of
 // another pool whose name merely starts the same way.

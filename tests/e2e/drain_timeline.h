@@ -22,7 +22,7 @@ class DrainTimeline {
  public:
   using Look = std::function<DrainTimes(const DrainTimes&, pool::DynamoStateTable&)>;
   DrainTimeline(runpool::testing::LocalCloud& cloud, const std::string& table, Look look)
-      : clients_(cloud), table_(clients_.db, table), look_(std::move(look)) {
+      : clients_(cloud), table_(clients_.db, table, cloud.instance_role_id()), look_(std::move(look)) {
     thread_ = std::thread([this] {
       for (int i = 0; i < 4000 && !stop_; ++i) {  // bounded: ~4 min
         DrainTimes now;

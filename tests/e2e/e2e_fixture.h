@@ -86,7 +86,7 @@ class E2eTest : public ::testing::Test {
     pool_ = std::make_unique<CtlPool>(cloud_, pool_name_, "ctl-" + pool_name_, extra);
     auto init = pool_->run({"init"});
     ASSERT_EQ(init.exit_code, 0) << describe(init);
-    table_ = std::make_unique<pool::DynamoStateTable>(aws_.db, pool_->table());
+    table_ = std::make_unique<pool::DynamoStateTable>(aws_.db, pool_->table(), cloud_.instance_role_id());
   }
   void TearDown() override {
     cloud_.clear_faults();

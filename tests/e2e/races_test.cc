@@ -33,7 +33,7 @@ constexpr int kPoolSize = 3;  // idle instances at the start of every trial
 class AssignmentSampler {
  public:
   AssignmentSampler(runpool::testing::LocalCloud& cloud, const std::string& table, std::string pool)
-      : cloud_(cloud), clients_(cloud), table_(clients_.db, table), pool_(std::move(pool)) {
+      : cloud_(cloud), clients_(cloud), table_(clients_.db, table, cloud.instance_role_id()), pool_(std::move(pool)) {
     thread_ = std::thread([this] {
       for (int i = 0; i < 200000 && !stop_; ++i) {  // bounded: ~6 h at most
         sample(i % 5 == 0);

@@ -44,7 +44,7 @@ class Frozen {
 class Watch {
  public:
   Watch(runpool::testing::LocalCloud& cloud, const std::string& table, std::string id, std::string runner, int64_t job)
-      : cloud_(cloud), clients_(cloud), table_(clients_.db, table), id_(std::move(id)), runner_(std::move(runner)),
+      : cloud_(cloud), clients_(cloud), table_(clients_.db, table, cloud.instance_role_id()), id_(std::move(id)), runner_(std::move(runner)),
         job_(job) {
     thread_ = std::thread([this] {
       for (int i = 0; i < 6000 && !stop_; ++i) {  // bounded: 5 min at most

@@ -12,6 +12,7 @@
 #include "agent/testing/local_cloud_agent.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/pool/record_key.h"
 #include "tests/integration/bad_input_support.h"
 
 namespace runpool::bad_input {
@@ -130,7 +131,7 @@ TEST_F(BadInputAgentRecord, ACorruptedOwnRecordIsSkippedAndTheInstanceEnds) {
     // Corrupt it in place, attribute by attribute, as a foreign writer would.
     aws::UpdateItemRequest u;
     u.table = table_name();
-    u.key = {{"instance_id", AttributeValue::string(id)}};
+    u.key = {{"instance_id", AttributeValue::string(pool::record_key(runpool::testing::LocalCloud::shared().instance_role_id(), id))}};
     u.update = "SET #a = :v";
     u.names = {{"#a", corruption.first}};
     u.values = {{":v", corruption.second}};
@@ -159,7 +160,7 @@ TEST_F(BadInputAgentRecord, HostileValuesInTheOwnRecordAreNeverExecuted) {
   env_->write_launched_record(id, "run-hostile");
   aws::UpdateItemRequest u;
   u.table = table_name();
-  u.key = {{"instance_id", AttributeValue::string(id)}};
+  u.key = {{"instance_id", AttributeValue::string(pool::record_key(runpool::testing::LocalCloud::shared().instance_role_id(), id))}};
   u.update = "SET #l = :l, #u = :u";
   u.names = {{"#l", "label"}, {"#u", "reg_url"}};
   u.values = {{":l", AttributeValue::string("x,$(touch " + marker() + "),`touch " + marker() + "`")},

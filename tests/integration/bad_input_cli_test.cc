@@ -56,7 +56,7 @@ class BadInputCli : public ::testing::Test {
 
   // An idle and a running record of the pool, so that status has something to read.
   static void seed_records() {
-    pool::DynamoStateTable table(aws_->db, pool_->table());
+    pool::DynamoStateTable table(aws_->db, pool_->table(), cloud_->instance_role_id());
     int64_t now = to_epoch_ms(system_clock().now());
     for (auto [id, state] : {std::pair{"i-00badc11000000001", pool::State::kIdle},
                              std::pair{"i-00badc11000000002", pool::State::kRunning}}) {

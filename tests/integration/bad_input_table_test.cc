@@ -12,6 +12,7 @@
 #include "common/json.h"
 #include "common/pool/pool_message.h"
 #include "common/pool/record_codec.h"
+#include "common/pool/record_key.h"
 #include "tests/integration/bad_input_support.h"
 
 namespace runpool::bad_input {
@@ -32,7 +33,7 @@ class BadInputTable : public ::testing::Test {
     pool_ = std::make_unique<CtlPool>(cloud_, name, "badinput-table", "aws_max_attempts = 2\n");
     auto init = pool_->run({"init"});
     ASSERT_EQ(init.exit_code, 0) << describe(init);
-    table_ = std::make_unique<pool::DynamoStateTable>(aws_.db, pool_->table());
+    table_ = std::make_unique<pool::DynamoStateTable>(aws_.db, pool_->table(), cloud_.instance_role_id());
   }
   void TearDown() override {
     agents_.reset();
@@ -40,22 +41,28 @@ class BadInputTable : public ::testing::Test {
   }
 
   int64_t now() { return to_epoch_ms(system_clock().now()); }
+  // The partition key the table stores a record under (common/pool/record_key.h); a hostile id as
+  // a foreign writer would spell it, after the same role prefix.
+  std::string key(const std::string& id) {
+    if (!pool::is_plausible_instance_id(id)) return cloud_.instance_role_id() + ":" + id;
+    return pool::record_key(cloud_.instance_role_id(), id);
+  }
   void put(const aws::Item& item) {
     aws::PutItemRequest p;
     p.table = pool_->table();
     p.item = item;
     aws_.db.put_item(p);
   }
-  std::optional<aws::Item> raw(const std::string& id) {
+  std::optional<aws::Item> raw_at(const std::string& stored_key) {
     aws::GetItemRequest g;
     g.table = pool_->table();
-    g.key = {{"instance_id", S(id)}};
+    g.key = {{"instance_id", S(stored_key)}};
     g.consistent_read = true;
     return aws_.db.get_item(g);
   }
   // A valid record of this pool's in `state`, as a base for corruptions.
   aws::Item record(const std::string& id, const std::string& state = "idle", int64_t generation = 2) {
-    return {{"instance_id", S(id)},      {"pool", S(pool_->pool())},  {"state", S(state)},
+    return {{"instance_id", S(key(id))}, {"pool", S(pool_->pool())},  {"state", S(state)},
             {"generation", N(generation)}, {"deadline", N(now() + 3'600'000)}, {"state_since", N(now())},
             {"created_at", N(now() - 60'000)}, {"resource_class", S("small")}, {"usage_class", S("on-demand")},
             {"instance_type", S("c7i.large")}, {"heartbeat", N(now())}};
@@ -162,7 +169,7 @@ TEST_F(BadInputTable, CorruptedAndForeignItemsAreSkippedWithAWarningAndLeftAsThe
       EXPECT_EQ(r.out.find(std::string(1000, c)), std::string::npos) << what << ": a huge value echoed";
     }
     for (const auto& [name, item] : items) {
-      auto now_item = raw(item.at("instance_id").as_string());
+      auto now_item = raw_at(item.at("instance_id").as_string());
       ASSERT_TRUE(now_item.has_value()) << name << " was deleted by " << what;
       // The simulated agents beat on whatever record of the pool decodes (the hostile label, the
       // long strings): the heartbeat is theirs; every other attribute must be as written.
@@ -233,9 +240,9 @@ TEST_F(BadInputTable, MalformedForgedAndStaleMessagesAreDroppedNeverClaimed) {
   for (const char* never : {"i-00600d00000000003", "i-00bad000000000020", "i-00bad000000000021", "i-0123456789abcdef0"}) {
     EXPECT_FALSE(claimed.count(never)) << never << " was claimed from a bad message\n" << runs;
   }
-  EXPECT_EQ(raw("i-00bad000000000020"), foreign) << "another pool's record was touched";
-  EXPECT_EQ(raw("i-00bad000000000021"), corrupt) << "a corrupted record was touched";
-  EXPECT_FALSE(raw("i-0123456789abcdef0").has_value()) << "a forged id got a record";
+  EXPECT_EQ(raw_at(key("i-00bad000000000020")), foreign) << "another pool's record was touched";
+  EXPECT_EQ(raw_at(key("i-00bad000000000021")), corrupt) << "a corrupted record was touched";
+  EXPECT_FALSE(raw_at(key("i-0123456789abcdef0")).has_value()) << "a forged id got a record";
   auto running = table_->get("i-00600d00000000003");
   ASSERT_TRUE(running);
   EXPECT_EQ(running->generation, 4);

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "common/json.h"
+#include "common/pool/dynamo_state_table.h"
 #include "common/pool/record_codec.h"
+#include "common/pool/record_key.h"
 #include "controller/integration_harness.h"
 
 namespace runpool::controller {
@@ -46,6 +48,8 @@ TEST_F(ControllerInit, CreatesTableQueuesAndTemplateThenChangesNothing) {
   EXPECT_NE(d.user_data.find("endpoint_dynamodb = " + cloud_.dynamodb()), std::string::npos);
   EXPECT_NE(d.user_data.find(": '/usr/bin/runpool-agent'"), std::string::npos) << "the agent binary filled in";
   EXPECT_EQ(d.user_data.find("ghp_"), std::string::npos);  // no GitHub credential in user data
+  // The agent spells its record's key from the instance role's id, as IAM binds it.
+  EXPECT_NE(d.user_data.find("instance_role_id = " + cloud_.instance_role_id() + "\n"), std::string::npos);
 
   auto second = p.run({"--json", "init"});
   ASSERT_EQ(second.exit_code, 0) << describe(second);
@@ -53,6 +57,57 @@ TEST_F(ControllerInit, CreatesTableQueuesAndTemplateThenChangesNothing) {
   EXPECT_FALSE(j2["table_created"].asBool());
   EXPECT_EQ(j2["launch_template"].asString(), "unchanged");
   EXPECT_EQ(j2["launch_template_version"].asInt(), j["launch_template_version"].asInt());
+}
+
+// A table written before records were keyed "<instance role id>:<instance id>": init moves this
+// pool's records to their role-bound keys (another pool's are left alone), once.
+TEST_F(ControllerInit, MovesRecordsOfBareInstanceIdsToRoleBoundKeys) {
+  CtlPool p(cloud_, "init7", "ctl-init-7");
+  ASSERT_EQ(p.run({"init"}).exit_code, 0);
+  auto bare = [&](const std::string& id, const std::string& pool_name, int64_t generation) {
+    pool::InstanceRecord r;
+    r.instance_id = id;
+    r.pool = pool_name;
+    r.state = pool::State::kIdle;
+    r.generation = generation;
+    r.resource_class = "small";
+    r.deadline_ms = 1'900'000'000'000;
+    r.heartbeat_ms = 1'800'000'000'000;
+    ASSERT_TRUE(aws_.db.put_item({.table = "ctl-init-7", .item = pool::encode_record(r)}).applied);
+  };
+  bare("i-0a000000000000001", "init7", 3);
+  bare("i-0a000000000000002", "init7", 1);
+  bare("i-0a000000000000003", "other-pool", 2);
+
+  auto run = p.run({"--json", "init"});
+  ASSERT_EQ(run.exit_code, 0) << describe(run);
+  EXPECT_EQ(parse_json(run.out, "init")["records_rekeyed"].asInt(), 2);
+
+  pool::DynamoStateTable table(aws_.db, "ctl-init-7", cloud_.instance_role_id());
+  auto moved = table.get("i-0a000000000000001");
+  ASSERT_TRUE(moved);
+  EXPECT_EQ(moved->generation, 3);
+  EXPECT_EQ(moved->state, pool::State::kIdle);
+  EXPECT_EQ(moved->heartbeat_ms, 1'800'000'000'000);
+  EXPECT_TRUE(table.get("i-0a000000000000002"));
+  EXPECT_FALSE(table.get("i-0a000000000000003")) << "another pool's record is not this init's to move";
+  auto raw = [&](const std::string& key) {
+    return aws_.db.get_item({.table = "ctl-init-7", .key = {{pool::attr::kInstanceId, aws::AttributeValue::string(key)}},
+                             .consistent_read = true});
+  };
+  EXPECT_FALSE(raw("i-0a000000000000001")) << "the bare-keyed item is gone";
+  EXPECT_TRUE(raw("i-0a000000000000003"));
+
+  auto again = p.run({"--json", "init"});
+  ASSERT_EQ(again.exit_code, 0) << describe(again);
+  EXPECT_EQ(parse_json(again.out, "init")["records_rekeyed"].asInt(), 0);
+}
+
+TEST_F(ControllerInit, RefusesToRunWithoutTheInstanceRoleId) {
+  CtlPool p(cloud_, "init8", "ctl-init-8", "instance_role_id =\n");  // the last line of a key wins
+  auto run = p.run({"init"});
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("instance_role_id is not set"), std::string::npos) << describe(run);
 }
 
 TEST_F(ControllerInit, ConcurrentInitsAllSucceed) {

@@ -28,7 +28,7 @@ class ControllerProvision : public ::testing::Test {
     auto init = pool_->run({"init"});
     ASSERT_EQ(init.exit_code, 0) << describe(init);
     agents_ = std::make_unique<testing::SimulatedAgents>(cloud_, pool_->table(), pool);
-    table_ = std::make_unique<pool::DynamoStateTable>(aws_.db, pool_->table());
+    table_ = std::make_unique<pool::DynamoStateTable>(aws_.db, pool_->table(), cloud_.instance_role_id());
   }
   void TearDown() override {
     agents_.reset();

@@ -58,7 +58,7 @@ struct Clients {
         ddb_caller(http_ddb, creds, system_clock(), {"dynamodb", cloud.dynamodb(), cloud.region()}),
         sqs_caller(http_sqs, creds, system_clock(), {"sqs", cloud.sqs(), cloud.region()}),
         ec2_caller(http_ec2, creds, system_clock(), {"ec2", cloud.ec2(), cloud.region()}),
-        db(ddb_caller), sqs(sqs_caller), ec2(ec2_caller), table(db, kTable),
+        db(ddb_caller), sqs(sqs_caller), ec2(ec2_caller), table(db, kTable, cloud.instance_role_id()),
         gh_caller(gh_http, system_clock(), gh_settings(cloud)), pat(Secret(kPat)),
         github(gh_caller, pat, github::OwnerScope::parse(kRepo)) {}
   static github::GithubSettings gh_settings(LocalCloud& cloud) {

@@ -23,7 +23,7 @@ class ControllerRelease : public ::testing::Test {
     auto init = pool_->run({"init"});
     ASSERT_EQ(init.exit_code, 0) << describe(init);
     agents_ = std::make_unique<testing::SimulatedAgents>(cloud_, pool_->table(), pool);
-    table_ = std::make_unique<pool::DynamoStateTable>(aws_.db, pool_->table());
+    table_ = std::make_unique<pool::DynamoStateTable>(aws_.db, pool_->table(), cloud_.instance_role_id());
     auto p = pool_->run({"provision", "--count", "2", "--label", "job-1", "--usage-class", "on-demand"});
     ASSERT_EQ(p.exit_code, 0) << describe(p);
   }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "common/pool/record_codec.h"
+#include "common/pool/record_key.h"
 #include "tests/support/local_cloud.h"
 
 namespace runpool::pool {
@@ -42,7 +43,7 @@ class StateTableTest : public ::testing::Test {
   static inline std::unique_ptr<aws::StaticCredentialsProvider> creds_;
   static inline std::unique_ptr<aws::AwsCaller> caller_;
   static inline std::unique_ptr<aws::DynamoDbClient> db_;
-  DynamoStateTable table_{*db_, "state-table-test"};
+  DynamoStateTable table_{*db_, "state-table-test", testing::LocalCloud::shared().instance_role_id()};
 };
 
 TEST_F(StateTableTest, CreateIsOnceOnly) {
@@ -145,11 +146,11 @@ TEST_F(StateTableTest, GetManyReadsAHundredRecordsPerRequestAsGetReadsThem) {
     ASSERT_TRUE(table_.create(record(id, State::kRunning, 1 + i % 4, "run-many")));
     ids.push_back(id);
   }
-  for (int i = 0; i < 20; ++i) ids.push_back("i-many-absent" + std::to_string(i));
-  aws::Item foreign{{attr::kInstanceId, aws::AttributeValue::string("i-many-foreign")},
+  for (int i = 0; i < 20; ++i) ids.push_back("i-manyabsent" + std::to_string(i));
+  aws::Item foreign{{attr::kInstanceId, aws::AttributeValue::string(record_key(table_.instance_role_id(), "i-manyforeign"))},
                     {"whatever", aws::AttributeValue::number(1)}};
   db_->put_item({.table = "state-table-test", .item = foreign});
-  ids.push_back("i-many-foreign");
+  ids.push_back("i-manyforeign");
   ids.push_back("i-many0");  // twice
 
   long sent_before = caller_->requests_sent();
