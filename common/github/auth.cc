@@ -34,6 +34,9 @@ AppInstallationTokenSource::AppInstallationTokenSource(GithubCaller& caller, Own
     : caller_(caller), scope_(std::move(scope)), config_(std::move(config)),
       key_(RsaPrivateKey::from_pem(config_.private_key_pem)), installation_id_(config_.installation_id) {
   if (config_.issuer.empty()) throw std::invalid_argument("GitHub App: the client ID or App ID is empty");
+  if (scope_.is_enterprise()) {
+    throw std::invalid_argument("GitHub Apps cannot manage an enterprise's runners: use a personal access token");
+  }
   config_.private_key_pem = Secret();  // parsed; no need to keep the text around
 }
 

@@ -88,6 +88,12 @@ TEST_F(AppAuthTest, LooksUpTheInstallationWithASignedJwtAndCachesTheToken) {
   EXPECT_EQ(auth.cached_expiry(), clock_.now() + 1h);
 }
 
+TEST_F(AppAuthTest, AppsCannotManageAnEnterprisesRunners) {
+  EXPECT_THROW(AppInstallationTokenSource(caller_, OwnerScope::parse("enterprise:octo"), config()),
+               std::invalid_argument);
+  EXPECT_EQ(http_.count(), 0u);
+}
+
 TEST_F(AppAuthTest, RefreshesTheMarginBeforeExpiryAndLooksUpOnlyOnce) {
   serve();
   AppInstallationTokenSource auth(caller_, scope_, config());

@@ -52,19 +52,39 @@ long GithubCaller::requests_for(const std::string& operation) const {
   return it == counts_.end() ? 0 : it->second;
 }
 
-GithubReply GithubCaller::send(const std::string& operation, const std::string& method, const std::string& target,
-                               const Secret& token, const std::string& body) {
-  HttpRequest request;
-  request.method = method;
-  request.url = url_for(operation, target);
-  request.timeout = settings_.timeout;
-  request.headers = {{"Accept", "application/vnd.github+json"},
-                     {"X-GitHub-Api-Version", kApiVersion},
-                     {"User-Agent", settings_.user_agent}};
-  if (!body.empty()) request.headers.emplace_back("Content-Type", "application/json");
-  request.secret_headers.emplace_back("Authorization", Secret("Bearer " + token.reveal()));
-  request.body = body;
+namespace {
 
+bool is_redirect(long status) {
+  return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
+// The path and query of a URL on the API, for the log: "/repos/o/r/actions/runners".
+std::string path_of(const std::string& url, const std::string& api_base) {
+  return url.rfind(api_base, 0) == 0 ? url.substr(api_base.size()) : url;
+}
+
+}  // namespace
+
+std::string GithubCaller::redirect_url(const std::string& operation, long status, const std::string& location) const {
+  std::string url = location;
+  if (url.rfind("//", 0) == 0) {
+    url = origin_.substr(0, origin_.find("://") + 1) + url;  // scheme-relative
+  } else if (!url.empty() && url[0] == '/') {
+    url = origin_ + url;
+  }
+  std::string where = url_origin(url);
+  if (where.empty()) {
+    throw GithubError(operation, status, "redirected to '" + printable_excerpt(location, 200) + "', not a URL");
+  }
+  if (where != origin_) {
+    // The bearer token is for the API host only: never follow with it anywhere else.
+    throw GithubError(operation, status,
+                      "refusing to follow a redirect off the API host (to " + where + ", API at " + origin_ + ")");
+  }
+  return url;
+}
+
+GithubReply GithubCaller::send_once(const std::string& operation, const HttpRequest& request) {
   GithubReply reply;
   with_retries(settings_.retry, clock_, [&](int attempt, bool last) -> std::optional<RetryVerdict> {
     reply.attempts = attempt + 1;
@@ -93,6 +113,53 @@ GithubReply GithubCaller::send(const std::string& operation, const std::string& 
     }
     return verdict;
   });
+  return reply;
+}
+
+GithubReply GithubCaller::send(const std::string& operation, const std::string& method, const std::string& target,
+                               const Secret& token, const std::string& body) {
+  HttpRequest request;
+  request.method = method;
+  request.url = url_for(operation, target);
+  request.timeout = settings_.timeout;
+  request.headers = {{"Accept", "application/vnd.github+json"},
+                     {"X-GitHub-Api-Version", kApiVersion},
+                     {"User-Agent", settings_.user_agent}};
+  if (!body.empty()) request.headers.emplace_back("Content-Type", "application/json");
+  request.secret_headers.emplace_back("Authorization", Secret("Bearer " + token.reveal()));
+  request.body = body;
+
+  GithubReply reply;
+  int attempts = 0;
+  for (int hops = 0;; ++hops) {
+    reply = send_once(operation, request);
+    attempts += reply.attempts;
+    std::string location = reply.http.header("location");
+    if (!is_redirect(reply.status()) || location.empty()) break;  // without a Location it is the answer
+    if (hops == kMaxRedirects) {
+      throw GithubError(operation, reply.status(),
+                        "more than " + std::to_string(kMaxRedirects) + " redirects, last to " +
+                            printable_excerpt(path_of(location, settings_.api_base), 200));
+    }
+    std::string next = redirect_url(operation, reply.status(), location);
+    if (reply.status() == 303) {
+      if (request.method != "GET") {
+        throw GithubError(operation, 303, "the server answered " + request.method + " with 303 See Other");
+      }
+    }
+    std::string from = path_of(request.url, settings_.api_base);
+    std::string to = path_of(next, settings_.api_base);
+    ++redirects_;
+    if (!warned_moved_.exchange(true)) {
+      spdlog::warn("GitHub {}: {} {} was redirected (HTTP {}) to {}: the repository was renamed or transferred (or its "
+                   "owner renamed); following the redirect, but set github_owner to the new name",
+                   operation, request.method, from, reply.status(), to);
+    } else {
+      spdlog::debug("GitHub {}: {} {} redirected (HTTP {}) to {}", operation, request.method, from, reply.status(), to);
+    }
+    request.url = next;
+  }
+  reply.attempts = attempts;
   if (!reply.ok()) mask_all(reply.http.body, token.reveal());
   spdlog::debug("GitHub {} {} {}: HTTP {} ({} attempt{})", operation, method, target, reply.status(), reply.attempts,
                 reply.attempts == 1 ? "" : "s");

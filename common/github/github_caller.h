@@ -1,7 +1,9 @@
 // Sends one GitHub REST call: base URL, GitHub's headers, a bearer token as a secret header, the
 // shared retry policy (5xx, connection errors, primary and secondary rate limits), request
-// counters. It returns the final answer whatever its status — a 404 or 422 is an answer the
-// client may branch on — and throws only when no answer came at all.
+// counters. It follows GitHub's redirects on the API's own origin (a renamed or transferred
+// repository answers 301, or 307 to a non-GET, with a Location there) and refuses any that would
+// carry the token elsewhere. It returns the final answer whatever its status — a 404 or 422 is an
+// answer the client may branch on — and throws only when no answer came at all.
 #pragma once
 
 #include <atomic>
@@ -20,6 +22,7 @@
 namespace runpool::github {
 
 inline constexpr const char* kApiVersion = "2022-11-28";
+inline constexpr int kMaxRedirects = 5;  // hops one call follows before it gives up
 
 struct GithubSettings {
   std::string api_base = "https://api.github.com";  // or https://HOST/api/v3, https://api.SUB.ghe.com
@@ -48,6 +51,13 @@ class GithubCaller {
   // absolute URL on the API's own origin (a pagination link); a URL elsewhere throws GithubError
   // (the token must not travel to another host). A non-empty `body` is sent as JSON. In a non-2xx
   // answer's body, the token's clear text (should a server echo it) is masked.
+  //
+  // Redirects (301, 302, 303, 307, 308 with a Location) are followed up to kMaxRedirects hops,
+  // each one only to the API's own origin (scheme, host and port): one elsewhere throws
+  // GithubError without sending anything there. 301, 302, 307 and 308 repeat the request as it was
+  // (method and body: GitHub asks clients to repeat it verbatim); 303 is followed by a GET, and
+  // only for a GET, since a POST or DELETE answered by another resource's GET would read as
+  // done. The first redirect logs one warning per caller: the owner moved, github_owner is stale.
   GithubReply send(const std::string& operation, const std::string& method, const std::string& target,
                    const Secret& token, const std::string& body = "");
 
@@ -57,15 +67,22 @@ class GithubCaller {
   // Counters for tests and benchmarks: HTTP requests sent, retries included.
   long requests_sent() const { return requests_sent_.load(); }
   long requests_for(const std::string& operation) const;
+  long redirects_followed() const { return redirects_.load(); }
 
  private:
   std::string url_for(const std::string& operation, const std::string& target) const;
+  // One request with the retry policy (no redirect handling): the final answer.
+  GithubReply send_once(const std::string& operation, const HttpRequest& request);
+  // The absolute URL a Location names, on the API's origin; GithubError otherwise.
+  std::string redirect_url(const std::string& operation, long status, const std::string& location) const;
 
   HttpClient& http_;
   Clock& clock_;
   GithubSettings settings_;
   std::string origin_;
   std::atomic<long> requests_sent_{0};
+  std::atomic<long> redirects_{0};
+  std::atomic<bool> warned_moved_{false};
   mutable std::mutex counts_mu_;
   std::map<std::string, long> counts_;
 };

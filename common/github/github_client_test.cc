@@ -77,6 +77,33 @@ TEST_F(GithubClientTest, RemoveTokenAndOrganizationScope) {
   EXPECT_EQ(http_.last().url, kBase + "/orgs/octo-org/actions/runners/downloads");
 }
 
+TEST_F(GithubClientTest, EnterpriseScopeUsesTheEnterprisePaths) {
+  GithubClient ent(caller_, pat_, OwnerScope::parse("enterprise:octo-corp"));
+  const std::string base = kBase + "/enterprises/octo-corp/actions/runners";
+  http_.push(reply(201, R"({"token":"REG","expires_at":"2030-01-01T00:00:00Z"})"));
+  ent.create_registration_token();
+  EXPECT_EQ(http_.last().url, base + "/registration-token");
+  http_.push(reply(201, R"({"token":"RM","expires_at":"2030-01-01T00:00:00Z"})"));
+  ent.create_remove_token();
+  EXPECT_EQ(http_.last().url, base + "/remove-token");
+  http_.push(reply(200, page_json(1, 1, 1)));
+  ent.list_runners();
+  EXPECT_EQ(http_.last().url, base + "?per_page=100");
+  http_.push(reply(200, runner_json(1, "r-1")));
+  ent.get_runner(1);
+  EXPECT_EQ(http_.last().url, base + "/1");
+  http_.push(reply(204));
+  ent.delete_runner(1);
+  EXPECT_EQ(http_.last().method, "DELETE");
+  EXPECT_EQ(http_.last().url, base + "/1");
+  http_.push(reply(200, R"({"total_count":0,"labels":[]})"));
+  ent.remove_all_labels(1);
+  EXPECT_EQ(http_.last().url, base + "/1/labels");
+  http_.push(reply(201, R"({"runner":)" + runner_json(2, "j") + R"(,"encoded_jit_config":"x"})"));
+  ent.generate_jit_config({"j", 1, {"a"}, ""});
+  EXPECT_EQ(http_.last().url, base + "/generate-jitconfig");
+}
+
 TEST_F(GithubClientTest, GeneratesAJitConfig) {
   http_.push(reply(201, R"({"runner":)" + runner_json(23, "rp-i-0abc") + R"(,"encoded_jit_config":"eyJKSVQ="})"));
   JitConfig c = client_.generate_jit_config({"rp-i-0abc", 1, {"rp-123", "linux"}, "_work"});
