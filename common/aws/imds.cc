@@ -1,6 +1,7 @@
 #include "common/aws/imds.h"
 
 #include <cstdlib>
+#include <stdexcept>
 
 #include "common/json.h"
 
@@ -102,7 +103,22 @@ std::string ImdsClient::region() { return require("meta-data/placement/region");
 std::string ImdsClient::instance_type() { return require("meta-data/instance-type"); }
 std::optional<std::string> ImdsClient::user_data() { return get("user-data"); }
 std::optional<std::string> ImdsClient::tag(const std::string& key) {
-  return get("meta-data/tags/instance/" + url_encode(key));
+  if (!metadata_tag_key_valid(key)) {
+    throw std::invalid_argument("tag key '" + key.substr(0, 128) +
+                                "' cannot be read from instance metadata (letters, digits and + - = . , _ : @ only; "
+                                "no spaces or '/')");
+  }
+  return get("meta-data/tags/instance/" + key);  // as is: see metadata_tag_key_valid
+}
+
+bool metadata_tag_key_valid(std::string_view key) {
+  if (key.empty() || key.size() > 128 || key == "." || key == ".." || key == "_index") return false;
+  for (char c : key) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              std::string_view("+-=.,_:@").find(c) != std::string_view::npos;
+    if (!ok) return false;
+  }
+  return true;
 }
 
 // IMDS documents that are not the JSON expected are ImdsError too, so a caller handles one type.

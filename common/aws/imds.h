@@ -6,6 +6,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/clock.h"
 #include "common/http.h"
@@ -31,6 +32,14 @@ class ImdsError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Whether `key` is a tag key instance metadata can serve. AWS documents ("Work with instance tags
+// in instance metadata", EC2 User Guide; also its tag restrictions) that with tags in metadata an
+// instance tag key may use only letters, digits and + - = . , _ : @ — no spaces, no "/" — and
+// cannot be "." or ".." or "_index", at most 128 characters; and that it is read at
+// /latest/meta-data/tags/instance/<key>, the key as is. Every allowed character may stand in a
+// URL path segment unencoded, so the key is never percent-encoded (IMDS matches it literally).
+bool metadata_tag_key_valid(std::string_view key);
+
 struct ImdsOptions {
   std::string endpoint;  // empty: from the environment, else http://169.254.169.254
   std::chrono::seconds token_ttl{21600};
@@ -50,7 +59,10 @@ class ImdsClient {
   std::string region();
   std::string instance_type();
   std::optional<std::string> user_data();
-  std::optional<std::string> tag(const std::string& key);  // needs tags in metadata
+  // The instance tag `key` (needs tags in metadata); nullopt when the instance has no such tag.
+  // A key IMDS cannot serve (see metadata_tag_key_valid) throws std::invalid_argument before any
+  // request: it could only have come out as another path.
+  std::optional<std::string> tag(const std::string& key);
   std::optional<SpotInstanceAction> spot_instance_action();
   std::optional<std::string> rebalance_notice_time();
   RoleCredentials role_credentials();  // of the instance's (first) role

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include <map>
 
 #include "common/aws/credentials.h"
@@ -68,7 +70,7 @@ class ImdsTest : public ::testing::Test {
     server_.docs["meta-data/placement/region"] = "eu-west-1";
     server_.docs["meta-data/instance-type"] = "m5.large";
     server_.docs["user-data"] = "#!/bin/sh\necho hi\n";
-    server_.docs["meta-data/tags/instance/runpool%3Apool"] = "linux-x64";
+    server_.docs["meta-data/tags/instance/runpool:pool"] = "linux-x64";
     server_.docs["meta-data/iam/security-credentials/"] = "runner-role";
     server_.docs["meta-data/iam/security-credentials/runner-role"] =
         R"({"Code":"Success","LastUpdated":"2024-04-26T16:39:16Z","Type":"AWS-HMAC",)"
@@ -170,8 +172,29 @@ TEST_F(ImdsTest, NotFoundIsNullopt) {
   EXPECT_FALSE(imds_.spot_instance_action());
   EXPECT_FALSE(imds_.rebalance_notice_time());
   EXPECT_FALSE(imds_.tag("absent"));
-  EXPECT_EQ(imds_.tag("runpool:pool"), "linux-x64");  // key percent-encoded into the path
+  EXPECT_EQ(imds_.tag("runpool:pool"), "linux-x64");  // the key as is: IMDS matches it literally
   EXPECT_FALSE(imds_.get("meta-data/nothing-here"));
+}
+
+TEST_F(ImdsTest, TagKeysAreTheOnesInstanceMetadataCanServe) {
+  // Every character AWS allows goes into the path unencoded.
+  const std::string key = "Az09+-=.,_:@";
+  server_.docs["meta-data/tags/instance/" + key] = "v";
+  http_.clear();
+  EXPECT_EQ(imds_.tag(key), "v");
+  EXPECT_EQ(http_.last().url, "http://imds.test/latest/meta-data/tags/instance/" + key);
+  // Spaces, '/', other punctuation, and the reserved names: refused before any request.
+  size_t before = http_.count();
+  for (std::string bad : std::vector<std::string>{"", "a b", "a/b", "../x", ".", "..", "_index", "a%3Ab", "a?b", "a#b", "a\nb", "é",
+                          std::string(129, 'k')}) {
+    EXPECT_THROW(imds_.tag(bad), std::invalid_argument) << bad;
+    EXPECT_FALSE(metadata_tag_key_valid(bad)) << bad;
+  }
+  EXPECT_EQ(http_.count(), before);
+  for (std::string good : std::vector<std::string>{"Name", "runpool:resource-class", "aws:autoscaling:groupName", "a@b", "x.", "_idx",
+                           std::string(128, 'k')}) {
+    EXPECT_TRUE(metadata_tag_key_valid(good)) << good;
+  }
 }
 
 TEST_F(ImdsTest, RequiredDocumentsMissingAreErrors) {

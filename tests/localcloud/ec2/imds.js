@@ -120,7 +120,9 @@ async function startImds(inst, world) {
     if (tagsOn && (k === 'tags/' || k === 'tags')) return 'instance';
     if (tagsOn && (k === 'tags/instance' || k === 'tags/instance/')) return [...inst.tags.keys()].join('\n');
     if (tagsOn && k.startsWith('tags/instance/')) {
-      const v = inst.tags.get(decodeURIComponent(k.slice('tags/instance/'.length)));
+      // The key as is: it is never percent-decoded (AWS: tag keys in metadata use only letters,
+      // digits and + - = . , _ : @, none of which needs encoding in a path).
+      const v = inst.tags.get(k.slice('tags/instance/'.length));
       return v === undefined ? undefined : v;
     }
     return undefined;

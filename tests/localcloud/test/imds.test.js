@@ -114,6 +114,8 @@ test('metadata, identity document, user-data and tags', async () => {
 
   assert.deepEqual((await md('tags/instance')).split('\n'), ['pool', 'runpool:table']);
   assert.equal(await md('tags/instance/runpool:table'), 't');
+  // The key is matched as is, never percent-decoded (as IMDS serves it).
+  assert.equal((await get(imds, '/latest/meta-data/tags/instance/runpool%3Atable', tok)).status, 404);
   await client.send(new E.CreateTagsCommand({ Resources: [id], Tags: [{ Key: 'assigned', Value: 'run-42' }] }));
   assert.equal(await md('tags/instance/assigned'), 'run-42', 'tag changes show at once');
   assert.equal((await get(imds, '/latest/meta-data/tags/instance/absent', tok)).status, 404);
