@@ -5,6 +5,18 @@
 #include <algorithm>
 
 namespace runpool::agent {
+namespace {
+
+// Until runpoolctl has made the queue, SQS answers QueueDoesNotExist to a caller allowed to know,
+// and AccessDenied to one that only the queue's own policy will admit — an instance role has no
+// SQS permission of its own. Both mean "not there yet".
+bool not_there_yet(const std::exception& e) {
+  if (dynamic_cast<const aws::QueueDoesNotExistError*>(&e)) return true;
+  auto* aws_error = dynamic_cast<const aws::AwsError*>(&e);
+  return aws_error && aws_error->code().find("AccessDenied") != std::string::npos;
+}
+
+}  // namespace
 
 bool WakeListener::poll_once(int wait_seconds) {
   try {
@@ -21,8 +33,8 @@ bool WakeListener::poll_once(int wait_seconds) {
     auto messages = sqs_.receive_messages(r);
     for (const auto& m : messages) sqs_.delete_message(url_, m.receipt_handle);
     return !messages.empty();
-  } catch (const aws::QueueDoesNotExistError&) {
-    url_.clear();
+  } catch (const std::exception& e) {
+    if (not_there_yet(e)) url_.clear();
     active_ = false;
     throw;
   } catch (...) {
@@ -46,7 +58,7 @@ void WakeListener::run(StopFlag& stop) {
       if (e.what() != last_error) {
         // A queue that does not exist yet is normal at boot (runpoolctl creates it right after the
         // launch) and for instances launched by an older runpoolctl: not a warning.
-        const bool missing = dynamic_cast<const aws::QueueDoesNotExistError*>(&e) != nullptr;
+        const bool missing = not_there_yet(e);
         spdlog::log(missing ? spdlog::level::info : spdlog::level::warn,
                     "wake-up queue {}: {} (reading the record every assignment_poll_interval meanwhile)", name_,
                     missing ? "not there (yet)" : e.what());

@@ -74,12 +74,26 @@ TEST_F(WakeListenerTest, AMissingQueueIsLookedUpAgainLater) {
   EXPECT_TRUE(wake_.active());
 }
 
+// On AWS a queue that runpoolctl has not made yet answers AccessDenied, not QueueDoesNotExist: the
+// instance role has no SQS permission, and no queue policy admits it yet. Looked up again later.
+TEST_F(WakeListenerTest, AccessDeniedIsAQueueNotThereYet) {
+  http_.push(400, R"({"__type":"com.amazon.coral.service#AccessDeniedException","message":"not authorized"})",
+             {{"x-amzn-query-error", "AccessDenied;Sender"}});
+  EXPECT_THROW(wake_.poll_once(1), aws::AwsError);
+  EXPECT_FALSE(wake_.active());
+  http_.push(200, R"({"QueueUrl":")" + kUrl + R"("})");
+  http_.push(200, "{}");
+  EXPECT_FALSE(wake_.poll_once(1));
+  EXPECT_EQ(target(1), "AmazonSQS.GetQueueUrl");
+  EXPECT_TRUE(wake_.active());
+}
+
 TEST_F(WakeListenerTest, AnyOtherFailureMakesItInactiveUntilAPollWorks) {
   http_.push(200, R"({"QueueUrl":")" + kUrl + R"("})");
   http_.push(200, "{}");
   wake_.poll_once(1);
   ASSERT_TRUE(wake_.active());
-  http_.push(400, R"({"__type":"com.amazon.coral.service#AccessDeniedException","message":"no"})");
+  http_.push(400, R"({"__type":"com.amazonaws.sqs#InvalidParameterValue","message":"no"})");
   EXPECT_THROW(wake_.poll_once(1), aws::AwsError);
   EXPECT_FALSE(wake_.active());
   http_.push(200, "{}");

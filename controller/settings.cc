@@ -468,6 +468,9 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
 
   // An instance provision would still claim (beaten within max_heartbeat_age) must not be retired
   // as silent.
+  // Shared runners get no wake-up queue (launch makes none: they are never claimed); their agents
+  // read their records every assignment_poll_interval.
+  if (s.shared) s.agent_config.emplace_back("wake_queue", "false");
   if (s.agent_silence <= s.max_heartbeat_age) {
     c.reject("agent_silence", "must be longer than max_heartbeat_age (" + format_duration(s.max_heartbeat_age) + ")");
   }

@@ -137,6 +137,8 @@ TEST(Settings, SharedPoolsScaleDownAndMetrics) {
       "scale_down_schedule = [{\"cron\": \"* 8-18 * * mon-fri\", \"time_zone\": \"Europe/Berlin\", \"idle\": 3}]\n"
       "min_running_time_windows = 20m\nrunner_boot_time = 2m\nscale_down_drain_wait = 0s\n");
   EXPECT_TRUE(s.shared);
+  EXPECT_EQ(s.agent_config.back(), (std::pair<std::string, std::string>{"wake_queue", "false"}))
+      << "shared runners have no wake-up queue to look for";
   EXPECT_EQ(s.shared_label_list("large"), "self-hosted,linux,gpu,large");
   EXPECT_EQ(s.os, "windows");
   ASSERT_EQ(s.scale_down_schedule.size(), 1u);

@@ -63,10 +63,17 @@ async function evaluateRecording(lines, policySets, { forbidden = true, instance
   for (const { world } of worlds.values()) world.configuredInstanceTypes = instanceTypes;
   const report = { requests: lines.length, clouds: worlds.size, sets: {}, forbidden: null };
   for (const set of policySets) {
-    const s = { byKind: {}, byAction: {}, denied: [], ignoredContextKeys: {} };
+    const s = { byKind: {}, byAction: {}, denied: [], absentQueueLookups: 0, ignoredContextKeys: {} };
     for (const { world, lines: ls } of worlds.values()) {
       for (const line of ls) {
         const r = await evaluateLine(line, world, set);
+        // Looking up a wake-up queue that does not exist yet (an agent booted before runpoolctl
+        // made it): SQS answers AccessDenied instead of QueueDoesNotExist to a caller the absent
+        // queue's policy cannot admit, and the agent takes both as "not there yet". Counted apart.
+        if (!r.allowed && line.operation === 'GetQueueUrl' && line.status === 400) {
+          s.absentQueueLookups++;
+          continue;
+        }
         const k = (s.byKind[r.kind] ||= { allowed: 0, denied: 0 });
         k[r.allowed ? 'allowed' : 'denied']++;
         for (const c of r.checks) {
@@ -116,6 +123,9 @@ function printReport(report, { verbose = false, out = process.stdout } = {}) {
     p();
     p(`== policies: ${name}`);
     for (const [kind, c] of Object.entries(s.byKind)) p(`  ${kind}: ${c.allowed} allowed, ${c.denied} denied`);
+    if (s.absentQueueLookups) {
+      p(`  lookups of a wake-up queue not made yet (AWS: AccessDenied, taken as absent): ${s.absentQueueLookups}`);
+    }
     p('  per action (authorisations):');
     for (const [a, c] of Object.entries(s.byAction).sort()) p(`    ${a}: ${c.allowed} allowed${c.denied ? `, ${c.denied} DENIED` : ''}`);
     const ignored = Object.keys(s.ignoredContextKeys);
