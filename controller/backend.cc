@@ -9,7 +9,11 @@ namespace runpool::controller {
 Backend::Backend(const Settings& settings, const aws::GetEnv& getenv) : settings_(settings) {
   require_aws(settings);
   imds_ = std::make_unique<aws::ImdsClient>(http_imds_, local_);
-  credentials_ = aws::default_credentials(imds_.get(), local_, getenv);
+  // The AWS SDKs' chain: environment, web identity, shared config, container, instance role.
+  aws::CredentialChainOptions chain;
+  chain.region = settings.region;
+  chain.imds = imds_.get();
+  credentials_ = aws::credential_chain(chain, local_, getenv);
   aws::AwsSettings where{settings.region,
                          {{"dynamodb", settings.endpoint_dynamodb},
                           {"sqs", settings.endpoint_sqs},

@@ -1,5 +1,5 @@
 // The real clients behind a Context, built from the settings: one HTTP connection per service
-// (plus one for SQS long polls), SigV4 credentials from the environment or the instance role, the
+// (plus one for SQS long polls), SigV4 credentials from the AWS SDKs' default chain, the
 // shared retry policy, and the AWS clock fed by every AWS answer's Date header.
 #pragma once
 

@@ -13,9 +13,11 @@ HttpResponse AwsCaller::call(const std::string& operation, HttpRequest request, 
   request.timeout = timeout.value_or(settings_.timeout);
   HttpResponse result;
   with_retries(settings_.retry, clock_, [&](int, bool last) -> std::optional<RetryVerdict> {
-    AwsCredentials creds = credentials_.get();
-    request.sigv4 = SigV4Signing{settings_.region, settings_.service, creds.access_key_id,
-                                 creds.secret_access_key, creds.session_token};
+    if (settings_.sign) {
+      AwsCredentials creds = credentials_.get();
+      request.sigv4 = SigV4Signing{settings_.region, settings_.service, creds.access_key_id,
+                                   creds.secret_access_key, creds.session_token};
+    }
     ++requests_sent_;
     HttpResponse resp;
     WallTime sent = clock_.now();

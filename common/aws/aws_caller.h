@@ -23,6 +23,7 @@ struct ServiceSettings {
   std::string region{};
   RetryPolicy retry{};
   Duration timeout{std::chrono::seconds(30)};
+  bool sign = true;        // false: sent unsigned (STS AssumeRoleWithWebIdentity), no credentials read
 };
 
 struct ErrorInfo {
