@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 'use strict';
 // The local cloud (docs/local-cloud.md): dynalite, local-aws-sqs, the EC2 and CloudWatch Logs
-// stand-ins, each behind the SigV4-checking fault proxy, the GitHub stand-in, and the control API,
-// all on 127.0.0.1.
+// stand-ins, each behind the SigV4-checking fault proxy, STS and a container credentials endpoint,
+// the GitHub stand-in, and the control API, all on 127.0.0.1.
 // Prints one ready JSON line on stdout; stops on SIGINT, SIGTERM or end of stdin, so a harness
 // that dies takes the local cloud with it.
 const fs = require('node:fs');
@@ -13,6 +13,8 @@ const { Faults } = require('./lib/faults');
 const { createProxy } = require('./lib/proxy');
 const { createControlHandler } = require('./lib/control');
 const { createLogs } = require('./logs');
+const { createSts } = require('./sts');
+const { createContainerCredentials } = require('./sts/container');
 const { createRecorder } = require('./lib/recorder');
 const { listenLocal, closeServer, createServer, keepAlive } = require('./lib/httputil');
 
@@ -122,6 +124,14 @@ async function start(opts, log) {
     const logs = await createLogs({ log });
     closers.push(() => logs.close());
     await addProxy('logs', logs.url);
+
+    // STS and a container credentials endpoint: temporary credentials for runpoolctl's credential chain.
+    const sts = await createSts({ credentials, region, log });
+    closers.push(() => sts.close());
+    endpoints.sts = sts.url;
+    const container = await createContainerCredentials({ credentials, log });
+    closers.push(() => container.close());
+    endpoints.container = container.url;
 
     const githubMod = optionalModule('github', log);
     let github = null;

@@ -105,6 +105,8 @@ LocalCloud::LocalCloud() {
   logs_ = ep["logs"].asString();
   github_ = ep["github"].asString();
   github_web_ = ep["githubWeb"].asString();
+  sts_ = ep["sts"].asString();
+  container_ = ep["container"].asString();
   control_ = ep["control"].asString();
   state_dir_ = (*doc)["stateDir"].asString();
   account_id_ = (*doc)["accountId"].asString();

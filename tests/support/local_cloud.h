@@ -31,6 +31,8 @@ class LocalCloud {
   const std::string& logs() const { return logs_; }  // CloudWatch Logs (read back: /_control/logs/events)
   const std::string& github() const { return github_; }       // REST API base (…/api/v3)
   const std::string& github_web() const { return github_web_; }
+  const std::string& sts() const { return sts_; }              // STS (POST /_localcloud/web-identity-token mints a token)
+  const std::string& container() const { return container_; }  // container credentials (POST /_localcloud/tasks)
   const std::string& control_url() const { return control_; }
   const std::string& state_dir() const { return state_dir_; }
   // The account every service answers for, and the unique id (AROA…) of the instance role whose
@@ -52,8 +54,8 @@ class LocalCloud {
   pid_t pid_ = -1;
   int stdin_fd_ = -1;
   std::string stderr_path_;
-  std::string region_, dynamodb_, sqs_, ec2_, logs_, github_, github_web_, control_, state_dir_, account_id_,
-      instance_role_id_;
+  std::string region_, dynamodb_, sqs_, ec2_, logs_, github_, github_web_, sts_, container_, control_, state_dir_,
+      account_id_, instance_role_id_;
   std::string access_key_id_, secret_access_key_;
   CurlHttpClient http_;
 };

@@ -52,6 +52,16 @@ const AUTH = {
     skew: { code: 'InvalidSignatureException', status: 400 },
     mismatch: { code: 'InvalidSignatureException', status: 400 },
   },
+  // STS (query protocol, sts/index.js): the codes of its XML errors.
+  sts: {
+    missing: { code: 'MissingAuthenticationToken', status: 403 },
+    malformed: { code: 'IncompleteSignature', status: 400 },
+    unknownKey: { code: 'InvalidClientTokenId', status: 403 },
+    badToken: { code: 'InvalidClientTokenId', status: 403 },
+    expiredToken: { code: 'ExpiredToken', status: 400 },
+    skew: { code: 'SignatureDoesNotMatch', status: 403 },
+    mismatch: { code: 'SignatureDoesNotMatch', status: 403 },
+  },
   ec2: {
     missing: { code: 'MissingAuthenticationToken', status: 401 },
     malformed: { code: 'IncompleteSignature', status: 400 },
