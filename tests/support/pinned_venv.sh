@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
-# packaging.cfn_lint's fixture: cfn-lint in a virtual environment of the build directory, exactly as
-# tests/packaging/requirements-cfn-lint.txt pins it (every package at its version, nothing else).
-# A copy of the requirements in the environment records what it holds: when they change, or the
-# environment is broken or gone, it is made again from scratch.
+# The fixture of a test tool from PyPI (packaging.cfn_lint_venv, moto.venv): a virtual environment
+# of the build directory holding exactly what a requirements file pins (every package at its
+# version, nothing else), with PROGRAM among its scripts. A copy of the requirements in the
+# environment records what it holds: when they change, or the environment is broken or gone, it is
+# made again from scratch.
 #
-# Usage: cfn_lint_venv.sh PYTHON3 VENV_DIR REQUIREMENTS
+# Usage: pinned_venv.sh PYTHON3 VENV_DIR REQUIREMENTS PROGRAM
 set -euo pipefail
-python=$1 venv=$2 req=$3
+python=$1 venv=$2 req=$3 program=$4
 stamp=$venv/runpool-requirements.txt
+name=$(basename "$venv")
 
 mkdir -p "$(dirname "$venv")"
 exec 9>"$venv.lock"        # two ctest runs in one build directory make it once
 flock 9
 
-if cmp -s "$req" "$stamp" && "$venv/bin/python" -c '' 2>/dev/null && [ -x "$venv/bin/cfn-lint" ]; then
-  echo "cfn_lint_venv: $venv is up to date: $("$venv/bin/cfn-lint" --version)"
+pinned() { grep -Ev '^\s*(#|$)' "$req" | tr '\n' ' '; }
+
+if cmp -s "$req" "$stamp" && "$venv/bin/python" -c '' 2>/dev/null && [ -x "$venv/bin/$program" ]; then
+  echo "$name: $venv is up to date: $(pinned)"
   exit 0
 fi
 
@@ -29,9 +33,13 @@ rm -rf "$venv"
 want=$(grep -Ev '^\s*(#|$)' "$req" | sort -f)
 have=$("$venv/bin/pip" freeze --disable-pip-version-check | sort -f)
 if [ "$want" != "$have" ]; then
-  echo "cfn_lint_venv: $venv does not hold exactly $req:" >&2
+  echo "$name: $venv does not hold exactly $req:" >&2
   diff <(echo "$want") <(echo "$have") >&2 || true
   exit 1
 fi
+if [ ! -x "$venv/bin/$program" ]; then
+  echo "$name: $req installs no $program" >&2
+  exit 1
+fi
 cp "$req" "$stamp"
-echo "cfn_lint_venv: made $venv: $("$venv/bin/cfn-lint" --version)"
+echo "$name: made $venv: $(pinned)"
