@@ -170,6 +170,7 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   hs.template_dir = s.runner_template;
   hs.user = *user;
   hs.disable_update = s.runner_disable_update;
+  hs.runner_group = s.runner_group;
   hs.path = s.runner_path;
   if (const char* lang = std::getenv("LANG"); lang && *lang) hs.lang = lang;
   hs.registration_timeout = s.registration_timeout;

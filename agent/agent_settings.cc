@@ -72,6 +72,8 @@ std::vector<KeySpec> agent_schema() {
       {"runner_user", KeyType::kString, "runpool-runner", "the unprivileged user the runner runs as (must exist; never root)"},
       {"drain_capable", KeyType::kBool, "false", "the runner honours the .drain sentinel in runner_root (exits after the job in hand)"},
       {"runner_disable_update", KeyType::kBool, "true", "configure the runner with --disableupdate (the image pins its version)"},
+      {"runner_group", KeyType::kString, "",
+       "the runner group to register in (config.sh --runnergroup; organization or enterprise runners); empty: the Default group"},
       {"runner_path", KeyType::kString, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
        "PATH of the runner's processes"},
       {"job_imds_access", KeyType::kBool, "false",
@@ -164,6 +166,10 @@ AgentSettings load_agent_settings(const Config& c) {
   if (s.runner_user == "root") c.reject("runner_user", "must not be root: the runner runs unprivileged");
   s.drain_capable = c.get_bool("drain_capable");
   s.runner_disable_update = c.get_bool("runner_disable_update");
+  s.runner_group = c.get_string("runner_group");
+  if (!s.runner_group.empty() && !github::valid_runner_group(s.runner_group)) {
+    c.reject("runner_group", "letters, digits, spaces and - _ . only, starting with a letter or digit, at most 100");
+  }
   s.runner_path = c.get_string("runner_path");
   if (s.runner_path.empty() || s.runner_path[0] != '/') c.reject("runner_path", "must be a PATH of absolute directories");
   s.job_imds_access = c.get_bool("job_imds_access");

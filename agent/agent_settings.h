@@ -30,6 +30,7 @@ struct AgentSettings {
   std::string runner_user;
   bool drain_capable = false;
   bool runner_disable_update = true;
+  std::string runner_group;  // config.sh --runnergroup; "": the Default group
   std::string runner_path;  // PATH of the runner's processes
   bool job_imds_access = false;  // false: the runner user's packets to IMDS are rejected (job_imds_guard.h)
 

@@ -22,6 +22,15 @@ std::string error_of(const std::string& text) {
 
 const std::string kMinimal = "table = runpool-state\npool = ci\n";
 
+TEST(AgentSettings, RunnerGroupIsANameThatCannotReadAsAnOption) {
+  Config c(agent_schema());
+  c.merge_text(kMinimal + "runner_group = Linux GPU\n", "agent.conf");
+  EXPECT_EQ(load_agent_settings(c).runner_group, "Linux GPU");
+  for (const char* bad : {"--url", "-x", "a/b", "$(id)", "a;b"}) {
+    EXPECT_NE(error_of(kMinimal + "runner_group = " + bad + "\n").find("runner_group"), std::string::npos) << bad;
+  }
+}
+
 TEST(AgentSettings, DefaultsAreTheDocumentedOnes) {
   Config c(agent_schema());
   c.merge_text(kMinimal, "agent.conf");

@@ -161,6 +161,10 @@ CommandResult LocalRunnerHost::configure(const Registration& reg) {
   std::vector<std::string> argv = {path("config.sh"), "--url", reg.url, "--labels", reg.label, "--no-default-labels",
                                    "--name", reg.name, "--unattended", "--replace", "--work", "_work"};
   if (s_.disable_update) argv.push_back("--disableupdate");
+  if (!s_.runner_group.empty()) {
+    argv.push_back("--runnergroup");
+    argv.push_back(s_.runner_group);
+  }
   // The token travels in the environment, never in argv (/proc/*/cmdline is world-readable).
   return run_as_runner(argv, {"ACTIONS_RUNNER_INPUT_TOKEN=" + reg.token.reveal()});
 }

@@ -21,6 +21,7 @@ struct RunnerHostSettings {
   std::string template_dir;  // "" = none
   UserIdentity user;
   bool disable_update = true;
+  std::string runner_group;  // --runnergroup (validated by the settings: never reads as an option)
   std::string path;
   std::string lang = "C.UTF-8";
   Duration registration_timeout{std::chrono::minutes(2)};

@@ -32,7 +32,7 @@ while :; do sleep 0.05; done
 
 const char* kConfig = R"SH(#!/bin/bash
 cd "$(dirname "$0")" || exit 1
-{ echo "uid=$(id -u)"; echo "args=$*"; env | sort; } > .config-call
+{ echo "uid=$(id -u)"; echo "args=$*"; echo "argc=$#"; env | sort; } > .config-call
 if [ "$1" = remove ]; then rm -f .runner .credentials .credentials_rsaparams; exit 0; fi
 name=""
 while [ $# -gt 0 ]; do [ "$1" = --name ] && name="$2"; shift; done
@@ -96,6 +96,21 @@ TEST_F(LocalRunnerHostTest, ARootTheRunnerCannotReachIsRefusedClearly) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("not searchable"), std::string::npos) << e.what();
   }
+}
+
+TEST_F(LocalRunnerHostTest, ARunnerGroupIsOneArgumentAfterRunnergroup) {
+  const fs::path root = base_ / "grouped";
+  RunnerHostSettings hs = settings(root);
+  hs.runner_group = "Linux GPU";
+  LocalRunnerHost host(hs, nullptr);
+  host.prepare();
+  ASSERT_TRUE(host.configure({"https://github.com/octo-org", "run-9", "ci-i-1-g3", Secret("t")}).ok());
+  std::string call = read_file(root / ".config-call");
+  EXPECT_NE(call.find("args=--url https://github.com/octo-org --labels run-9 --no-default-labels --name ci-i-1-g3 "
+                      "--unattended --replace --work _work --disableupdate --runnergroup Linux GPU\n"),
+            std::string::npos)
+      << call;
+  EXPECT_NE(call.find("argc=14\n"), std::string::npos) << "the name with its space is one argument: " << call;
 }
 
 TEST_F(LocalRunnerHostTest, PrepareInstallsTheTemplateRootOwnedInAStickyRoot) {

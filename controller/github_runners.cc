@@ -30,6 +30,10 @@ github::GithubClient& GithubRunners::client() {
       throw ConfigError(std::string("github_app_private_key_file: ") + e.what());
     }
     app.installation_id = settings_.github_app_installation_id;
+    if (scope.is_enterprise()) {  // load_settings refuses this too; a Settings built in code may not have
+      throw ConfigError("github_app_id: GitHub Apps cannot manage an enterprise's runners; give github_token, a "
+                        "classic personal access token with the manage_runners:enterprise scope");
+    }
     try {
       auth_ = std::make_unique<github::AppInstallationTokenSource>(*caller_, scope, app);
     } catch (const std::invalid_argument& e) {
@@ -43,9 +47,10 @@ github::GithubClient& GithubRunners::client() {
 Secret GithubRunners::registration_token() { return client().create_registration_token().token; }
 Secret GithubRunners::remove_token() { return client().create_remove_token().token; }
 
+// config.sh --url: https://github.com/owner/repo, …/org or …/enterprises/slug.
 std::string GithubRunners::registration_url() {
   require_github(settings_);
-  return settings_.github_server_url + "/" + github::OwnerScope::parse(settings_.github_owner).to_string();
+  return settings_.github_server_url + "/" + github::OwnerScope::parse(settings_.github_owner).web_path();
 }
 
 std::vector<github::Runner> GithubRunners::list() { return client().list_runners(); }

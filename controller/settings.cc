@@ -138,13 +138,23 @@ std::vector<KeySpec> settings_schema() {
       {"aws_timeout", K::kDuration, "30s", "timeout of one AWS request", 100 * kMs, 10 * kMin},
       {"aws_max_attempts", K::kInt, "6", "attempts per AWS call, the first included", 1, 20},
       // GitHub.
-      {"github_api_url", K::kString, "https://api.github.com", "GitHub REST API base (GHES: https://HOST/api/v3)"},
+      {"github_api_url", K::kString, "https://api.github.com",
+       "GitHub REST API base (GHES: https://HOST/api/v3); when neither it nor github_server_url is set, a "
+       "workflow's GITHUB_API_URL"},
       {"github_server_url", K::kString, "",
-       "GitHub web URL runners register with (default: derived from github_api_url)"},
-      {"github_owner", K::kString, "", "whose runners: \"owner/repo\" or an organization"},
+       "GitHub web URL runners register with (default: derived from github_api_url; when neither is set, a "
+       "workflow's GITHUB_SERVER_URL)"},
+      {"github_owner", K::kString, "",
+       "whose runners: \"owner/repo\", an organization, or \"enterprise:SLUG\" (an enterprise's runners: a "
+       "classic PAT with manage_runners:enterprise; GitHub Apps cannot manage them)"},
+      {"github_runner_group", K::kString, "",
+       "the runner group organization or enterprise runners join (config.sh --runnergroup; default: the "
+       "Default group); not for a repository's runners"},
       {"github_token", K::kSecret, "",
-       "a PAT with Administration: write (repo) or Self-hosted runners: write (org); set it through "
-       "RUNPOOL_GITHUB_TOKEN or the config file, never on the command line"},
+       "a personal access token: classic with repo (repository runners), admin:org (organization) or "
+       "manage_runners:enterprise (enterprise), or fine-grained with Administration: read and write (repository) "
+       "or Self-hosted runners: read and write (organization); set it through RUNPOOL_GITHUB_TOKEN or the config "
+       "file, never on the command line"},
       {"github_app_id", K::kString, "", "GitHub App: its client ID or App ID (instead of a PAT)"},
       {"github_app_private_key_file", K::kString, "", "GitHub App: path of its PEM private key"},
       {"github_app_private_key", K::kSecret, "", "GitHub App: the PEM private key itself (e.g. from the environment)"},
@@ -287,27 +297,41 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   s.aws_timeout = c.get_duration("aws_timeout");
   s.aws_max_attempts = static_cast<int>(c.get_int("aws_max_attempts"));
 
-  try {
-    s.github_api_url = github::normalize_api_base(c.get_string("github_api_url"));
-  } catch (const std::invalid_argument& e) {
-    c.reject("github_api_url", e.what());
-  }
-  s.github_server_url = c.get_string("github_server_url");
-  if (!s.github_server_url.empty()) {
+  {
+    // Configured URLs win; a GitHub Actions job's own (GITHUB_API_URL, GITHUB_SERVER_URL) come next.
+    auto env_of = [&](const char* var) -> std::string {
+      const char* v = getenv(var);
+      return v ? v : "";
+    };
+    std::string api = c.origin("github_api_url") == "default" ? "" : c.get_string("github_api_url");
     try {
-      s.github_server_url = github::normalize_api_base(s.github_server_url);
+      github::GithubEndpoints e = github::resolve_endpoints(api, c.get_string("github_server_url"),
+                                                            env_of("GITHUB_API_URL"), env_of("GITHUB_SERVER_URL"));
+      s.github_api_url = e.api_base;
+      s.github_server_url = e.server_url;
     } catch (const std::invalid_argument& e) {
-      c.reject("github_server_url", e.what());
+      c.reject(std::string(e.what()).rfind("github_server_url", 0) == 0 ? "github_server_url" : "github_api_url",
+               e.what());
     }
-  } else {
-    s.github_server_url = github_server_for_api(s.github_api_url);
   }
   s.github_owner = c.get_string("github_owner");
+  std::optional<github::OwnerScope> scope;
   if (!s.github_owner.empty()) {
     try {
-      github::OwnerScope::parse(s.github_owner);
+      scope = github::OwnerScope::parse(s.github_owner);
     } catch (const std::invalid_argument& e) {
       c.reject("github_owner", e.what());
+    }
+  }
+  s.github_runner_group = c.get_string("github_runner_group");
+  if (!s.github_runner_group.empty()) {
+    if (!github::valid_runner_group(s.github_runner_group)) {
+      c.reject("github_runner_group", "'" + s.github_runner_group + "': letters, digits, spaces and - _ . only, "
+               "starting with a letter or digit, at most 100");
+    }
+    if (scope && scope->is_repository()) {
+      c.reject("github_runner_group", "runner groups are for organization and enterprise runners; github_owner '" +
+               s.github_owner + "' is a repository");
     }
   }
   s.github_token = c.get_secret("github_token");
@@ -319,6 +343,10 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   s.github_max_pages = static_cast<int>(c.get_int("github_max_pages"));
   if (!s.github_token.empty() && !s.github_app_id.empty()) {
     c.reject("github_app_id", "give either github_token or a GitHub App, not both");
+  }
+  if (scope && scope->is_enterprise() && !s.github_app_id.empty()) {
+    c.reject("github_app_id", "GitHub Apps cannot manage an enterprise's runners; give github_token, a classic "
+             "personal access token with the manage_runners:enterprise scope");
   }
   if (!s.github_app_private_key_file.empty() && !s.github_app_private_key.empty()) {
     c.reject("github_app_private_key_file", "give either github_app_private_key_file or github_app_private_key");
@@ -388,6 +416,7 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   if (!s.endpoint_dynamodb.empty()) s.agent_config.emplace_back("endpoint_dynamodb", s.endpoint_dynamodb);
   if (!s.endpoint_ec2.empty()) s.agent_config.emplace_back("endpoint_ec2", s.endpoint_ec2);
   if (!s.endpoint_sqs.empty()) s.agent_config.emplace_back("endpoint_sqs", s.endpoint_sqs);
+  if (!s.github_runner_group.empty()) s.agent_config.emplace_back("runner_group", s.github_runner_group);
   for (const char* key : {"agent_runner_root", "agent_runner_template", "agent_runner_user", "agent_drain_capable",
                           "agent_heartbeat_interval", "agent_assignment_poll_interval", "agent_imds_endpoint"}) {
   s.instance_role_id = c.get_string("instance_role_id");
@@ -477,17 +506,7 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   return s;
 }
 
-std::string github_server_for_api(const std::string& api_base) {
-  if (api_base == "https://api.github.com") return "https://github.com";
-  const std::string v3 = "/api/v3";
-  if (api_base.size() > v3.size() && api_base.compare(api_base.size() - v3.size(), v3.size(), v3) == 0) {
-    return api_base.substr(0, api_base.size() - v3.size());
-  }
-  // Data residency: https://api.SUB.ghe.com → https://SUB.ghe.com.
-  const std::string prefix = "https://api.";
-  if (api_base.rfind(prefix, 0) == 0) return "https://" + api_base.substr(prefix.size());
-  return api_base;
-}
+std::string github_server_for_api(const std::string& api_base) { return github::server_for_api_base(api_base); }
 
 void require_aws(const Settings& s) {
   if (s.region.empty()) throw ConfigError("region is not set (set region, RUNPOOL_REGION or AWS_REGION)");

@@ -44,7 +44,8 @@ struct Settings {
   // GitHub: a PAT (github_token) or an App (github_app_id + key); whose runners (github_owner).
   std::string github_api_url;
   std::string github_server_url;  // web URL runners register with; derived from the API URL if unset
-  std::string github_owner;       // "owner/repo" or "org"
+  std::string github_owner;       // "owner/repo", "org" or "enterprise:SLUG"
+  std::string github_runner_group;  // config.sh --runnergroup (organization/enterprise); "": Default
   Secret github_token;
   std::string github_app_id;
   std::string github_app_private_key_file;
@@ -117,7 +118,8 @@ struct Settings {
 std::vector<KeySpec> settings_schema();
 
 // Typed, cross-checked settings. Throws ConfigError naming the key on anything invalid.
-// `getenv` is consulted for the region fallback (AWS_REGION, AWS_DEFAULT_REGION) only.
+// `getenv` is consulted for the fallbacks only: the region (AWS_REGION, AWS_DEFAULT_REGION) and a
+// GitHub Actions job's GITHUB_API_URL / GITHUB_SERVER_URL (when neither URL is configured).
 Settings load_settings(const Config& config, const std::function<const char*(const char*)>& getenv);
 
 // The web URL runners register with, for a REST API base: api.github.com → github.com,

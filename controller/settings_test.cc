@@ -210,6 +210,51 @@ TEST(Settings, RunnerGroupsAndEnterpriseOwners) {
   EXPECT_NE(error_of("github_owner = enterprise:a/b\n").find("github_owner"), std::string::npos);
 }
 
+TEST(Settings, GithubUrlsConfiguredBeatTheWorkflowsEnvironment) {
+  const Env job = {{"GITHUB_API_URL", "https://ghes.example.com/api/v3"},
+                   {"GITHUB_SERVER_URL", "https://ghes.example.com"}};
+  // Neither URL configured: the job's (a workflow on GHES or GHE.com needs no setting).
+  Settings s = load("", job);
+  EXPECT_EQ(s.github_api_url, "https://ghes.example.com/api/v3");
+  EXPECT_EQ(s.github_server_url, "https://ghes.example.com");
+  // Configured in the file, RUNPOOL_*, or as the default's own value: the configuration wins.
+  s = load("github_api_url = https://api.acme.ghe.com\n", job);
+  EXPECT_EQ(s.github_api_url, "https://api.acme.ghe.com");
+  EXPECT_EQ(s.github_server_url, "https://acme.ghe.com");
+  Env both = job;
+  both["RUNPOOL_GITHUB_API_URL"] = "https://api.github.com";
+  s = load("", both);
+  EXPECT_EQ(s.github_api_url, "https://api.github.com");
+  EXPECT_EQ(s.github_server_url, "https://github.com");
+  s = load("github_server_url = https://acme.ghe.com\n", job);
+  EXPECT_EQ(s.github_api_url, "https://api.acme.ghe.com");
+  EXPECT_EQ(s.github_server_url, "https://acme.ghe.com");
+  EXPECT_NE(error_of("", {{"GITHUB_API_URL", "not a url"}}).find("GITHUB_API_URL"), std::string::npos);
+}
+
+TEST(Settings, RunnerGroupsAndEnterpriseOwners) {
+  Settings s = load("github_owner = octo-org\ngithub_runner_group = Linux GPU\n");
+  EXPECT_EQ(s.github_runner_group, "Linux GPU");
+  EXPECT_NE(std::find(s.agent_config.begin(), s.agent_config.end(),
+                      std::pair<std::string, std::string>{"runner_group", "Linux GPU"}),
+            s.agent_config.end());
+  s = load("github_owner = enterprise:octo-corp\ngithub_runner_group = ent\ngithub_token = ghp_x\n");
+  EXPECT_EQ(s.github_owner, "enterprise:octo-corp");
+  // No group: the agent is told none (the Default group).
+  for (const auto& [k, v] : load("github_owner = octo-org\n").agent_config) EXPECT_NE(k, "runner_group");
+  // A repository's runners have no group to join; a name that could read as an option is refused.
+  EXPECT_NE(error_of("github_owner = octo/app\ngithub_runner_group = g\n").find("is a repository"), std::string::npos);
+  for (const char* bad : {"--url", "-x", "a/b", "a;b", "a=b"}) {
+    std::string e = error_of(std::string("github_owner = octo\ngithub_runner_group = ") + bad + "\n");
+    EXPECT_NE(e.find("github_runner_group"), std::string::npos) << bad << ": " << e;
+  }
+  // GitHub Apps cannot manage enterprise runners.
+  std::string e = error_of("github_owner = enterprise:octo-corp\ngithub_app_id = 123\ngithub_app_private_key_file = /k\n");
+  EXPECT_NE(e.find("github_app_id"), std::string::npos) << e;
+  EXPECT_NE(e.find("manage_runners:enterprise"), std::string::npos) << e;
+  EXPECT_NE(error_of("github_owner = enterprise:a/b\n").find("github_owner"), std::string::npos);
+}
+
 TEST(Settings, ErrorsNameTheKey) {
   struct Case {
     const char* text;
