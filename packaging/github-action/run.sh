@@ -5,6 +5,13 @@
 # launched) to $GITHUB_OUTPUT and the summary to $GITHUB_STEP_SUMMARY.
 set -euo pipefail
 
+# The workflow's GitHub (github.api_url, github.server_url) reaches runpoolctl as GITHUB_API_URL and
+# GITHUB_SERVER_URL, which it uses only when its configuration names neither URL. Never as
+# RUNPOOL_GITHUB_* settings: those would beat the configuration file.
+if [ -n "${JOB_GITHUB_API_URL:-}" ]; then export GITHUB_API_URL=$JOB_GITHUB_API_URL; fi
+if [ -n "${JOB_GITHUB_SERVER_URL:-}" ]; then export GITHUB_SERVER_URL=$JOB_GITHUB_SERVER_URL; fi
+unset JOB_GITHUB_API_URL JOB_GITHUB_SERVER_URL
+
 bin=${INPUT_RUNPOOLCTL:-runpoolctl}
 args=()
 [ -z "${INPUT_CONFIG:-}" ] || args+=(--config "$INPUT_CONFIG")

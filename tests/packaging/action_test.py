@@ -40,10 +40,15 @@ def env_name(i):
     return "INPUT_" + i.upper().replace("-", "_")
 
 
+# The workflow's GitHub, from the github context (GHES, GHE.com): runpoolctl's fallback URLs.
+JOB_ENV = {"JOB_GITHUB_API_URL": "${{ github.api_url }}", "JOB_GITHUB_SERVER_URL": "${{ github.server_url }}"}
 for name in inputs:
     check(env.get(env_name(name)) == "${{ inputs.%s }}" % name, f"input {name} is not passed as {env_name(name)}")
+for name, value in JOB_ENV.items():
+    check(env.get(name) == value, f"{name} must be {value}, got {env.get(name)}")
 check("${{" not in step["run"], "an expression in the script text could inject shell: pass it through env")
-check(set(env) == {env_name(i) for i in inputs}, f"env names no input: {set(env) - {env_name(i) for i in inputs}}")
+extra = set(env) - {env_name(i) for i in inputs} - set(JOB_ENV)
+check(not extra, f"env names no input: {extra}")
 check(inputs["command"].get("required") is True, "command is required")
 for name in ("command", "count", "resource-class", "usage-class", "allowed-instance-types", "label", "timeout", "config"):
     check(name in inputs, f"input {name} (runpoolctl's CLI) is missing")
@@ -66,18 +71,20 @@ help_text = {c: subprocess.run([CTL, *([c] if c else []), "--help"], capture_out
 with tempfile.TemporaryDirectory() as tmp:
     fake = os.path.join(tmp, "runpoolctl")
     with open(fake, "w") as f:
-        f.write('#!/bin/sh\nprintf "%s\\n" "$@" > "$ARGV_FILE"\n'
+        f.write('#!/bin/sh\nprintf "%s\\n" "$@" > "$ARGV_FILE"\nenv > "$ARGV_FILE.env"\n'
                 'printf "label<<EOF_1\\nthe-label\\nEOF_1\\ninstance-ids<<EOF_2\\ni-1 i-2\\nEOF_2\\n" >> "$GITHUB_OUTPUT"\n')
     os.chmod(fake, 0o755)
 
-    def run(**given):
+    def run(job_env=None, ctl=None, **given):
         argv_file, out_file = os.path.join(tmp, "argv"), os.path.join(tmp, "out")
-        for p in (argv_file, out_file):
+        for p in (argv_file, out_file, argv_file + ".env"):
             if os.path.exists(p):
                 os.remove(p)
-        e = {k: v for k, v in os.environ.items() if not k.startswith("INPUT_")}
+        e = {k: v for k, v in os.environ.items()
+             if not k.startswith(("INPUT_", "GITHUB_", "RUNPOOL_", "JOB_GITHUB_", "AWS_"))}
         e.update({env_name(k.replace("_", "-")): v for k, v in given.items()})
-        e.update(INPUT_RUNPOOLCTL=fake, ARGV_FILE=argv_file, GITHUB_OUTPUT=out_file)
+        e.update(INPUT_RUNPOOLCTL=ctl or fake, ARGV_FILE=argv_file, GITHUB_OUTPUT=out_file)
+        e.update(job_env or {})
         p = subprocess.run(["bash", script], env=e, capture_output=True, text=True)
         argv = open(argv_file).read().splitlines() if os.path.exists(argv_file) else None
         outs = open(out_file).read() if os.path.exists(out_file) else ""
@@ -117,6 +124,29 @@ with tempfile.TemporaryDirectory() as tmp:
     for command in ("refresh", "scale-down", "status", "init"):
         rc, argv, _, err = run(command=command, config="c.conf")
         check(rc == 0 and argv == ["--config", "c.conf", command], f"{command}: {argv} ({err})")
+
+    # The workflow's GitHub reaches runpoolctl as its fallback GITHUB_* URLs, never as settings.
+    job = {"JOB_GITHUB_API_URL": "https://ghes.example.com/api/v3", "JOB_GITHUB_SERVER_URL": "https://ghes.example.com"}
+    rc, argv, _, err = run(job_env=job, command="status")
+    seen = dict(line.split("=", 1) for line in open(os.path.join(tmp, "argv.env")).read().splitlines() if "=" in line)
+    check(rc == 0 and seen.get("GITHUB_API_URL") == job["JOB_GITHUB_API_URL"]
+          and seen.get("GITHUB_SERVER_URL") == job["JOB_GITHUB_SERVER_URL"],
+          f"runpoolctl must see the job's GITHUB_API_URL / GITHUB_SERVER_URL: {seen.get('GITHUB_API_URL')} ({err})")
+    check(not any(k.startswith(("RUNPOOL_GITHUB_", "JOB_GITHUB_")) for k in seen),
+          f"the job's URLs must not become settings: {[k for k in seen if 'GITHUB' in k]}")
+
+    # With the real runpoolctl: a configured URL beats the job's, which serve only when none is
+    # configured. A malformed job URL shows which one runpoolctl took (its settings are read first).
+    bad = {"JOB_GITHUB_API_URL": "not-a-url", "JOB_GITHUB_SERVER_URL": ""}
+    conf = os.path.join(tmp, "runpool.conf")
+    for configured, expect_job in (("", True), ("github_api_url = https://ghes.example.com/api/v3\n", False),
+                                   ("github_server_url = https://octo.ghe.com\n", False)):
+        with open(conf, "w") as f:
+            f.write(configured)
+        rc, _, _, err = run(job_env=bad, ctl=CTL, command="provision", config=conf)
+        check(rc != 0, f"provision without AWS must fail ({configured!r})")
+        check(("GITHUB_API_URL" in err) == expect_job,
+              f"configured {configured!r}: the job's URL was {'not ' if expect_job else ''}used: {err.strip()}")
 
     for given, why in ((dict(command="release"), "release without a label"),
                        (dict(command="refresh", count="2"), "an input the command does not take"),
