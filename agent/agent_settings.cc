@@ -131,12 +131,12 @@ AgentSettings load_agent_settings(const Config& c) {
   if (s.table.size() < 3 || s.table.size() > 255) c.reject("table", "must be set (3 to 255 characters)");
   s.pool = c.get_string("pool");
   if (!is_name(s.pool, 64)) c.reject("pool", "must be set: letters, digits, '-' and '_', at most 64");
-  s.region = c.get_string("region");
-  s.endpoint_dynamodb = c.get_string("endpoint_dynamodb");
   s.instance_role_id = c.get_string("instance_role_id");
   if (!s.instance_role_id.empty() && !pool::is_role_unique_id(s.instance_role_id)) {
     c.reject("instance_role_id", "is not a role's unique id (AROA followed by capital letters and digits)");
   }
+  s.region = c.get_string("region");
+  s.endpoint_dynamodb = c.get_string("endpoint_dynamodb");
   s.endpoint_ec2 = c.get_string("endpoint_ec2");
   s.endpoint_sqs = c.get_string("endpoint_sqs");
   s.imds_endpoint = c.get_string("imds_endpoint");

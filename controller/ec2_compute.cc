@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "controller/launch_template.h"
+
 namespace runpool::controller {
 namespace {
 
@@ -18,7 +20,32 @@ std::vector<std::vector<std::string>> chunks(const std::vector<std::string>& ids
 }  // namespace
 
 aws::CreateFleetResult Ec2Compute::create_fleet(const aws::CreateFleetRequest& request) {
+  if (!template_checked_) {
+    check_launch_template();
+    template_checked_ = true;
+  }
   return ec2_.create_fleet(request);
+}
+
+void Ec2Compute::check_launch_template() {
+  aws::LaunchTemplateRef ref{"", settings_.launch_template, ""};
+  std::vector<aws::LaunchTemplateVersion> current;
+  try {
+    current = ec2_.describe_launch_template_versions(ref, {"$Default"});
+  } catch (const aws::AwsError& e) {
+    if (!aws::is_launch_template_not_found(e.code())) throw;
+  }
+  if (current.empty()) {
+    throw ConfigError("launch template " + settings_.launch_template +
+                      " does not exist: run `runpoolctl init` with this configuration first");
+  }
+  auto drift = launch_template_drift(launch_template_data(settings_), current.front().data);
+  if (drift.empty()) return;
+  std::string why;
+  for (const auto& d : drift) why += (why.empty() ? "" : "; ") + d;
+  throw ConfigError("launch template " + settings_.launch_template + " (default version " +
+                    std::to_string(current.front().version_number) + ") does not match this configuration: " + why +
+                    ". Run `runpoolctl init` to make a version from it");
 }
 
 void Ec2Compute::terminate(const std::vector<std::string>& instance_ids) {

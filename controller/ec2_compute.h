@@ -13,6 +13,9 @@ class Ec2Compute final : public Compute {
  public:
   Ec2Compute(aws::Ec2Client& ec2, const Settings& settings) : ec2_(ec2), settings_(settings) {}
 
+  // Before its first fleet, checks that the launch template exists and launches what the
+  // configuration says (controller/launch_template.h): a ConfigError naming each difference
+  // otherwise, at once rather than after a registration timeout.
   aws::CreateFleetResult create_fleet(const aws::CreateFleetRequest& request) override;
   void terminate(const std::vector<std::string>& instance_ids) override;
   std::vector<aws::Instance> describe(const std::vector<std::string>& instance_ids) override;
@@ -20,8 +23,11 @@ class Ec2Compute final : public Compute {
   std::vector<aws::Instance> label_instances(const std::string& label) override;
 
  private:
+  void check_launch_template();
+
   aws::Ec2Client& ec2_;
   const Settings& settings_;
+  bool template_checked_ = false;
 };
 
 }  // namespace runpool::controller

@@ -113,14 +113,19 @@ void ensure_template(const Settings& s, aws::Ec2Client& ec2, InitReport& report)
   }
   report.template_id = existing->id;
   auto current = ec2.describe_launch_template_versions(ref, {"$Default"});
-  if (!current.empty() && current.front().version_description == description) {
+  if (current.empty()) throw std::runtime_error("launch template " + s.launch_template + " has no default version");
+  const aws::LaunchTemplateVersion& def_version = current.front();
+  if (def_version.version_description == description && launch_template_drift(data, def_version.data).empty()) {
     report.template_action = "unchanged";
-    report.template_version = current.front().version_number;
+    report.template_version = def_version.version_number;
     return;
   }
+  // A new version made from the default one: what the operator put there (a key pair, block
+  // devices, network interfaces, tags, metadata choices) stays; only runpool's fields change.
   aws::CreateLaunchTemplateVersionRequest v;
   v.launch_template = ref;
-  v.data = data;
+  v.source_version = std::to_string(def_version.version_number);
+  v.data = merge_into_current(data, def_version.data);
   v.version_description = description;
   aws::LaunchTemplateVersion made = ec2.create_launch_template_version(v);
   aws::LaunchTemplateRef def = ref;
@@ -131,41 +136,6 @@ void ensure_template(const Settings& s, aws::Ec2Client& ec2, InitReport& report)
 }
 
 }  // namespace
-
-aws::LaunchTemplateData launch_template_data(const Settings& s) {
-  aws::LaunchTemplateData d;
-  d.image_id = s.image_id;
-  d.user_data = render_user_data(read_template(s.user_data_template), agent_config_text(s.agent_config), s.agent_binary);
-  if (s.instance_profile.rfind("arn:", 0) == 0) {
-    d.iam_instance_profile_arn = s.instance_profile;
-  } else {
-    d.iam_instance_profile_name = s.instance_profile;
-  }
-  d.require_imdsv2 = true;
-  d.instance_metadata_tags = true;  // the agent reads its pool tags from IMDS
-  d.instance_initiated_shutdown_behavior = "terminate";  // the agent's last resort is an OS shutdown
-  d.security_group_ids = s.security_groups;
-  d.tag_specifications = {{"instance", {{kTagPool, s.pool}, {kTagTable, s.table}}}};
-  return d;
-}
-
-std::string launch_template_fingerprint(const aws::LaunchTemplateData& d) {
-  std::string all = d.image_id + '\0' + d.instance_type + '\0' + d.user_data + '\0' + d.iam_instance_profile_name +
-                    '\0' + d.iam_instance_profile_arn + '\0' + (d.require_imdsv2 ? "1" : "0") +
-                    (d.instance_metadata_tags ? "1" : "0") + '\0' + d.instance_initiated_shutdown_behavior + '\0';
-  for (const auto& sg : d.security_group_ids) all += sg + ',';
-  all += '\0';
-  for (const auto& ts : d.tag_specifications) {
-    all += ts.resource_type + ':';
-    for (const auto& t : ts.tags) all += t.key + '=' + t.value + ',';
-    all += ';';
-  }
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(all.data()), all.size(), digest);
-  std::string out;
-  for (int i = 0; i < 16; ++i) out += fmt::format("{:02x}", digest[i]);
-  return out;
-}
 
 InitReport init_pool(const Settings& s, aws::DynamoDbClient& db, aws::SqsClient& sqs, aws::Ec2Client& ec2,
                      Duration table_wait) {

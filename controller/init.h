@@ -12,6 +12,7 @@
 #include "common/aws/dynamodb.h"
 #include "common/aws/ec2.h"
 #include "common/aws/sqs.h"
+#include "controller/launch_template.h"
 #include "controller/settings.h"
 
 namespace runpool::controller {
@@ -26,11 +27,6 @@ struct InitReport {
   int records_rekeyed = 0;  // records of an older runpool moved to role-bound keys
 };
 
-// The launch template's data for these settings (user data rendered from the template file).
-aws::LaunchTemplateData launch_template_data(const Settings& s);
-// A digest of everything in the data, kept in the version description: a changed rendering is
-// told from an unchanged one without relying on how EC2 echoes each field.
-std::string launch_template_fingerprint(const aws::LaunchTemplateData& data);
 
 // The table (created if missing) with its by_label index (added with UpdateTable if missing),
 // waiting until both are ACTIVE.

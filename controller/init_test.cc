@@ -92,29 +92,5 @@ TEST(InitTable, AConcurrentInitAddingTheIndexIsFine) {
   EXPECT_FALSE(report.index_added);
 }
 
-TEST(InitTemplate, DataAndFingerprint) {
-  Settings s = testing::test_settings();
-  s.image_id = "ami-12345678";
-  s.instance_profile = "arn:aws:iam::1:instance-profile/runpool";
-  s.security_groups = {"sg-0123abcd"};
-  s.user_data_template = std::string(RUNPOOL_SOURCE_DIR) + "/controller/testdata/user-data.sh.in";
-  s.agent_config = {{"table", "runpool"}, {"pool", "ci"}};
-  s.agent_binary = "/usr/bin/runpool-agent";
-  aws::LaunchTemplateData d = launch_template_data(s);
-  EXPECT_EQ(d.iam_instance_profile_arn, s.instance_profile);
-  EXPECT_TRUE(d.iam_instance_profile_name.empty());
-  EXPECT_TRUE(d.require_imdsv2);
-  EXPECT_TRUE(d.instance_metadata_tags);
-  EXPECT_EQ(d.instance_initiated_shutdown_behavior, "terminate");
-  EXPECT_NE(d.user_data.find("      table = runpool\n      pool = ci\n"), std::string::npos) << d.user_data;
-  std::string fp = launch_template_fingerprint(d);
-  EXPECT_EQ(fp.size(), 32u);
-  EXPECT_EQ(fp, launch_template_fingerprint(launch_template_data(s)));
-  s.agent_config.push_back({"drain_capable", "true"});
-  EXPECT_NE(fp, launch_template_fingerprint(launch_template_data(s)));
-  s.user_data_template = "/nonexistent";
-  EXPECT_THROW(launch_template_data(s), std::runtime_error);
-}
-
 }  // namespace
 }  // namespace runpool::controller

@@ -174,8 +174,21 @@ std::vector<KeySpec> settings_schema() {
       {"subnets", K::kList, "", "subnet ids to launch into (CreateFleet tries them all)"},
       {"image_id", K::kString, "", "AMI of the runner instances"},
       {"instance_profile", K::kString, "", "instance profile (name or ARN) giving the agent its narrow role"},
+      {"instance_role_id", K::kString, "",
+       "the unique id (AROA…) of the instance profile's role (required): each record is stored under "
+       "\"<role id>:<instance id>\", the caller id AWS gives the instance's requests, so the instance policy lets an "
+       "instance reach its own record only; the stack's InstanceRoleId output, or `aws iam get-role --role-name NAME "
+       "--query Role.RoleId`"},
       {"security_groups", K::kList, "", "security group ids"},
       {"launch_template", K::kString, "", "launch template name (default: runpool-<pool>)"},
+      {"instance_tags", K::kList, "",
+       "extra tags on the instances and their volumes, Key=Value each ('Name=ci-runner CostCenter=42'); keys "
+       "starting runpool: are runpool's own"},
+      {"root_volume_size", K::kInt, "0", "the root volume's size in GiB; 0: the AMI's", 0, 65536},
+      {"root_volume_type", K::kString, "", "the root volume's type (gp3, gp2, io2, …); empty: the AMI's"},
+      {"root_volume_device", K::kString, "/dev/xvda",
+       "the AMI's root device name that root_volume_size and root_volume_type apply to (Amazon Linux and Debian: "
+       "/dev/xvda; Ubuntu: /dev/sda1)"},
       {"spot_allocation_strategy", K::kString, "price-capacity-optimized", "CreateFleet's spot allocation strategy"},
       {"user_data_template", K::kString, RUNPOOL_USER_DATA_TEMPLATE,
        "the user-data template (@AGENT_CONFIG@ and @AGENT_BINARY@ are filled in)"},
@@ -184,11 +197,6 @@ std::vector<KeySpec> settings_schema() {
       {"agent_runner_root", K::kString, "", "agent: runner_root (may hold {instance_id}); unset: the agent's default"},
       {"agent_runner_template", K::kString, "", "agent: runner_template, the unpacked runner copied into the root"},
       {"agent_runner_user", K::kString, "", "agent: runner_user, the unprivileged user running the runner"},
-      {"instance_role_id", K::kString, "",
-       "the unique id (AROA…) of the instance profile's role (required): each record is stored under "
-       "\"<role id>:<instance id>\", the caller id AWS gives the instance's requests, so the instance policy lets an "
-       "instance reach its own record only; the stack's InstanceRoleId output, or `aws iam get-role --role-name NAME "
-       "--query Role.RoleId`"},
       {"agent_drain_capable", K::kBool, "", "agent: drain_capable, the runner honours <root>/.drain"},
       {"agent_heartbeat_interval", K::kDuration, "", "agent: heartbeat_interval", 50 * kMs, kHour},
       {"agent_assignment_poll_interval", K::kDuration, "", "agent: assignment_poll_interval", 20 * kMs, 5 * kMin},
@@ -390,6 +398,11 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
     c.reject("image_id", "'" + s.image_id + "' is not an AMI id");
   }
   s.instance_profile = c.get_string("instance_profile");
+  s.instance_role_id = c.get_string("instance_role_id");
+  if (!s.instance_role_id.empty() && !pool::is_role_unique_id(s.instance_role_id)) {
+    c.reject("instance_role_id", "'" + s.instance_role_id + "' is not a role's unique id (AROA followed by capital "
+             "letters and digits; not the role's name or ARN)");
+  }
   s.security_groups = c.get_list("security_groups");
   for (const auto& sg : s.security_groups) {
     if (!valid_aws_id(sg, "sg-")) c.reject("security_groups", "'" + sg + "' is not a security group id");
@@ -402,6 +415,29 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
     c.reject("launch_template", "'" + s.launch_template + "' is not a launch template name");
   }
   s.spot_allocation_strategy = c.get_string("spot_allocation_strategy");
+  for (const auto& kv : c.get_list("instance_tags")) {
+    auto eq = kv.find('=');
+    std::string key = eq == std::string::npos ? "" : kv.substr(0, eq);
+    if (key.empty() || key.size() > 128 || kv.size() - eq - 1 > 256) {
+      c.reject("instance_tags", "'" + kv + "' is not Key=Value (a key of 1 to 128 characters, a value of at most 256)");
+    }
+    if (key.rfind("runpool:", 0) == 0 || key.rfind("aws:", 0) == 0) {
+      c.reject("instance_tags", "'" + key + "': keys starting runpool: or aws: are not the operator's to set");
+    }
+    s.instance_tags.emplace_back(key, kv.substr(eq + 1));
+  }
+  s.root_volume_size = static_cast<int>(c.get_int("root_volume_size"));
+  s.root_volume_type = c.get_string("root_volume_type");
+  static const std::set<std::string> kVolumeTypes = {"gp3", "gp2", "io1", "io2", "st1", "sc1", "standard"};
+  if (!s.root_volume_type.empty() && !kVolumeTypes.count(s.root_volume_type)) {
+    c.reject("root_volume_type", "'" + s.root_volume_type + "' is not an EBS volume type (gp3 gp2 io1 io2 st1 sc1 standard)");
+  }
+  s.root_volume_device = c.get_string("root_volume_device");
+  if (s.root_volume_device.rfind("/dev/", 0) != 0 || s.root_volume_device.size() > 32 ||
+      !std::all_of(s.root_volume_device.begin(), s.root_volume_device.end(),
+                   [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '/'; })) {
+    c.reject("root_volume_device", "'" + s.root_volume_device + "' is not a device name like /dev/xvda");
+  }
   s.user_data_template = c.get_string("user_data_template");
   s.agent_binary = c.get_string("agent_binary");
   if (!s.agent_binary.empty() &&
@@ -412,6 +448,7 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
     c.reject("agent_binary", "'" + s.agent_binary + "' must be an absolute path of letters, digits and / . _ - +");
   }
   s.agent_config = {{"table", s.table}, {"pool", s.pool}};
+  if (!s.instance_role_id.empty()) s.agent_config.emplace_back("instance_role_id", s.instance_role_id);
   if (!s.region.empty()) s.agent_config.emplace_back("region", s.region);
   if (!s.endpoint_dynamodb.empty()) s.agent_config.emplace_back("endpoint_dynamodb", s.endpoint_dynamodb);
   if (!s.endpoint_ec2.empty()) s.agent_config.emplace_back("endpoint_ec2", s.endpoint_ec2);
@@ -419,11 +456,6 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   if (!s.github_runner_group.empty()) s.agent_config.emplace_back("runner_group", s.github_runner_group);
   for (const char* key : {"agent_runner_root", "agent_runner_template", "agent_runner_user", "agent_drain_capable",
                           "agent_heartbeat_interval", "agent_assignment_poll_interval", "agent_imds_endpoint"}) {
-  s.instance_role_id = c.get_string("instance_role_id");
-  if (!s.instance_role_id.empty() && !pool::is_role_unique_id(s.instance_role_id)) {
-    c.reject("instance_role_id", "'" + s.instance_role_id + "' is not a role's unique id (AROA followed by capital "
-             "letters and digits; not the role's name or ARN)");
-  }
     if (c.has(key)) s.agent_config.emplace_back(std::string(key).substr(6), c.get_string(key));
   }
   for (const std::string& line : split(c.get_string("agent_extra"), ';')) {
@@ -446,7 +478,6 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   s.timeouts.drain_ms = ms("drain_timeout");
   s.timeouts.hard_grace_ms = ms("hard_grace");
   s.timeouts.idle_ttl_ms = ms("idle_ttl");
-  if (!s.instance_role_id.empty()) s.agent_config.emplace_back("instance_role_id", s.instance_role_id);
   s.timeouts.terminate_ms = ms("terminate_timeout");
   s.timeouts.retention_ms = ms("retention");
 
@@ -468,6 +499,9 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   const std::string mode = c.get_string("pool_mode");
   if (mode != "run-scoped" && mode != "shared") c.reject("pool_mode", "'" + mode + "' must be run-scoped or shared");
   s.shared = mode == "shared";
+  // Shared runners get no wake-up queue (launch makes none: they are never claimed); their agents
+  // read their records every assignment_poll_interval.
+  if (s.shared) s.agent_config.emplace_back("wake_queue", "false");
   s.shared_labels = c.get_list("shared_labels");
   if (s.shared_labels.empty() || s.shared_labels.size() > 50) c.reject("shared_labels", "must hold 1 to 50 labels");
   for (const auto& l : s.shared_labels) {
@@ -497,9 +531,6 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
 
   // An instance provision would still claim (beaten within max_heartbeat_age) must not be retired
   // as silent.
-  // Shared runners get no wake-up queue (launch makes none: they are never claimed); their agents
-  // read their records every assignment_poll_interval.
-  if (s.shared) s.agent_config.emplace_back("wake_queue", "false");
   if (s.agent_silence <= s.max_heartbeat_age) {
     c.reject("agent_silence", "must be longer than max_heartbeat_age (" + format_duration(s.max_heartbeat_age) + ")");
   }
@@ -510,6 +541,12 @@ std::string github_server_for_api(const std::string& api_base) { return github::
 
 void require_aws(const Settings& s) {
   if (s.region.empty()) throw ConfigError("region is not set (set region, RUNPOOL_REGION or AWS_REGION)");
+  if (s.instance_role_id.empty()) {
+    throw ConfigError(
+        "instance_role_id is not set: the unique id (AROA…) of the instance role, which names each instance's "
+        "record so that its credentials reach that record only (the stack's InstanceRoleId output, or `aws iam "
+        "get-role --role-name NAME --query Role.RoleId`)");
+  }
 }
 
 void require_github(const Settings& s) {
@@ -529,9 +566,3 @@ void require_launch(const Settings& s) {
 }
 
 }  // namespace runpool::controller
-  if (s.instance_role_id.empty()) {
-    throw ConfigError(
-        "instance_role_id is not set: the unique id (AROA…) of the instance role, which names each instance's "
-        "record so that its credentials reach that record only (the stack's InstanceRoleId output, or `aws iam "
-        "get-role --role-name NAME --query Role.RoleId`)");
-  }

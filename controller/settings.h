@@ -63,9 +63,13 @@ struct Settings {
   std::vector<std::string> subnets;
   std::string image_id;
   std::string instance_profile;  // name, or an arn:… ARN
-  std::vector<std::string> security_groups;
   std::string instance_role_id;  // AROA…: records are keyed "<role id>:<instance id>" (common/pool/record_key.h)
+  std::vector<std::string> security_groups;
   std::string launch_template;   // default "runpool-<pool>"
+  std::vector<std::pair<std::string, std::string>> instance_tags;  // the operator's, on instances and volumes
+  int root_volume_size = 0;        // GiB; 0: the AMI's
+  std::string root_volume_type;    // "": the AMI's
+  std::string root_volume_device;  // the AMI's root device name
   std::string spot_allocation_strategy;
   std::string user_data_template;  // path of user-data.sh.in
   std::string agent_binary;        // the agent binary's path on the instance (@AGENT_BINARY@)

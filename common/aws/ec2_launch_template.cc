@@ -18,9 +18,22 @@ void add_launch_template_data(Ec2Form& form, const LaunchTemplateData& d) {
   form.add_nonempty(form_key(p, "IamInstanceProfile", "Arn"), d.iam_instance_profile_arn);
   if (d.require_imdsv2) form.add(form_key(p, "MetadataOptions", "HttpTokens"), "required");
   if (d.instance_metadata_tags) form.add(form_key(p, "MetadataOptions", "InstanceMetadataTags"), "enabled");
+  if (d.metadata_hop_limit > 0) {
+    form.add(form_key(p, "MetadataOptions", "HttpPutResponseHopLimit"), std::to_string(d.metadata_hop_limit));
+  }
+  form.add_nonempty(form_key(p, "MetadataOptions", "HttpEndpoint"), d.metadata_http_endpoint);
+  form.add_nonempty(form_key(p, "MetadataOptions", "HttpProtocolIpv6"), d.metadata_http_protocol_ipv6);
   add_tag_specifications(form, form_key(p, "TagSpecification"), d.tag_specifications);
   form.add_list(form_key(p, "SecurityGroupId"), d.security_group_ids);
   form.add_nonempty(form_key(p, "InstanceInitiatedShutdownBehavior"), d.instance_initiated_shutdown_behavior);
+  for (size_t i = 0; i < d.block_devices.size(); ++i) {
+    const BlockDevice& b = d.block_devices[i];
+    const std::string bd = p + ".BlockDeviceMapping." + std::to_string(i + 1);
+    form.add(bd + ".DeviceName", b.device_name);
+    if (b.volume_size_gib > 0) form.add(bd + ".Ebs.VolumeSize", std::to_string(b.volume_size_gib));
+    form.add_nonempty(bd + ".Ebs.VolumeType", b.volume_type);
+    form.add(bd + ".Ebs.DeleteOnTermination", b.delete_on_termination ? "true" : "false");
+  }
 }
 
 LaunchTemplate parse_launch_template(const Ec2XmlReader& xml, pugi::xml_node node) {
@@ -49,11 +62,23 @@ LaunchTemplateData parse_launch_template_data(const Ec2XmlReader& xml, pugi::xml
   pugi::xml_node metadata = d.child("metadataOptions");
   data.require_imdsv2 = xml.text_or_empty(metadata, "httpTokens") == "required";
   data.instance_metadata_tags = xml.text_or_empty(metadata, "instanceMetadataTags") == "enabled";
+  data.metadata_hop_limit = xml.optional_integer(metadata, "httpPutResponseHopLimit").value_or(0);
+  data.metadata_http_endpoint = xml.text_or_empty(metadata, "httpEndpoint");
+  data.metadata_http_protocol_ipv6 = xml.text_or_empty(metadata, "httpProtocolIpv6");
   for (pugi::xml_node spec : xml.items(d, "tagSpecificationSet")) {
     data.tag_specifications.push_back(TagSpecification{xml.text(spec, "resourceType"), xml.tags(spec)});
   }
   for (pugi::xml_node sg : xml.items(d, "securityGroupIdSet")) data.security_group_ids.push_back(sg.text().get());
   data.instance_initiated_shutdown_behavior = xml.text_or_empty(d, "instanceInitiatedShutdownBehavior");
+  for (pugi::xml_node m : xml.items(d, "blockDeviceMappingSet")) {
+    BlockDevice b;
+    b.device_name = xml.text_or_empty(m, "deviceName");
+    pugi::xml_node ebs = m.child("ebs");
+    b.volume_size_gib = xml.optional_integer(ebs, "volumeSize").value_or(0);
+    b.volume_type = xml.text_or_empty(ebs, "volumeType");
+    b.delete_on_termination = xml.text_or_empty(ebs, "deleteOnTermination") != "false";
+    data.block_devices.push_back(std::move(b));
+  }
   return data;
 }
 

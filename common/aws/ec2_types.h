@@ -160,6 +160,17 @@ struct CreateFleetResult {
 };
 
 // ---- Launch templates
+// One EBS block device of a launch template (BlockDeviceMapping with Ebs); 0 / "" = not set.
+struct BlockDevice {
+  std::string device_name;  // e.g. "/dev/xvda"
+  int64_t volume_size_gib = 0;
+  std::string volume_type;  // gp3, gp2, io2, …
+  bool delete_on_termination = true;
+  bool operator==(const BlockDevice&) const = default;
+};
+
+// A launch template's data as runpool writes and reads it. Fields runpool does not set (a key pair,
+// network interfaces, …) are not modelled: a version made from a source version inherits them.
 struct LaunchTemplateData {
   std::string image_id;
   std::string instance_type;
@@ -168,9 +179,13 @@ struct LaunchTemplateData {
   std::string iam_instance_profile_arn;
   bool require_imdsv2 = true;          // MetadataOptions.HttpTokens=required
   bool instance_metadata_tags = true;  // MetadataOptions.InstanceMetadataTags=enabled
+  int64_t metadata_hop_limit = 0;      // MetadataOptions.HttpPutResponseHopLimit; 0: not set
+  std::string metadata_http_endpoint;  // MetadataOptions.HttpEndpoint ("enabled"/"disabled"); "": not set
+  std::string metadata_http_protocol_ipv6;  // MetadataOptions.HttpProtocolIpv6; "": not set
   std::vector<TagSpecification> tag_specifications;
   std::vector<std::string> security_group_ids;
   std::string instance_initiated_shutdown_behavior;
+  std::vector<BlockDevice> block_devices;
 };
 
 struct LaunchTemplate {

@@ -2,6 +2,7 @@
 // index, and keeps the launch template's default version in step with the rendered user data.
 #include <gtest/gtest.h>
 
+#include "common/aws/ec2_query.h"
 #include "common/json.h"
 #include "common/pool/dynamo_state_table.h"
 #include "common/pool/record_codec.h"
@@ -146,6 +147,85 @@ TEST_F(ControllerInit, ABadTemplateIsAConfigurationError) {
   EXPECT_EQ(res.exit_code, 2) << describe(res);
   EXPECT_NE(res.err.find("user_data_template"), std::string::npos) << res.err;
   EXPECT_FALSE(aws_.db.describe_table("ctl-init-5"));  // nothing created
+}
+
+// An operator's own template — a key pair, two block devices, network interface and volume tags,
+// IPv6 metadata — made before init: init's version keeps all of it and sets only runpool's fields.
+TEST_F(ControllerInit, KeepsWhatTheOperatorPutInTheLaunchTemplate) {
+  CtlPool p(cloud_, "init9", "ctl-init-9", "instance_tags = Name=ci-runner CostCenter=42\nroot_volume_size = 64\n");
+  aws::Ec2Form form("CreateLaunchTemplate");
+  form.add("LaunchTemplateName", "runpool-init9");
+  const std::string d = "LaunchTemplateData";
+  form.add(d + ".KeyName", "ops-key");
+  form.add(d + ".BlockDeviceMapping.1.DeviceName", "/dev/xvda");
+  form.add(d + ".BlockDeviceMapping.1.Ebs.VolumeSize", "20");
+  form.add(d + ".BlockDeviceMapping.1.Ebs.VolumeType", "gp3");
+  form.add(d + ".BlockDeviceMapping.2.DeviceName", "/dev/sdf");
+  form.add(d + ".BlockDeviceMapping.2.Ebs.VolumeSize", "200");
+  form.add(d + ".TagSpecification.1.ResourceType", "instance");
+  form.add(d + ".TagSpecification.1.Tag.1.Key", "Team");
+  form.add(d + ".TagSpecification.1.Tag.1.Value", "platform");
+  form.add(d + ".TagSpecification.1.Tag.2.Key", "Name");
+  form.add(d + ".TagSpecification.1.Tag.2.Value", "hand-made");
+  form.add(d + ".TagSpecification.2.ResourceType", "network-interface");
+  form.add(d + ".TagSpecification.2.Tag.1.Key", "Team");
+  form.add(d + ".TagSpecification.2.Tag.1.Value", "platform");
+  form.add(d + ".MetadataOptions.HttpProtocolIpv6", "enabled");
+  form.add(d + ".MetadataOptions.HttpTokens", "optional");
+  aws::ec2_call(aws_.ec2_caller, form);
+
+  auto run = p.run({"--json", "init"});
+  ASSERT_EQ(run.exit_code, 0) << describe(run);
+  EXPECT_EQ(parse_json(run.out, "init")["launch_template"].asString(), "updated");
+
+  // The default version as EC2 answers it, raw: fields runpool's client does not model included.
+  aws::Ec2Form look("DescribeLaunchTemplateVersions");
+  look.add("LaunchTemplateName", "runpool-init9");
+  look.add("LaunchTemplateVersion.1", "$Default");
+  aws::Ec2Response answer = aws::ec2_call(aws_.ec2_caller, look);
+  pugi::xml_node data = answer.root.child("launchTemplateVersionSet").child("item").child("launchTemplateData");
+  EXPECT_STREQ(data.child_value("keyName"), "ops-key");
+  EXPECT_STREQ(data.child("metadataOptions").child_value("httpProtocolIpv6"), "enabled");
+  EXPECT_STREQ(data.child("metadataOptions").child_value("httpTokens"), "required");
+  EXPECT_STREQ(data.child("metadataOptions").child_value("httpPutResponseHopLimit"), "1");
+
+  auto v = aws_.ec2.describe_launch_template_versions({"", "runpool-init9", ""}, {"$Default"});
+  ASSERT_EQ(v.size(), 1u);
+  std::map<std::string, std::map<std::string, std::string>> tags;
+  for (const auto& spec : v[0].data.tag_specifications) {
+    for (const auto& t : spec.tags) tags[spec.resource_type][t.key] = t.value;
+  }
+  EXPECT_EQ(tags["instance"]["Team"], "platform");
+  EXPECT_EQ(tags["instance"]["Name"], "ci-runner") << "the configured Name wins";
+  EXPECT_EQ(tags["instance"]["runpool:pool"], "init9");
+  EXPECT_EQ(tags["network-interface"]["Team"], "platform");
+  EXPECT_EQ(tags["volume"]["CostCenter"], "42");
+  ASSERT_EQ(v[0].data.block_devices.size(), 2u);
+  EXPECT_EQ(v[0].data.block_devices[0], (aws::BlockDevice{"/dev/xvda", 64, "gp3", true}));
+  EXPECT_EQ(v[0].data.block_devices[1].device_name, "/dev/sdf");
+  EXPECT_EQ(v[0].data.block_devices[1].volume_size_gib, 200);
+  EXPECT_NE(v[0].data.user_data.find("pool = init9"), std::string::npos);
+
+  auto again = p.run({"--json", "init"});
+  ASSERT_EQ(again.exit_code, 0) << describe(again);
+  EXPECT_EQ(parse_json(again.out, "init")["launch_template"].asString(), "unchanged");
+}
+
+// Provision launches nothing from a template that init never made, or one that no longer matches
+// the configuration: it fails at once, saying why, instead of waiting out a registration timeout.
+TEST_F(ControllerInit, ProvisionFailsFastWithoutAMatchingTemplate) {
+  CtlPool p(cloud_, "init10", "ctl-init-10");
+  ASSERT_EQ(p.run({"init"}).exit_code, 0);
+  auto none = p.run({"--set", "launch_template=runpool-never-made", "provision", "--timeout", "60s"});
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_NE(none.err.find("launch template runpool-never-made does not exist"), std::string::npos) << describe(none);
+
+  auto drifted = p.run({"--set", "agent_drain_capable=true", "provision", "--timeout", "60s"});
+  EXPECT_NE(drifted.exit_code, 0);
+  EXPECT_NE(drifted.err.find("does not match this configuration"), std::string::npos) << describe(drifted);
+  EXPECT_NE(drifted.err.find("user data"), std::string::npos) << describe(drifted);
+  auto ec2 = cloud_.control("GET", "/_control/ec2/instances");
+  for (const auto& i : ec2["instances"]) EXPECT_NE(i["tags"]["runpool:pool"].asString(), "init10");
 }
 
 }  // namespace
