@@ -201,7 +201,14 @@ pols = role.get("Policies", [])
 check(len(pols) == 1, f"the instance role must have one policy, has {len(pols)}")
 for pol in pols[:1]:
     same_policy("the instance role's policy", pol.get("PolicyDocument"), "instance-policy.json")
-check(not role.get("ManagedPolicyArns"), "the instance role must have no other policy")
+# One managed policy, and only when the operator asks for it: Session Manager's, for debugging.
+managed = role.get("ManagedPolicyArns")
+check(managed is None or (isinstance(managed, dict) and "Fn::If" in managed
+                          and managed["Fn::If"][0] == "WithSsm"
+                          and managed["Fn::If"][2] == {"Ref": "AWS::NoValue"}
+                          and managed["Fn::If"][1] == [{"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"}]),
+      "the instance role may have no other policy than Session Manager's, under EnableSsm")
+check(params.get("EnableSsm", {}).get("Default") == "false", "Session Manager access must be off by default")
 check(one("AWS::IAM::InstanceProfile").get("Roles") == [{"Ref": "InstanceRole"}], "the profile holds the instance role")
 same_policy("the controller policy", one("AWS::IAM::ManagedPolicy").get("PolicyDocument"), "controller-policy.json")
 
