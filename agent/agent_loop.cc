@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/config.h"
+#include "common/pool/runner_fate.h"
 #include "common/pool/runner_name.h"
 #include "common/pool/transitions.h"
 
@@ -34,6 +35,7 @@ LoopSettings loop_settings(const AgentSettings& a, const std::string& instance_i
   s.drain_timeout = a.drain_timeout;
   s.stock_idle_wait = a.stock_idle_wait;
   s.registration_timeout = a.registration_timeout;
+  s.deregister_attempts = a.deregister_attempts;
   s.cleanup_timeout = a.cleanup_timeout;
   s.terminate_wait = a.terminate_wait;
   return s;
@@ -72,6 +74,28 @@ bool AgentLoop::report(const AgentReport& report, const char* what) {
     health_.failed();
     spdlog::warn("report {} failed: {}", what, e.what());
     throw;
+  }
+}
+
+void AgentLoop::set_detail(AgentReport& r, int64_t generation, const std::string& detail, bool failure) {
+  DetailFacts f;
+  f.generation = generation;
+  f.detail = detail;
+  f.failure = failure;
+  if (evidence_generation_ == generation && !evidence_.empty()) {
+    f.evidence_generation = evidence_generation_;
+    f.evidence = evidence_;
+  } else if (record_ && record_->generation == generation) {
+    // Written by an earlier agent (before a restart), or not yet known to this one.
+    f.evidence = failure_evidence(*record_);
+    if (!f.evidence.empty()) f.evidence_generation = generation;
+  }
+  DetailWrite w = detail_to_write(f);
+  if (!w.detail && !detail.empty()) spdlog::info("keeping the failure on record (\"{}\") over \"{}\"", clip(f.evidence, 160), detail);
+  if (w.detail) r.signal_detail = clip(*w.detail);
+  if (w.evidence) {
+    evidence_generation_ = generation;
+    evidence_ = clip(*w.detail);
   }
 }
 
@@ -268,7 +292,7 @@ void AgentLoop::terminate(const std::string& reason) {
     AgentReport r;
     r.signal = AgentSignal::kFailed;
     r.generation = record_->generation;
-    r.signal_detail = clip("self-termination: " + reason);
+    set_detail(r, record_->generation, clip("self-termination: " + reason), true);
     r.busy = busy_.load();
     try {
       report(r, "failed (self-termination)");
@@ -315,7 +339,7 @@ void AgentLoop::handle_notice() {
     AgentReport r;
     r.signal = AgentSignal::kInterrupted;
     r.generation = record_->generation;
-    r.signal_detail = clip(n->detail);
+    set_detail(r, record_->generation, clip(n->detail), false);
     try {
       report(r, "interrupted");
       notice_reported_ = true;
@@ -340,8 +364,13 @@ void AgentLoop::reset_assignment() {
   sentinel_ = false;
   deregistered_ = false;
   deregister_detail_.clear();
+  deregister_failed_ = false;
+  last_remove_output_.clear();
   remove_failed_at_.reset();
-  first_remove_failure_.reset();
+  remove_attempts_ = 0;
+  last_remove_failure_.reset();
+  refused_token_.clear();
+  token_returned_at_.reset();
   deregistered_at_.reset();
   interrupt_at_.reset();
   cleaned_ = false;
@@ -402,7 +431,7 @@ void AgentLoop::refuse(const InstanceRecord& r, const std::string& reason) {
   AgentReport rep;
   rep.signal = AgentSignal::kFailed;
   rep.generation = r.generation;
-  rep.signal_detail = clip(reason);
+  set_detail(rep, r.generation, clip(reason), true);
   try {
     report(rep, "failed (refused)");
     refused_generation_ = r.generation;
@@ -420,7 +449,7 @@ void AgentLoop::fail_assignment(const std::string& detail) {
   AgentReport r;
   r.signal = AgentSignal::kFailed;
   r.generation = st_.generation;
-  r.signal_detail = clip(detail);
+  set_detail(r, st_.generation, clip(detail), true);
   r.busy = false;
   try {
     report(r, "failed");
@@ -449,7 +478,7 @@ void AgentLoop::finish_unserved(const InstanceRecord& r) {
   rep.generation = r.generation;
   rep.take_remove_token = true;
   rep.busy = false;
-  rep.signal_detail = "no runner was serving this assignment";
+  set_detail(rep, r.generation, "no runner was serving this assignment", false);
   try {
     report(rep, "drained (unserved)");
   } catch (const std::exception&) {
@@ -470,29 +499,56 @@ void AgentLoop::deregister_and_clean(const InstanceRecord& r) {
     }
     if (!id) {
       deregistered_ = true;
-    } else if (r.remove_token.empty()) {
-      deregister_detail_ = "no remove token: runner " + id->name + " (id " + std::to_string(id->id) +
-                           ") is left to the controller";
-      spdlog::warn("{}", deregister_detail_);
-      host_.remove_local();
-      deregistered_ = true;
     } else {
-      if (remove_failed_at_ && since(*remove_failed_at_) < 2 * s_.poll_interval) return;
-      set_status("deregistering runner " + id->name);
-      CommandResult res = host_.remove(r.remove_token);
-      if (res.ok()) {
-        spdlog::info("deregistered runner {} (id {})", id->name, id->id);
-        deregistered_ = true;
-      } else {
-        if (!first_remove_failure_) first_remove_failure_ = steady();
-        remove_failed_at_ = steady();
-        spdlog::warn("config.sh remove failed ({}): {}", res.timed_out ? "timed out" : "exit " + std::to_string(res.exit_code),
-                     clip(res.output));
-        if (since(*first_remove_failure_) < s_.registration_timeout) return;
-        deregister_detail_ = "deregistration failed: runner " + id->name + " (id " + std::to_string(id->id) +
-                             ") is left to the controller: " + clip(res.output, 200);
-        host_.remove_local();
-        deregistered_ = true;
+      const bool has_token = usable_remove_token(r);
+      if (has_token && token_returned_at_) {
+        // The controller wrote a fresh token: the refusal is behind us.
+        token_returned_at_.reset();
+        last_remove_failure_.reset();
+        remove_failed_at_.reset();
+      }
+      DeregisterFacts f;
+      f.has_remove_token = has_token;
+      f.attempts = remove_attempts_;
+      f.max_attempts = s_.deregister_attempts;
+      f.last_failure = last_remove_failure_;
+      if (remove_failed_at_) f.since_last_attempt = since(*remove_failed_at_);
+      f.retry_interval = 2 * s_.poll_interval;
+      if (token_returned_at_) f.awaiting_token_for = since(*token_returned_at_);
+      f.token_wait = s_.registration_timeout;
+      DeregisterDecision d = deregister_step(f);
+      switch (d.step) {
+        case DeregisterStep::kWait:
+          set_status("deregistering runner " + id->name + ": " + d.reason);
+          return;
+        case DeregisterStep::kReturnToken:
+          spdlog::warn("{}", d.reason);
+          return_remove_token();
+          return;
+        case DeregisterStep::kRemove: {
+          set_status("deregistering runner " + id->name + (remove_attempts_ ? ": " + d.reason : ""));
+          CommandResult res = host_.remove(r.remove_token);
+          if (res.ok()) {
+            spdlog::info("deregistered runner {} (id {})", id->name, id->id);
+            deregistered_ = true;
+            deregister_detail_ = "runner " + id->name + " (id " + std::to_string(id->id) + ") deregistered";
+            break;
+          }
+          remove_failed(res);
+          return;  // the next tick decides: retry, ask for a token, or give up
+        }
+        case DeregisterStep::kGiveUp: {
+          // Left registered: `drained` says so, and the controller deletes the runner by the
+          // record's runner_id before the instance goes or returns to the pool.
+          std::string why = d.reason;
+          if (!last_remove_output_.empty()) why += ": " + clip(last_remove_output_, 200);
+          deregister_detail_ = pool::runner_left_detail(id->name, id->id, why);
+          deregister_failed_ = true;
+          spdlog::error("{}", deregister_detail_);
+          host_.remove_local();
+          deregistered_ = true;
+          break;
+        }
       }
     }
   }
@@ -515,13 +571,14 @@ void AgentLoop::deregister_and_clean(const InstanceRecord& r) {
   rep.generation = g;
   rep.take_remove_token = true;
   rep.busy = false;
-  if (!deregister_detail_.empty()) rep.signal_detail = clip(deregister_detail_);
+  set_detail(rep, g, clip(deregister_detail_), deregister_failed_);
   try {
     report(rep, "drained");
   } catch (const std::exception&) {
     return;  // cleaned; the report is retried on the next tick
   }
-  spdlog::info("generation {} drained, deregistered and cleaned", g);
+  if (deregister_failed_) spdlog::warn("generation {} drained and cleaned; its runner is left to the controller", g);
+  else spdlog::info("generation {} drained, deregistered and cleaned", g);
   if (drain_began_) metrics_.drained(now_ms(), r.resource_class, g, since(*drain_began_));
   finish_assignment();
 }

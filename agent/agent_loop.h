@@ -39,6 +39,7 @@ struct LoopSettings {
   Duration drain_timeout{std::chrono::minutes(5)};
   Duration stock_idle_wait{std::chrono::seconds(60)};
   Duration registration_timeout{std::chrono::minutes(2)};
+  int deregister_attempts = 5;
   Duration cleanup_timeout{std::chrono::seconds(30)};
   Duration terminate_wait{std::chrono::minutes(2)};
 };
@@ -117,6 +118,11 @@ class AgentLoop {
   void stray_progress();
   void deregister_during_drain();
   bool remove_token_available() const;
+  bool usable_remove_token(const pool::InstanceRecord& r) const;
+  void remove_failed(const CommandResult& res);
+  bool return_remove_token();
+  // The report's signal_detail through detail_to_write: a failure's evidence is never replaced.
+  void set_detail(pool::AgentReport& r, int64_t generation, const std::string& detail, bool failure);
   void reset_assignment();
 
   LoopSettings s_;
@@ -164,10 +170,18 @@ class AgentLoop {
   bool sentinel_ = false;
   bool deregistered_ = false;
   std::string deregister_detail_;
-  std::optional<Steady> remove_failed_at_, first_remove_failure_, deregistered_at_, interrupt_at_;
+  bool deregister_failed_ = false;  // the runner was left registered: deregister_detail_ says why
+  std::string last_remove_output_;
+  std::optional<Steady> remove_failed_at_, deregistered_at_, interrupt_at_;
+  int remove_attempts_ = 0;                         // failed config.sh remove runs (drain included)
+  std::optional<RemoveFailure> last_remove_failure_;
+  std::string refused_token_;                       // never tried again, even while still in the record
+  std::optional<Steady> token_returned_at_;         // handed back: a fresh one is awaited
   bool cleaned_ = false;
   std::optional<Steady> clean_failed_at_;
   std::string last_drain_step_;
+  int64_t evidence_generation_ = 0;  // the failure detail this agent wrote last, and its generation
+  std::string evidence_;
 
   // The pre-run script's result (kNone: no script).
   pool::PreRun pre_run_ = pool::PreRun::kNone;

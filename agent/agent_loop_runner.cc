@@ -167,9 +167,40 @@ void AgentLoop::begin_drain(const std::string& reason) {
   if (strays_.empty()) init_drain_state();  // retiring strays already runs a drain
 }
 
+bool AgentLoop::usable_remove_token(const pool::InstanceRecord& r) const {
+  return !r.remove_token.empty() && r.remove_token.reveal() != refused_token_;
+}
+
 bool AgentLoop::remove_token_available() const {
   return reachable_ && record_ && record_->generation == st_.generation && record_->state == State::kDraining &&
-         !record_->remove_token.empty();
+         usable_remove_token(*record_);
+}
+
+void AgentLoop::remove_failed(const CommandResult& res) {
+  ++remove_attempts_;
+  remove_failed_at_ = steady();
+  last_remove_failure_ = classify_remove_failure(res.output, res.timed_out);
+  last_remove_output_ = res.timed_out ? "config.sh remove timed out" : res.output;
+  spdlog::warn("config.sh remove failed ({}, {}; attempt {}/{}): {}", remove_failure_name(*last_remove_failure_),
+               res.timed_out ? "timed out" : "exit " + std::to_string(res.exit_code), remove_attempts_,
+               s_.deregister_attempts, res.output.substr(0, 300));
+}
+
+// A refused remove token (it lives one hour; a job can outlast it) is taken out of the record: the
+// controller, waiting on the drain, writes a fresh one in its place.
+bool AgentLoop::return_remove_token() {
+  if (!record_) return false;
+  refused_token_ = record_->remove_token.reveal();
+  AgentReport r;
+  r.generation = st_.generation;
+  r.take_remove_token = true;
+  try {
+    if (!report(r, "take_remove_token (refused)")) return false;
+  } catch (const std::exception&) {
+    return false;
+  }
+  token_returned_at_ = steady();
+  return true;
 }
 
 void AgentLoop::deregister_during_drain() {
@@ -179,11 +210,13 @@ void AgentLoop::deregister_during_drain() {
     spdlog::info("deregistered the runner; waiting for the Listener to notice");
     deregistered_ = true;
     deregistered_at_ = steady();
+    deregister_detail_ = "runner deregistered during the drain";
     return;
   }
-  remove_failed_at_ = steady();
-  spdlog::warn("config.sh remove failed ({}), the runner may have taken a job; retrying: {}",
-               res.timed_out ? "timed out" : "exit " + std::to_string(res.exit_code), res.output.substr(0, 300));
+  remove_failed(res);
+  // Refused: handed back; without a token the drain stops the Listener, and the deregistration
+  // after it waits for the fresh one.
+  if (last_remove_failure_ == RemoveFailure::kTokenRefused) return_remove_token();
 }
 
 // What the runner's own drain and a stray Listener's share: the strategy, busy, and the drain's
@@ -210,6 +243,7 @@ void AgentLoop::drain_progress() {
   f.listener_running = listener_ != nullptr || !strays_.empty();
   f.has_remove_token = remove_token_available();
   f.deregistered = deregistered_;
+  f.remove_exhausted = remove_attempts_ >= s_.deregister_attempts;
   if (remove_failed_at_) f.since_remove_attempt = since(*remove_failed_at_);
   if (deregistered_at_) f.since_deregistered = since(*deregistered_at_);
   DrainStep step = drain_step(f);

@@ -116,6 +116,8 @@ std::vector<KeySpec> agent_schema() {
       {"stock_idle_wait", KeyType::kDuration, "60s",
        "stock runner: how long after deregistration to wait for the Listener to exit by itself before SIGINT", 0, kHour},
       {"registration_timeout", KeyType::kDuration, "2m", "bound on config.sh (configure and remove) and their retries", 100, kHour},
+      {"deregister_attempts", KeyType::kInt, "5",
+       "config.sh remove runs per assignment before the runner is left registered for the controller to delete", 0, 100},
       {"cleanup_timeout", KeyType::kDuration, "30s", "SIGTERM to SIGKILL for leftover processes; also SIGINT to SIGKILL for the Listener", 50, kHour},
       {"terminate_wait", KeyType::kDuration, "2m", "after TerminateInstances, how long to wait before shutting the OS down", 50, kHour},
       {"metrics_file", KeyType::kString, "",
@@ -194,6 +196,7 @@ AgentSettings load_agent_settings(const Config& c) {
   s.drain_timeout = c.get_duration("drain_timeout");
   s.stock_idle_wait = c.get_duration("stock_idle_wait");
   s.registration_timeout = c.get_duration("registration_timeout");
+  s.deregister_attempts = static_cast<int>(c.get_int("deregister_attempts"));
   s.cleanup_timeout = c.get_duration("cleanup_timeout");
   s.terminate_wait = c.get_duration("terminate_wait");
   s.metrics_file = c.get_string("metrics_file");

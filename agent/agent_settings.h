@@ -54,6 +54,7 @@ struct AgentSettings {
   Duration drain_timeout{std::chrono::minutes(5)};
   Duration stock_idle_wait{std::chrono::seconds(60)};
   Duration registration_timeout{std::chrono::minutes(2)};
+  int deregister_attempts = 5;  // config.sh remove runs per assignment, then the controller deletes the runner
   Duration cleanup_timeout{std::chrono::seconds(30)};
   Duration terminate_wait{std::chrono::minutes(2)};
 

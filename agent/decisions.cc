@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "common/config.h"
+#include "common/pool/runner_fate.h"
 
 namespace runpool::agent {
 
@@ -276,12 +277,90 @@ DrainStep drain_step(const DrainFacts& f) {
     return f.since_drain_start < f.drain_timeout ? DrainStep::kWait : DrainStep::kFallBackToStock;
   }
   if (!f.deregistered) {
-    if (!f.has_remove_token) return DrainStep::kInterrupt;
+    if (!f.has_remove_token || f.remove_exhausted) return DrainStep::kInterrupt;
     if (f.since_remove_attempt && *f.since_remove_attempt < f.remove_retry) return DrainStep::kWait;
     return DrainStep::kDeregister;
   }
   if (f.since_deregistered && *f.since_deregistered < f.stock_idle_wait) return DrainStep::kWait;
   return DrainStep::kInterrupt;
+}
+
+// ---- deregistration
+
+RemoveFailure classify_remove_failure(const std::string& output, bool timed_out) {
+  if (timed_out) return RemoveFailure::kOther;
+  // The runner prints the token exchange's status by name: "Http response code: NotFound from
+  // 'POST …/actions/runner-registration'" for a token GitHub no longer accepts.
+  if (output.find("Http response code: NotFound") != std::string::npos ||
+      output.find("Http response code: Unauthorized") != std::string::npos) {
+    return RemoveFailure::kTokenRefused;
+  }
+  if (output.find("is still running a job") != std::string::npos) return RemoveFailure::kBusy;
+  return RemoveFailure::kOther;
+}
+
+std::string_view remove_failure_name(RemoveFailure f) {
+  switch (f) {
+    case RemoveFailure::kTokenRefused: return "remove token refused";
+    case RemoveFailure::kBusy: return "runner busy on GitHub";
+    case RemoveFailure::kOther: return "error";
+  }
+  return "?";
+}
+
+std::string_view deregister_step_name(DeregisterStep s) {
+  switch (s) {
+    case DeregisterStep::kRemove: return "remove";
+    case DeregisterStep::kWait: return "wait";
+    case DeregisterStep::kReturnToken: return "return-token";
+    case DeregisterStep::kGiveUp: return "give-up";
+  }
+  return "?";
+}
+
+DeregisterDecision deregister_step(const DeregisterFacts& f) {
+  const std::string tries = std::to_string(f.attempts) + "/" + std::to_string(f.max_attempts);
+  if (f.attempts >= f.max_attempts) {
+    return {DeregisterStep::kGiveUp, "config.sh remove failed " + std::to_string(f.attempts) + " time(s)" +
+                                         (f.last_failure ? " (last: " + std::string(remove_failure_name(*f.last_failure)) + ")" : "")};
+  }
+  if (!f.has_remove_token) {
+    if (!f.awaiting_token_for) return {DeregisterStep::kGiveUp, "no remove token in the record"};
+    if (*f.awaiting_token_for < f.token_wait) return {DeregisterStep::kWait, "waiting for a fresh remove token"};
+    return {DeregisterStep::kGiveUp, "no fresh remove token within " + format_duration(f.token_wait)};
+  }
+  // A token that was refused is handed back once; a fresh one (the controller's) is tried anew.
+  if (f.last_failure == RemoveFailure::kTokenRefused && !f.awaiting_token_for) {
+    return {DeregisterStep::kReturnToken, "the remove token was refused (" + tries + "): asking for a fresh one"};
+  }
+  if (f.since_last_attempt && *f.since_last_attempt < f.retry_interval) {
+    return {DeregisterStep::kWait, "retrying config.sh remove (" + tries + ")"};
+  }
+  return {DeregisterStep::kRemove, f.attempts ? "retrying config.sh remove (" + tries + ")" : "deregistering"};
+}
+
+// ---- signal_detail
+
+DetailWrite detail_to_write(const DetailFacts& f) {
+  const bool held = f.evidence_generation == f.generation && !f.evidence.empty();
+  if (!f.failure) {
+    if (held || f.detail.empty()) return {std::nullopt, false};
+    return {f.detail, false};
+  }
+  if (f.detail.empty()) return {std::nullopt, false};
+  // Another failure of the same generation: the newest first (the controller reads its head),
+  // the earlier one kept after it.
+  if (held && f.evidence != f.detail && f.detail.find(f.evidence) == std::string::npos) {
+    return {f.detail + " (earlier: " + f.evidence + ")", true};
+  }
+  return {f.detail, true};
+}
+
+std::string failure_evidence(const InstanceRecord& r) {
+  if (r.signal_generation != r.generation || r.signal_detail.empty() || r.signal_detail == "-") return "";
+  if (r.signal == AgentSignal::kFailed) return r.signal_detail;
+  if (r.signal == AgentSignal::kDrained && r.signal_detail.rfind(pool::kRunnerLeftRegistered, 0) == 0) return r.signal_detail;
+  return "";
 }
 
 // ---- Listener exits

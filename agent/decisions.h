@@ -114,6 +114,7 @@ struct DrainFacts {
   bool busy = false;
   bool has_remove_token = false;   // the record holds a remove token for this assignment
   bool deregistered = false;       // stock: config.sh remove succeeded
+  bool remove_exhausted = false;   // stock: deregister_attempts spent; stop the Listener without it
   std::optional<Duration> since_remove_attempt{};  // the last failed attempt
   std::optional<Duration> since_deregistered{};
   std::optional<Duration> since_interrupt{};       // SIGINT sent this long ago
@@ -135,6 +136,68 @@ enum class DrainStep {
 std::string_view drain_step_name(DrainStep s);
 
 DrainStep drain_step(const DrainFacts& facts);
+
+// ---- Deregistration --------------------------------------------------------------------------
+
+// Why `config.sh remove` failed, read from its output.
+enum class RemoveFailure {
+  kTokenRefused,  // the token exchange answered NotFound: an expired, used or foreign remove token
+  kBusy,          // GitHub: the runner "is still running a job" (422)
+  kOther,         // a server error (500, 502), a timeout, anything else
+};
+RemoveFailure classify_remove_failure(const std::string& output, bool timed_out);
+std::string_view remove_failure_name(RemoveFailure f);
+
+struct DeregisterFacts {
+  bool has_remove_token = false;  // the record holds a remove token for this assignment
+  int attempts = 0;               // failed `config.sh remove` runs so far (drain included)
+  int max_attempts = 5;           // deregister_attempts
+  std::optional<RemoveFailure> last_failure{};
+  std::optional<Duration> since_last_attempt{};
+  Duration retry_interval{0};
+  // The refused token was handed back (taken from the record) this long ago; the controller
+  // writes a fresh one into the record. Unset once a token is there again.
+  std::optional<Duration> awaiting_token_for{};
+  Duration token_wait{0};
+};
+
+enum class DeregisterStep {
+  kRemove,       // config.sh remove with the record's token
+  kWait,         // the retry interval, or a fresh token, is still to come
+  kReturnToken,  // the token was refused: take it from the record, so the controller writes a fresh one
+  kGiveUp,       // leave the runner registered; `drained` says so and the controller deletes it
+};
+std::string_view deregister_step_name(DeregisterStep s);
+
+struct DeregisterDecision {
+  DeregisterStep step = DeregisterStep::kWait;
+  std::string reason;
+};
+
+DeregisterDecision deregister_step(const DeregisterFacts& facts);
+
+// ---- The record's signal_detail --------------------------------------------------------------
+
+// A failure's detail is the evidence the operator and the controller read: a later report of the
+// same generation that is no failure must not replace it.
+struct DetailFacts {
+  int64_t generation = 0;        // the report's
+  std::string detail;            // the report's ("": it carries none)
+  bool failure = false;          // the report tells of a failure
+  int64_t evidence_generation = 0;  // the generation of the failure detail on record (0: none)
+  std::string evidence;          // that detail
+};
+
+struct DetailWrite {
+  std::optional<std::string> detail{};  // what to write (nullopt: leave the record's as it is)
+  bool evidence = false;                // it is a failure's detail: keep it from now on
+};
+
+DetailWrite detail_to_write(const DetailFacts& facts);
+
+// The failure detail a record already holds for its current generation: a `failed` report, or a
+// `drained` naming a runner left registered. "" when none.
+std::string failure_evidence(const pool::InstanceRecord& record);
 
 // ---- Listener exits --------------------------------------------------------------------------
 

@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "common/pool/runner_fate.h"
+
 namespace runpool::agent {
 namespace {
 
@@ -556,6 +558,187 @@ TEST(Names, AreDistinct) {
   EXPECT_EQ(names.size(), kAllPhases.size());
   EXPECT_EQ(describe({true, 9}), "killed by signal 9");
   EXPECT_EQ(describe({false, 2}), "exit code 2");
+}
+
+TEST(DrainStep, StockStopsTryingOnceRemoveAttemptsAreSpent) {
+  DrainFacts f = drain(DrainStrategy::kStock);
+  f.has_remove_token = true;
+  f.remove_exhausted = true;
+  EXPECT_EQ(drain_step(f), DrainStep::kInterrupt);
+  f.busy = true;  // never while a job runs
+  EXPECT_EQ(drain_step(f), DrainStep::kWait);
+}
+
+// ---- deregistration
+
+TEST(RemoveFailure, ClassifiesTheRunnersOutput) {
+  EXPECT_EQ(classify_remove_failure("Http response code: NotFound from 'POST http://127.0.0.1:1/api/v3/actions/"
+                                    "runner-registration'\n{\"message\":\"Not Found\"}", false),
+            RemoveFailure::kTokenRefused);
+  EXPECT_EQ(classify_remove_failure("Http response code: Unauthorized from 'POST …'", false), RemoveFailure::kTokenRefused);
+  EXPECT_EQ(classify_remove_failure("Failed: Removing runner from the server\nBad request - Runner \"p-i-g2\" is still "
+                                    "running a job\"", false),
+            RemoveFailure::kBusy);
+  EXPECT_EQ(classify_remove_failure("Failed: Removing runner from the server\nServer Error", false), RemoveFailure::kOther);
+  EXPECT_EQ(classify_remove_failure("", false), RemoveFailure::kOther);
+  // A timeout is no answer at all, whatever was printed before it.
+  EXPECT_EQ(classify_remove_failure("Http response code: NotFound", true), RemoveFailure::kOther);
+  EXPECT_EQ(remove_failure_name(RemoveFailure::kTokenRefused), "remove token refused");
+  EXPECT_EQ(remove_failure_name(RemoveFailure::kBusy), "runner busy on GitHub");
+  EXPECT_EQ(remove_failure_name(RemoveFailure::kOther), "error");
+}
+
+DeregisterFacts dereg() {
+  DeregisterFacts f;
+  f.has_remove_token = true;
+  f.max_attempts = 3;
+  f.retry_interval = Duration{100};
+  f.token_wait = Duration{1000};
+  return f;
+}
+
+TEST(DeregisterStep, FirstAttemptAndBoundedRetries) {
+  DeregisterFacts f = dereg();
+  EXPECT_EQ(deregister_step(f).step, DeregisterStep::kRemove);
+  EXPECT_EQ(deregister_step(f).reason, "deregistering");
+  for (RemoveFailure why : {RemoveFailure::kBusy, RemoveFailure::kOther}) {
+    f.last_failure = why;
+    f.attempts = 1;
+    f.since_last_attempt = Duration{99};
+    EXPECT_EQ(deregister_step(f).step, DeregisterStep::kWait);
+    f.since_last_attempt = Duration{100};
+    EXPECT_EQ(deregister_step(f).step, DeregisterStep::kRemove);
+    EXPECT_EQ(deregister_step(f).reason, "retrying config.sh remove (1/3)");
+    f.attempts = 3;
+    DeregisterDecision d = deregister_step(f);
+    EXPECT_EQ(d.step, DeregisterStep::kGiveUp);
+    EXPECT_NE(d.reason.find("3 time(s)"), std::string::npos) << d.reason;
+    EXPECT_NE(d.reason.find(remove_failure_name(why)), std::string::npos) << d.reason;
+    f.attempts = 4;  // past the bound, however it got there
+    EXPECT_EQ(deregister_step(f).step, DeregisterStep::kGiveUp);
+  }
+  f = dereg();
+  f.max_attempts = 0;  // no attempt allowed: the controller deletes the runner
+  EXPECT_EQ(deregister_step(f).step, DeregisterStep::kGiveUp);
+}
+
+TEST(DeregisterStep, RefusedTokenIsHandedBackAndAFreshOneAwaited) {
+  DeregisterFacts f = dereg();
+  f.attempts = 1;
+  f.last_failure = RemoveFailure::kTokenRefused;
+  f.since_last_attempt = Duration{0};
+  EXPECT_EQ(deregister_step(f).step, DeregisterStep::kReturnToken);
+  // Handed back: the record has none until the controller writes a fresh one.
+  f.has_remove_token = false;
+  f.awaiting_token_for = Duration{999};
+  EXPECT_EQ(deregister_step(f).step, DeregisterStep::kWait);
+  f.awaiting_token_for = Duration{1000};
+  DeregisterDecision d = deregister_step(f);
+  EXPECT_EQ(d.step, DeregisterStep::kGiveUp);
+  EXPECT_NE(d.reason.find("no fresh remove token"), std::string::npos) << d.reason;
+  // A fresh token came (the loop clears awaiting_token_for): it is tried, not handed back.
+  f.has_remove_token = true;
+  f.awaiting_token_for.reset();
+  f.since_last_attempt = Duration{100};
+  f.last_failure = RemoveFailure::kOther;
+  EXPECT_EQ(deregister_step(f).step, DeregisterStep::kRemove);
+  // While the stale token is still in the record (the hand-back not yet read back): wait.
+  f.last_failure = RemoveFailure::kTokenRefused;
+  f.awaiting_token_for = Duration{10};
+  f.since_last_attempt = Duration{10};
+  EXPECT_EQ(deregister_step(f).step, DeregisterStep::kWait);
+  // Refusals count against the bound too.
+  f.attempts = 3;
+  EXPECT_EQ(deregister_step(f).step, DeregisterStep::kGiveUp);
+}
+
+TEST(DeregisterStep, NoTokenAtAllGivesUpAtOnce) {
+  DeregisterFacts f = dereg();
+  f.has_remove_token = false;
+  DeregisterDecision d = deregister_step(f);
+  EXPECT_EQ(d.step, DeregisterStep::kGiveUp);
+  EXPECT_EQ(d.reason, "no remove token in the record");
+}
+
+TEST(DeregisterStep, Names) {
+  EXPECT_EQ(deregister_step_name(DeregisterStep::kRemove), "remove");
+  EXPECT_EQ(deregister_step_name(DeregisterStep::kWait), "wait");
+  EXPECT_EQ(deregister_step_name(DeregisterStep::kReturnToken), "return-token");
+  EXPECT_EQ(deregister_step_name(DeregisterStep::kGiveUp), "give-up");
+}
+
+// ---- signal_detail
+
+TEST(DetailToWrite, ASuccessNeverReplacesAFailureOfItsGeneration) {
+  DetailFacts f;
+  f.generation = 4;
+  f.detail = "no runner was serving this assignment";
+  f.evidence_generation = 4;
+  f.evidence = "runner left registered: r (id 9): Server Error";
+  DetailWrite w = detail_to_write(f);
+  EXPECT_FALSE(w.detail.has_value());
+  EXPECT_FALSE(w.evidence);
+  f.detail = "";
+  EXPECT_FALSE(detail_to_write(f).detail.has_value());
+  // Another generation's failure is no evidence about this one.
+  f.detail = "no runner was serving this assignment";
+  f.evidence_generation = 3;
+  w = detail_to_write(f);
+  EXPECT_EQ(w.detail, "no runner was serving this assignment");
+  EXPECT_FALSE(w.evidence);
+  f.evidence_generation = 0;
+  f.evidence = "";
+  EXPECT_EQ(detail_to_write(f).detail, "no runner was serving this assignment");
+  f.detail = "";  // a success without a detail writes none
+  EXPECT_FALSE(detail_to_write(f).detail.has_value());
+}
+
+TEST(DetailToWrite, AFailureIsWrittenAndKeepsTheEarlierOne) {
+  DetailFacts f;
+  f.generation = 4;
+  f.failure = true;
+  f.detail = "runner left registered: r (id 9): no fresh remove token within 2m";
+  DetailWrite w = detail_to_write(f);
+  EXPECT_EQ(w.detail, f.detail);
+  EXPECT_TRUE(w.evidence);
+  f.evidence_generation = 4;
+  f.evidence = "cleaning failed: EBUSY";
+  w = detail_to_write(f);
+  ASSERT_TRUE(w.detail);
+  EXPECT_EQ(*w.detail, f.detail + " (earlier: cleaning failed: EBUSY)");
+  EXPECT_EQ(w.detail->rfind(pool::kRunnerLeftRegistered, 0), 0u) << "the newest failure leads";
+  EXPECT_TRUE(w.evidence);
+  // The same failure again, or one that already carries the earlier: as it is.
+  f.evidence = f.detail;
+  EXPECT_EQ(detail_to_write(f).detail, f.detail);
+  f.evidence = "r (id 9)";
+  EXPECT_EQ(detail_to_write(f).detail, f.detail);
+  // An earlier generation's failure is not carried over.
+  f.evidence_generation = 3;
+  f.evidence = "cleaning failed: EBUSY";
+  EXPECT_EQ(detail_to_write(f).detail, f.detail);
+  f.detail = "";
+  EXPECT_FALSE(detail_to_write(f).detail.has_value());
+}
+
+TEST(FailureEvidence, FailedAndRunnerLeftOnlyForTheCurrentGeneration) {
+  InstanceRecord r = rec(State::kDraining, 4, AgentSignal::kFailed, 4);
+  r.signal_detail = "cleaning failed";
+  EXPECT_EQ(failure_evidence(r), "cleaning failed");
+  r.signal_generation = 3;
+  EXPECT_EQ(failure_evidence(r), "");
+  r.signal_generation = 4;
+  r.signal = AgentSignal::kDrained;
+  EXPECT_EQ(failure_evidence(r), "");
+  r.signal_detail = pool::runner_left_detail("r", 9, "502");
+  EXPECT_EQ(failure_evidence(r), r.signal_detail);
+  for (AgentSignal s : {AgentSignal::kNone, AgentSignal::kBooted, AgentSignal::kRegistered, AgentSignal::kInterrupted}) {
+    r.signal = s;
+    EXPECT_EQ(failure_evidence(r), "") << pool::agent_signal_name(s);
+  }
+  r.signal = AgentSignal::kFailed;
+  r.signal_detail = "-";  // the table's stand-in for an empty detail
+  EXPECT_EQ(failure_evidence(r), "");
 }
 
 }  // namespace

@@ -70,6 +70,19 @@ Step start_drain(const InstanceRecord& r, const Secret& remove_token, int64_t no
   return s;
 }
 
+bool wants_remove_token(const InstanceRecord& r) {
+  return r.state == State::kDraining && r.remove_token.empty() && !agent_reported(r, AgentSignal::kDrained) &&
+         !agent_reported(r, AgentSignal::kFailed);
+}
+
+Step refresh_remove_token(const InstanceRecord& r, const Secret& remove_token) {
+  Step s;
+  s.expect.states = {State::kDraining};
+  s.expect.generation = r.generation;
+  s.change.remove_token = remove_token;
+  return s;
+}
+
 Step drain_idle_shared(const InstanceRecord& r, const Secret& remove_token, int64_t now_ms, const Timeouts& t) {
   Step s = start_drain(r, remove_token, now_ms, t);
   s.expect.states = {State::kRunning};

@@ -45,6 +45,11 @@ Step mark_running(const InstanceRecord& r, int64_t now_ms, const Timeouts& t);
 // created|claimed|running(gen, label) → draining, handing the agent a remove token.
 Step start_drain(const InstanceRecord& r, const Secret& remove_token, int64_t now_ms, const Timeouts& t);
 
+// draining(gen) whose agent handed its refused remove token back (the record holds none, and no
+// `drained` or `failed` for gen yet) → the same drain with a fresh token.
+bool wants_remove_token(const InstanceRecord& r);
+Step refresh_remove_token(const InstanceRecord& r, const Secret& remove_token);
+
 // A shared pool's idle runner beyond the idle quota: running(gen, label) → draining, like
 // start_drain, but only while the agent does not report busy — the agent, the authority on busy,
 // is checked in the write itself, so a job picked up since scale-down read the record wins.

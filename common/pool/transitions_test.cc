@@ -291,5 +291,34 @@ TEST(Transitions, DeadlineAndSignalHelpers) {
   EXPECT_TRUE(agent_reported(r, AgentSignal::kDrained));
 }
 
+TEST(Transitions, RefreshRemoveTokenOnlyForADrainThatHandedItsTokenBack) {
+  InstanceRecord r;
+  r.state = State::kDraining;
+  r.generation = 5;
+  EXPECT_TRUE(wants_remove_token(r));
+  Step s = refresh_remove_token(r, Secret("fresh"));
+  EXPECT_EQ(s.expect.states, std::vector<State>{State::kDraining});
+  EXPECT_EQ(s.expect.generation, 5);
+  ASSERT_TRUE(s.change.remove_token);
+  EXPECT_EQ(s.change.remove_token->reveal(), "fresh");
+  EXPECT_FALSE(s.change.state);
+  EXPECT_FALSE(s.change.deadline_ms) << "a fresh token buys no time";
+  r.remove_token = Secret("still there");
+  EXPECT_FALSE(wants_remove_token(r));
+  r.remove_token = Secret();
+  for (AgentSignal sig : {AgentSignal::kDrained, AgentSignal::kFailed}) {
+    r.signal = sig;
+    r.signal_generation = 5;
+    EXPECT_FALSE(wants_remove_token(r)) << agent_signal_name(sig);
+    r.signal_generation = 4;  // an earlier assignment's word says nothing about this drain
+    EXPECT_TRUE(wants_remove_token(r)) << agent_signal_name(sig);
+  }
+  r.signal = AgentSignal::kNone;
+  for (State st : {State::kCreated, State::kClaimed, State::kRunning, State::kIdle, State::kTerminating, State::kTerminated}) {
+    r.state = st;
+    EXPECT_FALSE(wants_remove_token(r)) << state_name(st);
+  }
+}
+
 }  // namespace
 }  // namespace runpool::pool
