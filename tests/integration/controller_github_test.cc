@@ -87,6 +87,27 @@ TEST_F(ControllerGithub, ARenamedRepositoryStillWorksAndTheOperatorIsTold) {
   EXPECT_GE(github_calls("GET /repositories/{repository_id}/actions/runners"), 1);
 }
 
+TEST_F(ControllerGithub, EnterpriseRunnersUseTheEnterprisePaths) {
+  start("github_owner = enterprise:ent-corp\n");
+  Json::Value pat;
+  pat["token"] = pool_->env().at("RUNPOOL_GITHUB_TOKEN");
+  pat["owners"].append("acme");
+  pat["owners"].append("enterprise:ent-corp");
+  cloud_.control("POST", "/_control/github/pats", pat);
+  cloud_.control("DELETE", "/_control/github/calls");
+
+  CtlResult prov = pool_->run({"--json", "provision", "--count", "1", "--label", "ent-1", "--usage-class", "on-demand"});
+  ASSERT_EQ(prov.exit_code, 0) << describe(prov);
+  EXPECT_GE(github_calls("POST /enterprises/{enterprise}/actions/runners/registration-token"), 1);
+  auto recs = records();
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].reg_url, cloud_.github_web() + "/enterprises/ent-corp");
+  CtlResult refresh = pool_->run({"--json", "refresh", "--dry-run"});
+  ASSERT_EQ(refresh.exit_code, 0) << describe(refresh);
+  EXPECT_GE(github_calls("GET /enterprises/{enterprise}/actions/runners"), 1);
+  ASSERT_EQ(pool_->run({"--json", "release", "--label", "ent-1"}).exit_code, 0);
+}
+
 TEST_F(ControllerGithub, AWorkflowsGithubUrlsServeWhenNothingIsConfigured) {
   // "github_api_url =" (empty) unsets the URL CtlPool writes: nothing configured.
   start("github_api_url =\n");
