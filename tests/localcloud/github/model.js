@@ -116,6 +116,7 @@ class Model {
     const fromKey = Model.scopeKey(from.owner, from.repo);
     const toKey = Model.scopeKey(to.owner, to.repo);
     if (fromKey === toKey) return id;
+    if (this.repoIds.has(toKey) && this.repoIds.get(toKey) !== id) throw Object.assign(new Error(`${to.owner}/${to.repo} exists`), { status: 409 });
     this.repoIds.delete(fromKey);
     this.repoIds.set(toKey, id);
     this.repoRedirects.delete(toKey);
