@@ -52,11 +52,16 @@ aws::CreateFleetRequest fleet_request(const Settings& s, const std::string& reso
   aws::FleetLaunchTemplateConfig config;
   config.launch_template.name = s.launch_template;
   config.launch_template.version = "$Default";
+  // A class may run its own AMI (an arm64 or GPU image): each of its overrides names it.
+  auto image = s.resource_class_images.find(resource_class);
+  const std::string image_id = image == s.resource_class_images.end() ? "" : image->second;
   for (const auto& type : types) {
     if (s.subnets.empty()) {
-      config.overrides.push_back(aws::FleetOverride{type, "", std::nullopt});
+      config.overrides.push_back(aws::FleetOverride{type, "", std::nullopt, image_id});
     } else {
-      for (const auto& subnet : s.subnets) config.overrides.push_back(aws::FleetOverride{type, subnet, std::nullopt});
+      for (const auto& subnet : s.subnets) {
+        config.overrides.push_back(aws::FleetOverride{type, subnet, std::nullopt, image_id});
+      }
     }
   }
   r.launch_template_configs.push_back(std::move(config));

@@ -104,6 +104,17 @@ TEST(LaunchPlan, OnDemandFleetRequestWithoutSubnets) {
   EXPECT_FALSE(r.spot_target_capacity);
 }
 
+TEST(LaunchPlan, AClassWithItsOwnImageNamesItInEveryOverride) {
+  Settings s = settings();
+  s.subnets = {"subnet-a1", "subnet-b2"};
+  s.resource_class_images = {{"large", "ami-0arm0000000000001"}};
+  auto large = fleet_request(s, "large", {"m7i.2xlarge"}, UsageClass::kOnDemand, 1, "L", "tok");
+  ASSERT_EQ(large.launch_template_configs[0].overrides.size(), 2u);
+  for (const auto& o : large.launch_template_configs[0].overrides) EXPECT_EQ(o.image_id, "ami-0arm0000000000001");
+  auto small = fleet_request(s, "small", {"c7i.large"}, UsageClass::kOnDemand, 1, "L", "tok");
+  for (const auto& o : small.launch_template_configs[0].overrides) EXPECT_EQ(o.image_id, "") << "the template's AMI";
+}
+
 TEST(LaunchPlan, CapacityErrors) {
   for (const char* c : {"InsufficientInstanceCapacity", "UnfulfillableCapacity", "MaxSpotInstanceCountExceeded",
                         "SpotMaxPriceTooLow", "InsufficientCapacity"}) {

@@ -173,6 +173,8 @@ std::vector<KeySpec> settings_schema() {
       {"allowed_instance_types", K::kList, "", "globs limiting the types provision claims and launches ('c* m7i.*')"},
       {"subnets", K::kList, "", "subnet ids to launch into (CreateFleet tries them all)"},
       {"image_id", K::kString, "", "AMI of the runner instances"},
+      {"resource_class_images", K::kString, "",
+       "AMIs of particular resource classes (an arm64 or GPU image), class=ami-…[;class=ami-…]; others run image_id"},
       {"instance_profile", K::kString, "", "instance profile (name or ARN) giving the agent its narrow role"},
       {"instance_role_id", K::kString, "",
        "the unique id (AROA…) of the instance profile's role (required): each record is stored under "
@@ -396,6 +398,19 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   s.image_id = c.get_string("image_id");
   if (!s.image_id.empty() && !valid_aws_id(s.image_id, "ami-")) {
     c.reject("image_id", "'" + s.image_id + "' is not an AMI id");
+  }
+  for (const std::string& entry : split(c.get_string("resource_class_images"), ';')) {
+    if (trim(entry).empty()) continue;
+    auto eq = entry.find('=');
+    std::string cls = eq == std::string::npos ? "" : trim(entry.substr(0, eq));
+    std::string ami = eq == std::string::npos ? "" : trim(entry.substr(eq + 1));
+    const bool known = std::any_of(s.resource_classes.begin(), s.resource_classes.end(),
+                                   [&](const ResourceClass& rc) { return rc.name == cls; });
+    if (!known || !valid_aws_id(ami, "ami-") || s.resource_class_images.count(cls)) {
+      c.reject("resource_class_images", "'" + trim(entry) + "' is not class=ami-… for a class of resource_classes, "
+               "once per class");
+    }
+    s.resource_class_images[cls] = ami;
   }
   s.instance_profile = c.get_string("instance_profile");
   s.instance_role_id = c.get_string("instance_role_id");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -62,6 +63,7 @@ struct Settings {
   std::vector<std::string> allowed_instance_types;  // globs; empty: any of the class's types
   std::vector<std::string> subnets;
   std::string image_id;
+  std::map<std::string, std::string> resource_class_images;  // class → its own AMI (else image_id)
   std::string instance_profile;  // name, or an arn:… ARN
   std::string instance_role_id;  // AROA…: records are keyed "<role id>:<instance id>" (common/pool/record_key.h)
   std::vector<std::string> security_groups;

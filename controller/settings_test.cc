@@ -75,6 +75,32 @@ TEST(Settings, Defaults) {
   EXPECT_THROW(require_aws(load("instance_role_id = AROA3XFRBF535PLBIFPI4\n")), ConfigError);  // no region
 }
 
+TEST(Settings, ResourceClassImagesNameKnownClassesOnce) {
+  Settings s = load("resource_classes = small=c7i.large;arm=c7g.large\nresource_class_images = arm=ami-0123456789abcdef0\n");
+  EXPECT_EQ(s.resource_class_images, (std::map<std::string, std::string>{{"arm", "ami-0123456789abcdef0"}}));
+  for (const char* bad : {"gpu=ami-0123456789abcdef0", "arm=ami-", "arm", "arm=ami-01234567;arm=ami-01234568",
+                          "arm=i-0123456789abcdef0"}) {
+    EXPECT_THROW(load(std::string("resource_classes = small=c7i.large;arm=c7g.large\nresource_class_images = ") + bad +
+                      "\n"),
+                 ConfigError)
+        << bad;
+  }
+}
+
+TEST(Settings, InstanceTagsAndRootVolume) {
+  Settings s = load("instance_tags = Name=ci-runner CostCenter=42\nroot_volume_size = 100\nroot_volume_type = gp3\n");
+  ASSERT_EQ(s.instance_tags.size(), 2u);
+  EXPECT_EQ(s.instance_tags[0], (std::pair<std::string, std::string>{"Name", "ci-runner"}));
+  EXPECT_EQ(s.root_volume_size, 100);
+  EXPECT_EQ(s.root_volume_type, "gp3");
+  EXPECT_EQ(s.root_volume_device, "/dev/xvda");
+  for (const char* bad : {"instance_tags = runpool:pool=x", "instance_tags = aws:foo=1", "instance_tags = novalue",
+                          "instance_tags = =x", "root_volume_type = ssd", "root_volume_size = -1",
+                          "root_volume_device = xvda", "root_volume_device = /dev/x;rm"}) {
+    EXPECT_THROW(load(std::string(bad) + "\n"), ConfigError) << bad;
+  }
+}
+
 TEST(Settings, InstanceRoleIdIsARolesUniqueIdAndReachesTheAgent) {
   Settings s = load("instance_role_id = AROA3XFRBF535PLBIFPI4\n", {{"AWS_REGION", "eu-west-1"}});
   EXPECT_EQ(s.instance_role_id, "AROA3XFRBF535PLBIFPI4");
@@ -163,51 +189,6 @@ TEST(Settings, GithubServerDerivation) {
   EXPECT_EQ(github_server_for_api("https://ghes.example.com/api/v3"), "https://ghes.example.com");
   EXPECT_EQ(github_server_for_api("https://api.acme.ghe.com"), "https://acme.ghe.com");
   EXPECT_EQ(load("github_server_url = https://web.example/\n").github_server_url, "https://web.example");
-}
-
-TEST(Settings, GithubUrlsConfiguredBeatTheWorkflowsEnvironment) {
-  const Env job = {{"GITHUB_API_URL", "https://ghes.example.com/api/v3"},
-                   {"GITHUB_SERVER_URL", "https://ghes.example.com"}};
-  // Neither URL configured: the job's (a workflow on GHES or GHE.com needs no setting).
-  Settings s = load("", job);
-  EXPECT_EQ(s.github_api_url, "https://ghes.example.com/api/v3");
-  EXPECT_EQ(s.github_server_url, "https://ghes.example.com");
-  // Configured in the file, RUNPOOL_*, or as the default's own value: the configuration wins.
-  s = load("github_api_url = https://api.acme.ghe.com\n", job);
-  EXPECT_EQ(s.github_api_url, "https://api.acme.ghe.com");
-  EXPECT_EQ(s.github_server_url, "https://acme.ghe.com");
-  Env both = job;
-  both["RUNPOOL_GITHUB_API_URL"] = "https://api.github.com";
-  s = load("", both);
-  EXPECT_EQ(s.github_api_url, "https://api.github.com");
-  EXPECT_EQ(s.github_server_url, "https://github.com");
-  s = load("github_server_url = https://acme.ghe.com\n", job);
-  EXPECT_EQ(s.github_api_url, "https://api.acme.ghe.com");
-  EXPECT_EQ(s.github_server_url, "https://acme.ghe.com");
-  EXPECT_NE(error_of("", {{"GITHUB_API_URL", "not a url"}}).find("GITHUB_API_URL"), std::string::npos);
-}
-
-TEST(Settings, RunnerGroupsAndEnterpriseOwners) {
-  Settings s = load("github_owner = octo-org\ngithub_runner_group = Linux GPU\n");
-  EXPECT_EQ(s.github_runner_group, "Linux GPU");
-  EXPECT_NE(std::find(s.agent_config.begin(), s.agent_config.end(),
-                      std::pair<std::string, std::string>{"runner_group", "Linux GPU"}),
-            s.agent_config.end());
-  s = load("github_owner = enterprise:octo-corp\ngithub_runner_group = ent\ngithub_token = ghp_x\n");
-  EXPECT_EQ(s.github_owner, "enterprise:octo-corp");
-  // No group: the agent is told none (the Default group).
-  for (const auto& [k, v] : load("github_owner = octo-org\n").agent_config) EXPECT_NE(k, "runner_group");
-  // A repository's runners have no group to join; a name that could read as an option is refused.
-  EXPECT_NE(error_of("github_owner = octo/app\ngithub_runner_group = g\n").find("is a repository"), std::string::npos);
-  for (const char* bad : {"--url", "-x", "a/b", "a;b", "a=b"}) {
-    std::string e = error_of(std::string("github_owner = octo\ngithub_runner_group = ") + bad + "\n");
-    EXPECT_NE(e.find("github_runner_group"), std::string::npos) << bad << ": " << e;
-  }
-  // GitHub Apps cannot manage enterprise runners.
-  std::string e = error_of("github_owner = enterprise:octo-corp\ngithub_app_id = 123\ngithub_app_private_key_file = /k\n");
-  EXPECT_NE(e.find("github_app_id"), std::string::npos) << e;
-  EXPECT_NE(e.find("manage_runners:enterprise"), std::string::npos) << e;
-  EXPECT_NE(error_of("github_owner = enterprise:a/b\n").find("github_owner"), std::string::npos);
 }
 
 TEST(Settings, GithubUrlsConfiguredBeatTheWorkflowsEnvironment) {

@@ -27,6 +27,7 @@ Ec2Form create_fleet_form(const CreateFleetRequest& r) {
       const std::string override_prefix = form_key(prefix, "Overrides", j + 1);
       form.add_nonempty(form_key(override_prefix, "InstanceType"), o.instance_type);
       form.add_nonempty(form_key(override_prefix, "SubnetId"), o.subnet_id);
+      form.add_nonempty(form_key(override_prefix, "ImageId"), o.image_id);
       if (o.instance_requirements) {
         add_instance_requirements(form, form_key(override_prefix, "InstanceRequirements"), *o.instance_requirements);
       }

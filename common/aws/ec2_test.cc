@@ -186,8 +186,8 @@ TEST_F(Ec2Test, CreateFleetEncodesNestedConfigsOverridesAndRequirements) {
   CreateFleetRequest r;
   FleetLaunchTemplateConfig c;
   c.launch_template = LaunchTemplateRef{"", "lt", "$Latest"};
-  c.overrides.push_back(FleetOverride{"m5.large", "subnet-1", std::nullopt});
-  c.overrides.push_back(FleetOverride{"", "subnet-2", InstanceRequirements{2, 4, 4096, std::nullopt, {"m5.*", "c5.*"}}});
+  c.overrides.push_back(FleetOverride{"m5.large", "subnet-1", std::nullopt, "ami-0123456789abcdef0"});
+  c.overrides.push_back(FleetOverride{"", "subnet-2", InstanceRequirements{2, 4, 4096, std::nullopt, {"m5.*", "c5.*"}}, ""});
   r.launch_template_configs = {c};
   r.total_target_capacity = 3;
   r.on_demand_target_capacity = 1;
@@ -206,6 +206,7 @@ TEST_F(Ec2Test, CreateFleetEncodesNestedConfigsOverridesAndRequirements) {
                                 {"LaunchTemplateConfigs.1.LaunchTemplateSpecification.Version", "$Latest"},
                                 {"LaunchTemplateConfigs.1.Overrides.1.InstanceType", "m5.large"},
                                 {"LaunchTemplateConfigs.1.Overrides.1.SubnetId", "subnet-1"},
+                                {"LaunchTemplateConfigs.1.Overrides.1.ImageId", "ami-0123456789abcdef0"},
                                 {"LaunchTemplateConfigs.1.Overrides.2.SubnetId", "subnet-2"},
                                 {"LaunchTemplateConfigs.1.Overrides.2.InstanceRequirements.VCpuCount.Min", "2"},
                                 {"LaunchTemplateConfigs.1.Overrides.2.InstanceRequirements.VCpuCount.Max", "4"},
@@ -291,10 +292,15 @@ const char* kVersionXml =
     "<launchTemplateData><imageId>ami-8c1be5f6</imageId><instanceType>t3.small</instanceType>"
     "<userData>IyEvYmluL3NoCg==</userData><iamInstanceProfile><name>runner</name></iamInstanceProfile>"
     "<metadataOptions><httpTokens>required</httpTokens><instanceMetadataTags>enabled</instanceMetadataTags>"
-    "</metadataOptions><tagSpecificationSet><item><resourceType>instance</resourceType><tagSet><item>"
+    "<httpPutResponseHopLimit>1</httpPutResponseHopLimit><httpEndpoint>enabled</httpEndpoint>"
+    "<httpProtocolIpv6>disabled</httpProtocolIpv6></metadataOptions><tagSpecificationSet><item><resourceType>instance</resourceType><tagSet><item>"
     "<key>runpool:pool</key><value>p</value></item></tagSet></item></tagSpecificationSet>"
     "<securityGroupIdSet><item>sg-1</item></securityGroupIdSet>"
-    "<instanceInitiatedShutdownBehavior>terminate</instanceInitiatedShutdownBehavior></launchTemplateData>";
+    "<instanceInitiatedShutdownBehavior>terminate</instanceInitiatedShutdownBehavior>"
+    "<blockDeviceMappingSet><item><deviceName>/dev/xvda</deviceName><ebs><volumeSize>64</volumeSize>"
+    "<volumeType>gp3</volumeType><deleteOnTermination>true</deleteOnTermination></ebs></item>"
+    "<item><deviceName>/dev/sdf</deviceName><ebs><volumeSize>200</volumeSize>"
+    "<deleteOnTermination>false</deleteOnTermination></ebs></item></blockDeviceMappingSet></launchTemplateData>";
 
 TEST_F(Ec2Test, LaunchTemplateCallsEncodeTheirData) {
   http_.push(200, wrap("CreateLaunchTemplate", kLaunchTemplateXml));
@@ -326,6 +332,9 @@ TEST_F(Ec2Test, LaunchTemplateCallsEncodeTheirData) {
   v.data.image_id = "ami-2";
   v.data.require_imdsv2 = false;
   v.data.instance_metadata_tags = false;
+  v.data.metadata_hop_limit = 1;
+  v.data.metadata_http_protocol_ipv6 = "enabled";
+  v.data.block_devices = {{"/dev/xvda", 64, "gp3", true}, {"/dev/sdf", 0, "", false}};
   ec2_.create_launch_template_version(v);
   ec2_.set_default_launch_template_version(LaunchTemplateRef{"", "runpool", "2"});
   ec2_.describe_launch_template_versions(LaunchTemplateRef{"lt-1", "", ""}, {"$Latest", "2"});
@@ -353,7 +362,15 @@ TEST_F(Ec2Test, LaunchTemplateCallsEncodeTheirData) {
                              {"Version", "2016-11-15"},
                              {"LaunchTemplateName", "runpool"},
                              {"SourceVersion", "1"},
-                             {"LaunchTemplateData.ImageId", "ami-2"}}));
+                             {"LaunchTemplateData.ImageId", "ami-2"},
+                             {"LaunchTemplateData.MetadataOptions.HttpPutResponseHopLimit", "1"},
+                             {"LaunchTemplateData.MetadataOptions.HttpProtocolIpv6", "enabled"},
+                             {"LaunchTemplateData.BlockDeviceMapping.1.DeviceName", "/dev/xvda"},
+                             {"LaunchTemplateData.BlockDeviceMapping.1.Ebs.VolumeSize", "64"},
+                             {"LaunchTemplateData.BlockDeviceMapping.1.Ebs.VolumeType", "gp3"},
+                             {"LaunchTemplateData.BlockDeviceMapping.1.Ebs.DeleteOnTermination", "true"},
+                             {"LaunchTemplateData.BlockDeviceMapping.2.DeviceName", "/dev/sdf"},
+                             {"LaunchTemplateData.BlockDeviceMapping.2.Ebs.DeleteOnTermination", "false"}}));
   EXPECT_EQ(sent(2), (Params{{"Action", "ModifyLaunchTemplate"},
                              {"Version", "2016-11-15"},
                              {"LaunchTemplateName", "runpool"},
@@ -473,6 +490,11 @@ TEST_F(Ec2Test, LaunchTemplateVersionsParseDataAndDecodeUserData) {
   EXPECT_EQ(v.data.tag_specifications[0].tags, (std::vector<Tag>{{"runpool:pool", "p"}}));
   EXPECT_EQ(v.data.security_group_ids, (std::vector<std::string>{"sg-1"}));
   EXPECT_EQ(v.data.instance_initiated_shutdown_behavior, "terminate");
+  EXPECT_EQ(v.data.metadata_hop_limit, 1);
+  EXPECT_EQ(v.data.metadata_http_endpoint, "enabled");
+  EXPECT_EQ(v.data.metadata_http_protocol_ipv6, "disabled");
+  EXPECT_EQ(v.data.block_devices,
+            (std::vector<BlockDevice>{{"/dev/xvda", 64, "gp3", true}, {"/dev/sdf", 200, "", false}}));
   EXPECT_TRUE(versions[1].default_version);
   EXPECT_EQ(versions[1].version_number, 1);
   EXPECT_FALSE(versions[1].data.require_imdsv2);

@@ -116,6 +116,7 @@ struct FleetOverride {
   std::string instance_type;  // leave empty when giving instance_requirements
   std::string subnet_id;
   std::optional<InstanceRequirements> instance_requirements;
+  std::string image_id;  // "": the launch template's
 };
 
 struct FleetLaunchTemplateConfig {
