@@ -30,6 +30,44 @@ bool return_drained(Context& ctx, const pool::InstanceRecord& record) {
   return true;
 }
 
+pool::RunnerFateDecision settle_runner(Context& ctx, const pool::InstanceRecord& r, bool agent_left, bool forced,
+                                       const std::function<void()>& on_delete) {
+  pool::RunnerFateFacts f;
+  f.agent_left_runner = agent_left;
+  if (r.signal_generation == r.generation && r.signal_detail != "-") f.agent_detail = r.signal_detail;
+  f.runner_id = r.runner_id;
+  f.deadline_forces = forced || (r.hard_deadline_ms != 0 && ctx.now_ms() >= r.hard_deadline_ms);
+  pool::RunnerFateDecision d = pool::decide_runner_fate(f);
+  if (!d.delete_runner) return d;
+  try {
+    if (on_delete) on_delete();
+    switch (ctx.github.remove(r.runner_id)) {
+      case github::DeleteOutcome::kDeleted: f.deleted = pool::ControllerDelete::kDeleted; break;
+      case github::DeleteOutcome::kAlreadyGone: f.deleted = pool::ControllerDelete::kAlreadyGone; break;
+      case github::DeleteOutcome::kBusy:
+        f.deleted = pool::ControllerDelete::kBusy;
+        f.delete_error = "GitHub: still running a job";
+        break;
+    }
+  } catch (const std::exception& e) {
+    f.deleted = pool::ControllerDelete::kFailed;
+    f.delete_error = e.what();
+  }
+  d = pool::decide_runner_fate(f);
+  if (d.fate == pool::RunnerFate::kLeftRegistered) spdlog::warn("instance {}: {}", r.instance_id, d.detail);
+  else spdlog::info("instance {}: {}", r.instance_id, d.detail);
+  return d;
+}
+
+bool hand_fresh_remove_token(Context& ctx, const pool::InstanceRecord& r, const std::function<Secret()>& remove_token) {
+  if (!pool::wants_remove_token(r)) return false;
+  pool::Step step = pool::refresh_remove_token(r, remove_token());
+  if (!ctx.table.transition(r.instance_id, step.expect, step.change)) return false;
+  spdlog::info("instance {}: its agent's remove token was refused; a fresh one is in its record", r.instance_id);
+  wake_agents(ctx.queue, {r.instance_id});
+  return true;
+}
+
 namespace {
 
 enum class Fate { kDraining, kReturned, kGone, kFailed };
@@ -156,15 +194,26 @@ DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>
         } else if (r->state == State::kTerminating || r->state == State::kTerminated) {
           out.gone.push_back(mine.instance_id);
         } else if (r->state == State::kDraining && pool::agent_reported(*r, pool::AgentSignal::kDrained)) {
-          if (return_drained(ctx, *r)) {
+          // Back to the pool only with its runner gone from GitHub: a runner left registered
+          // under the run's label would be a ghost of this run.
+          pool::RunnerFateDecision fate = settle_runner(ctx, *r, pool::runner_left_registered(*r), false);
+          out.runners.emplace(mine.instance_id, DrainOutcome::Runner{fate.fate, fate.detail});
+          if (!fate.proceed) {
+            out.left.push_back(mine.instance_id);
+          } else if (return_drained(ctx, *r)) {
             out.returned.push_back(mine.instance_id);
           } else {
             resolved = false;  // moved under us: look again next round
           }
         } else if (pool::agent_reported(*r, pool::AgentSignal::kFailed)) {
-          spdlog::warn("instance {}: its agent failed while draining ({}); terminating it", r->instance_id,
-                       r->signal_detail);
-          stragglers.push_back(*r);
+          spdlog::warn("instance {}: its agent failed while draining ({})", r->instance_id, r->signal_detail);
+          pool::RunnerFateDecision fate = settle_runner(ctx, *r, true, false);
+          out.runners.emplace(mine.instance_id, DrainOutcome::Runner{fate.fate, fate.detail});
+          if (fate.proceed) stragglers.push_back(*r);
+          else out.left.push_back(mine.instance_id);
+        } else if (pool::wants_remove_token(*r)) {
+          hand_fresh_remove_token(ctx, *r, remove_token);
+          resolved = false;  // the agent goes on deregistering with it
         } else {
           resolved = false;
         }
@@ -192,6 +241,9 @@ DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>
   for (const auto& [id, r] : draining) {
     if (options.terminate_stragglers && timed_out) {
       spdlog::warn("instance {}: not drained within {}; terminating it", id, format_duration(options.wait));
+      // The wait is the bound: the instance goes, its runner deleted first when GitHub lets us.
+      pool::RunnerFateDecision fate = settle_runner(ctx, r, true, true);
+      out.runners.emplace(id, DrainOutcome::Runner{fate.fate, fate.detail});
       stragglers.push_back(r);
     } else {
       out.left.push_back(id);

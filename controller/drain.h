@@ -6,10 +6,12 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "common/pool/instance_record.h"
+#include "common/pool/runner_fate.h"
 #include "common/secret.h"
 #include "controller/context.h"
 
@@ -22,6 +24,14 @@ struct DrainOutcome {
   std::vector<std::string> gone;        // terminating/terminated/removed by someone else, or gone from
                                         // EC2 while draining (its record closed)
   std::vector<std::string> errors;      // "<id>: what failed"
+  // What became of each settled instance's runner on GitHub: deregistered by its agent, deleted
+  // by runpoolctl, or left registered (then the instance was not returned, and terminated only
+  // when a deadline forced it).
+  struct Runner {
+    pool::RunnerFate fate;
+    std::string detail;
+  };
+  std::map<std::string, Runner> runners;
 };
 
 struct DrainOptions {
@@ -33,6 +43,17 @@ struct DrainOptions {
 // `remove_token` is asked for at most once, and only when some record still has to start draining.
 DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>& records,
                            const std::function<Secret()>& remove_token, const DrainOptions& options);
+
+// Makes sure the record's runner is gone from GitHub before its instance is terminated or
+// returned: nothing to do when its agent deregistered it (`agent_left`: false), else a DELETE of
+// the record's runner_id with the controller's own credentials (on_delete: each call). `forced`: a
+// deadline makes the instance go whatever GitHub answers.
+pool::RunnerFateDecision settle_runner(Context& ctx, const pool::InstanceRecord& record, bool agent_left, bool forced,
+                                       const std::function<void()>& on_delete = {});
+
+// A drain whose agent handed back a refused remove token (pool::wants_remove_token) gets a fresh
+// one. True when it was written.
+bool hand_fresh_remove_token(Context& ctx, const pool::InstanceRecord& record, const std::function<Secret()>& remove_token);
 
 // draining(gen) with `drained` for gen → idle, then the pool message, then advertise_pending
 // cleared. False when the record did not meet the condition (someone else moved it). A failed

@@ -49,6 +49,7 @@ int run_release(Context& ctx, const ReleaseOptions& o) {
                       &DrainOutcome::errors}) {
       (total.*part).insert((total.*part).end(), (d.*part).begin(), (d.*part).end());
     }
+    total.runners.insert(d.runners.begin(), d.runners.end());
     if (ctx.cancelled.load()) break;
   }
   failed = failed || !total.errors.empty() || !total.left.empty();
@@ -77,6 +78,9 @@ std::string release_text(const std::string& label, const DrainOutcome& d) {
   list("terminated", d.terminated);
   list("gone", d.gone);
   list("still draining", d.left);
+  for (const auto& [id, r] : d.runners) {
+    if (r.fate != pool::RunnerFate::kDeregisteredByAgent) out += fmt::format("  runner of {}: {}\n", id, r.detail);
+  }
   for (const auto& e : d.errors) out += "  error: " + e + "\n";
   return out;
 }
@@ -94,6 +98,16 @@ Json::Value release_json(const std::string& label, const DrainOutcome& d) {
   v["gone"] = arr(d.gone);
   v["draining"] = arr(d.left);
   v["errors"] = arr(d.errors);
+  // instance → {fate, detail}: whether its runner was deregistered by its agent, deleted by
+  // runpoolctl, already gone, or left registered.
+  Json::Value runners(Json::objectValue);
+  for (const auto& [id, r] : d.runners) {
+    Json::Value j(Json::objectValue);
+    j["fate"] = std::string(pool::runner_fate_name(r.fate));
+    j["detail"] = r.detail;
+    runners[id] = j;
+  }
+  v["runners"] = runners;
   return v;
 }
 

@@ -15,6 +15,7 @@
 #include "common/pool/memory_state_table.h"
 #include "common/pool/scale_down_plan.h"
 #include "common/pool/transitions.h"
+#include "controller/drain.h"
 #include "controller/metrics_events.h"
 
 namespace runpool::controller {
@@ -31,6 +32,7 @@ pool::RunnerView runner_view(const github::Runner& r) { return {r.id, r.name, r.
 struct Outcome {
   enum Kind { kPlanned, kDone, kKept, kSkipped, kLeft, kFailed } kind = kPlanned;
   std::string detail;
+  std::string runner_fate{};  // a drain's: what became of the runner (pool::runner_fate_name)
 };
 
 const char* outcome_name(Outcome::Kind k) {
@@ -264,9 +266,37 @@ class ScaleDown {
       log_result(r);
       return true;
     }
-    if (!pool::agent_reported(*now, pool::AgentSignal::kDrained)) return false;
+    const bool drained = pool::agent_reported(*now, pool::AgentSignal::kDrained);
+    const bool failed = pool::agent_reported(*now, pool::AgentSignal::kFailed);
+    if (!drained && !failed) {
+      if (pool::wants_remove_token(*now)) {
+        try {
+          hand_fresh_remove_token(ctx_, *now, [&] {
+            ++calls_.remove_tokens;
+            return ctx_.github.remove_token();
+          });
+        } catch (const std::exception& e) {
+          spdlog::warn("scale-down: a fresh remove token for {}: {}", now->instance_id, e.what());
+        }
+      }
+      return false;
+    }
+    // Terminated only with its runner gone from GitHub: deregistered by the agent, else deleted
+    // here; when neither, the instance stays draining for a later pass (or refresh).
+    pool::RunnerFateDecision fate =
+        settle_runner(ctx_, *now, failed || pool::runner_left_registered(*now), false, [&] { ++calls_.deletes; });
+    if (!fate.proceed) {
+      r.outcome = {Outcome::kLeft, fate.detail, std::string(pool::runner_fate_name(fate.fate))};
+      log_result(r);
+      return true;
+    }
     r.outcome = begin_terminate(*now, &r);
-    if (r.outcome.kind == Outcome::kDone) r.outcome.detail = "drained and deregistered";
+    if (r.outcome.kind == Outcome::kDone) {
+      r.outcome.detail = fate.fate == pool::RunnerFate::kDeregisteredByAgent && !failed
+                             ? "drained and deregistered"
+                             : (failed ? "its agent failed while draining; " : "drained; ") + fate.detail;
+      r.outcome.runner_fate = std::string(pool::runner_fate_name(fate.fate));
+    }
     log_result(r);
     return true;
   }
@@ -377,6 +407,7 @@ class ScaleDown {
       if (d.runner_id) j["runner_id"] = Json::Int64(d.runner_id);
       j["outcome"] = outcome_name(r.outcome.kind);
       if (!r.outcome.detail.empty()) j["detail"] = r.outcome.detail;
+      if (!r.outcome.runner_fate.empty()) j["runner_fate"] = r.outcome.runner_fate;
       doc["decisions"].append(j);
     }
     doc["summary"] = Json::Value(Json::objectValue);
