@@ -84,6 +84,20 @@ function createControl({ model, auth, broker, calls }) {
       model.deleteRunner(r); // a force removal: busy or not
       return ok({ deleted: r.id });
     }],
+    // The next `count` removals of this runner answer a server error instead: `via` "runner" (the
+    // runner's own DELETE, i.e. config.sh remove), "rest" (DELETE …/actions/runners/{id}) or "both".
+    ['POST', /^\/runners\/(\d+)\/removal-errors$/, (b, m) => {
+      const r = model.runners.get(Number(m[1]));
+      if (!r) return bad('no such runner', 404);
+      const count = b.count === undefined ? 1 : b.count;
+      if (!Number.isInteger(count) || count < 0) return bad('count must be an integer >= 0');
+      const status = b.status === undefined ? 500 : b.status;
+      if (![500, 502, 503].includes(status)) return bad('status must be 500, 502 or 503');
+      const via = b.via === undefined ? 'both' : b.via;
+      if (!['runner', 'rest', 'both'].includes(via)) return bad('via must be "runner", "rest" or "both"');
+      r.removalErrors = count ? { count, status, via } : null;
+      return ok({ id: r.id, removalErrors: r.removalErrors });
+    }],
     ['POST', /^\/runners\/(\d+)\/busy$/, (b, m) => {
       const r = model.runners.get(Number(m[1]));
       if (!r) return bad('no such runner', 404);

@@ -204,6 +204,15 @@ class Model {
     this.byClientId.set(r.clientId, r.id);
   }
 
+  // The status a removal of `r` answers with instead (control's /runners/<id>/removal-errors), or
+  // 0; `via` 'rest' or 'runner'. Consumes one of the configured errors.
+  takeRemovalError(r, via) {
+    const e = r.removalErrors;
+    if (!e || (e.via !== 'both' && e.via !== via)) return 0;
+    if (--e.count <= 0) r.removalErrors = null;
+    return e.status;
+  }
+
   deleteRunner(r) {
     if (!this.runners.has(r.id)) return;
     this.runners.delete(r.id);

@@ -10,7 +10,7 @@
 //   4. with the access token: sessions, long-poll messages, and per job request acknowledge,
 //      acquire, renew, complete.
 const { decode, verifyRs256 } = require('./jwt');
-const { HttpError } = require('./rest');
+const { HttpError, serverError } = require('./rest');
 const { Model, DEFAULT_GROUP, lc } = require('./model');
 const { PIPELINES, serverUrlOf, authorizationUrlOf, publicKeyFrom } = require('./runnerfiles');
 const { randomToken } = require('./http');
@@ -127,6 +127,8 @@ function routes({ model, broker }) {
       const t = admin(ctx, 'remove');
       const r = model.runners.get(Number(ctx.params.agent_id));
       if (!r || r.scopeKey !== Model.scopeKey(t.owner, t.repo)) throw new HttpError(404, 'Not Found');
+      const failWith = model.takeRemovalError(r, 'runner');
+      if (failWith) throw serverError(failWith);
       if (r.busy) throw new HttpError(422, `Bad request - Runner "${r.name}" is still running a job"`);
       model.deleteRunner(r);
       return { status: 204 };

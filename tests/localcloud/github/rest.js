@@ -19,6 +19,13 @@ class HttpError extends Error {
   }
 }
 
+// GitHub's 5xx answer: `{"message":"Server Error"}` and nothing else.
+function serverError(status) {
+  const e = new HttpError(status, 'Server Error');
+  e.body = { message: 'Server Error' };
+  return e;
+}
+
 const scopeOf = (p) => ({ owner: p.owner ?? p.org ?? (p.enterprise != null ? `enterprise:${p.enterprise}` : undefined), repo: p.repo ?? null });
 
 // The path a moved repository's REST path redirects to (/repositories/<id>/…), or null.
@@ -130,6 +137,8 @@ function routes({ model, broker, downloads }) {
     'GET /{runner_id}': (ctx) => ({ status: 200, body: restRunner(broker, find(ctx)) }),
     'DELETE /{runner_id}': (ctx) => {
       const r = find(ctx);
+      const failWith = model.takeRemovalError(r, 'rest');
+      if (failWith) throw serverError(failWith);
       if (r.busy) throw new HttpError(422, `Bad request - Runner "${r.name}" is still running a job"`, { doc: `${DOC}#delete-a-self-hosted-runner-from-a-repository` });
       model.deleteRunner(r);
       return { status: 204 };
@@ -185,4 +194,4 @@ function routes({ model, broker, downloads }) {
   return out;
 }
 
-module.exports = { routes, HttpError, restRunner, access, redirectFor, resolveRepository };
+module.exports = { routes, HttpError, serverError, restRunner, access, redirectFor, resolveRepository };

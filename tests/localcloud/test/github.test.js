@@ -119,6 +119,19 @@ test('list with Link pagination over several pages, name filter, get and delete'
   await ctl('POST', `/runners/${ids[1]}/busy`, { busy: true });
   const e = await rejects(o.rest.actions.deleteSelfHostedRunnerFromRepo({ owner: 'acme', repo: 'pages', runner_id: ids[1] }), 422);
   assert.equal(e.response.data.message, 'Bad request - Runner "p-1" is still running a job"');
+
+  // removal-errors: the next removals answer GitHub's 5xx body, then the runner goes as usual.
+  await ctl('POST', `/runners/${ids[1]}/busy`, { busy: false });
+  assert.equal((await ctl('POST', `/runners/${ids[1]}/removal-errors`, { count: 2, status: 502, via: 'rest' })).removalErrors.count, 2);
+  for (let i = 0; i < 2; i++) {
+    const se = await rejects(o.rest.actions.deleteSelfHostedRunnerFromRepo({ owner: 'acme', repo: 'pages', runner_id: ids[1] }), 502);
+    assert.deepEqual(se.response.data, { message: 'Server Error' });
+  }
+  assert.equal((await o.rest.actions.deleteSelfHostedRunnerFromRepo({ owner: 'acme', repo: 'pages', runner_id: ids[1] })).status, 204);
+  // `via: runner` leaves the REST removal alone.
+  await ctl('POST', `/runners/${ids[2]}/removal-errors`, { count: 1, via: 'runner' });
+  assert.equal((await o.rest.actions.deleteSelfHostedRunnerFromRepo({ owner: 'acme', repo: 'pages', runner_id: ids[2] })).status, 204);
+  await assert.rejects(ctl('POST', `/runners/${ids[3]}/removal-errors`, { status: 404 }));
 });
 
 test('labels: list, add, set, remove one, remove all', async () => {
