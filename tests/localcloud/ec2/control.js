@@ -52,6 +52,13 @@ function createControl(world) {
         if (inst.lifecycle !== 'spot') return fail(409, `${inst.id} is not a spot instance`);
         if (!up) return fail(409, `${inst.id} is ${inst.state}`);
         return ok({ instanceId: inst.id, ...inst.rebalance() });
+      case 'POST termination-protection':
+        // As ModifyInstanceAttribute DisableApiTermination would set it: TerminateInstances naming the
+        // instance then fails whole with OperationNotPermitted.
+        if (typeof b.enabled !== 'boolean') return fail(400, 'enabled must be true or false');
+        if (inst.state === 'terminated') return fail(409, `${inst.id} is terminated`);
+        inst.disableApiTermination = b.enabled;
+        return ok({ instanceId: inst.id, disableApiTermination: inst.disableApiTermination });
       case 'POST poweroff':
         if (!up) return fail(409, `${inst.id} is ${inst.state}`);
         return ok({ instanceId: inst.id, behavior: inst.instanceInitiatedShutdown() });

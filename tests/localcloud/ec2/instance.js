@@ -211,6 +211,7 @@ class Instance {
       imageId: this.imageId, availabilityZone: this.az, subnetId: this.subnetId || null,
       shutdownBehavior: this.shutdownBehavior, metadataOptions: this.metadata,
       iamInstanceProfile: this.profile ? this.profile.arn : null, stateReason: this.stateReason, recordOnly: !!this.recordOnly,
+      disableApiTermination: !!this.disableApiTermination,
       spotNotice: this.notices.spot && { action: this.notices.spot.action, time: new Date(this.notices.spot.at).toISOString() },
       rebalanceNotice: this.notices.rebalance && { noticeTime: new Date(this.notices.rebalance.at).toISOString() },
       isolation: this.world.isolation.mode,

@@ -497,3 +497,24 @@ test('record-only instances: described, filtered, paginated and terminated like 
     assert.equal(r.status, 400, JSON.stringify(bad));
   }
 });
+
+test('termination protection: a TerminateInstances naming a protected instance fails whole, as on EC2', async () => {
+  const made = await ec2.control('POST', '/record-only-instances', { count: 2 });
+  const [locked, other] = made.json.instanceIds;
+  const on = await ec2.control('POST', `/instances/${locked}/termination-protection`, { enabled: true });
+  assert.deepEqual(on.json, { instanceId: locked, disableApiTermination: true });
+  assert.equal((await ec2.control('GET', `/instances/${locked}`)).json.disableApiTermination, true);
+  assert.equal((await ec2.control('POST', `/instances/${locked}/termination-protection`, {})).status, 400);
+  await assert.rejects(client.send(new E.TerminateInstancesCommand({ InstanceIds: [other, locked] })), (err) => {
+    assert.equal(err.name, 'OperationNotPermitted');
+    assert.equal(err.message, `The instance '${locked}' may not be terminated. Modify its 'disableApiTermination' instance attribute and try again.`);
+    return true;
+  });
+  assert.equal(await stateOf(other), 'running', 'the whole call failed: the other instance too');
+  await client.send(new E.TerminateInstancesCommand({ InstanceIds: [other] }));
+  assert.equal(await stateOf(other), 'terminated');
+  await ec2.control('POST', `/instances/${locked}/termination-protection`, { enabled: false });
+  await client.send(new E.TerminateInstancesCommand({ InstanceIds: [locked] }));
+  assert.equal(await stateOf(locked), 'terminated');
+  assert.equal((await ec2.control('POST', `/instances/${locked}/termination-protection`, { enabled: true })).status, 409);
+});
