@@ -2,6 +2,8 @@
 // instances by their launch tags. Behind an interface for tests; Ec2Compute is the real one.
 #pragma once
 
+#include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,12 +18,33 @@ inline constexpr const char* kTagTable = "runpool:table";
 inline constexpr const char* kTagLabel = "runpool:label";
 inline constexpr const char* kTagResourceClass = "runpool:resource-class";
 
+// Some instances of a terminate() call were not terminated — EC2 refused them (termination
+// protection: OperationNotPermitted), or an error stopped the call after that — while every other
+// id was terminated (or was gone already). Thrown after the rest was done, so a caller that
+// catches only std::exception still sees a failure.
+class TerminateError : public std::runtime_error {
+ public:
+  explicit TerminateError(std::map<std::string, std::string> not_terminated)
+      : std::runtime_error(describe(not_terminated)), not_terminated_(std::move(not_terminated)) {}
+  // Instance id → why it was not terminated (EC2's error).
+  const std::map<std::string, std::string>& not_terminated() const { return not_terminated_; }
+
+ private:
+  static std::string describe(const std::map<std::string, std::string>& m) {
+    std::string s = std::to_string(m.size()) + " instance(s) not terminated";
+    for (const auto& [id, why] : m) s += "; " + id + ": " + why;
+    return s;
+  }
+  std::map<std::string, std::string> not_terminated_;
+};
+
 class Compute {
  public:
   virtual ~Compute() = default;
   // Partial fulfilment is a result; a whole-call failure (capacity included) is an AwsError.
   virtual aws::CreateFleetResult create_fleet(const aws::CreateFleetRequest& request) = 0;
-  // Terminates; ids EC2 no longer knows are not an error.
+  // Terminates; ids EC2 no longer knows are not an error. One instance EC2 will not terminate
+  // does not keep the others up: they are terminated, then TerminateError names it and why.
   virtual void terminate(const std::vector<std::string>& instance_ids) = 0;
   // The given instances as EC2 sees them (missing ones are left out).
   virtual std::vector<aws::Instance> describe(const std::vector<std::string>& instance_ids) = 0;

@@ -3,11 +3,15 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
 
 #include "controller/launch_template.h"
 
 namespace runpool::controller {
 namespace {
+
+// EC2's answer when an instance may not be terminated: its disableApiTermination attribute is set.
+bool is_termination_refused(const std::string& code) { return code == "OperationNotPermitted"; }
 
 std::vector<std::vector<std::string>> chunks(const std::vector<std::string>& ids, size_t n) {
   std::vector<std::vector<std::string>> out;
@@ -49,22 +53,49 @@ void Ec2Compute::check_launch_template() {
 }
 
 void Ec2Compute::terminate(const std::vector<std::string>& instance_ids) {
-  for (const auto& batch : chunks(instance_ids, 500)) {
+  // TerminateInstances is all or nothing: one unknown id, or one instance with termination
+  // protection (OperationNotPermitted), fails the whole call. Then each id goes alone: unknown ones
+  // are gone already, protected ones are reported (TerminateError) and the rest terminated.
+  std::map<std::string, std::string> refused;
+  const auto batches = chunks(instance_ids, 500);
+  for (size_t b = 0; b < batches.size(); ++b) {
     try {
-      ec2_.terminate_instances(batch);
+      ec2_.terminate_instances(batches[b]);
+      continue;
     } catch (const aws::AwsError& e) {
-      if (!aws::is_instance_not_found(e.code())) throw;
-      // One unknown id fails the whole call: go one by one, unknown ones being gone already.
-      for (const auto& id : batch) {
-        try {
-          ec2_.terminate_instances({id});
-        } catch (const aws::AwsError& one) {
-          if (!aws::is_instance_not_found(one.code())) throw;
+      if (!aws::is_instance_not_found(e.code()) && !is_termination_refused(e.code())) {
+        if (refused.empty()) throw;  // the call's own failure, as ever
+        for (size_t rest = b; rest < batches.size(); ++rest) {
+          for (const auto& id : batches[rest]) refused[id] = e.what();
+        }
+        break;
+      }
+    }
+    bool stopped = false;
+    for (size_t i = 0; i < batches[b].size() && !stopped; ++i) {
+      const std::string& id = batches[b][i];
+      try {
+        ec2_.terminate_instances({id});
+      } catch (const aws::AwsError& one) {
+        if (aws::is_instance_not_found(one.code())) {
           spdlog::debug("instance {} is unknown to EC2: nothing to terminate", id);
+        } else if (is_termination_refused(one.code())) {
+          spdlog::warn("instance {}: EC2 will not terminate it: {}", id, one.message());
+          refused[id] = one.what();
+        } else {
+          // Not about this instance (an outage, throttling after retries): stop calling; what is
+          // left is not terminated (with nothing refused yet, the error itself, as ever).
+          if (refused.empty()) throw;
+          for (size_t rest = b; rest < batches.size(); ++rest) {
+            for (size_t j = rest == b ? i : 0; j < batches[rest].size(); ++j) refused[batches[rest][j]] = one.what();
+          }
+          stopped = true;
         }
       }
     }
+    if (stopped) break;
   }
+  if (!refused.empty()) throw TerminateError(std::move(refused));
 }
 
 std::vector<aws::Instance> Ec2Compute::describe(const std::vector<std::string>& instance_ids) {

@@ -1,6 +1,7 @@
 // Compute on EC2: CreateFleet, TerminateInstances in batches (ids EC2 no longer knows are not an
-// error), and DescribeInstances by filters — never by InstanceId.N, which fails the whole call when
-// one id is unknown.
+// error; one with termination protection is reported without keeping the others up), and
+// DescribeInstances by filters — never by InstanceId.N, which fails the whole call when one id is
+// unknown.
 #pragma once
 
 #include "common/aws/ec2.h"

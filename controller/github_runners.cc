@@ -57,4 +57,10 @@ std::vector<github::Runner> GithubRunners::list() { return client().list_runners
 github::DeleteOutcome GithubRunners::remove(int64_t runner_id) { return client().delete_runner(runner_id); }
 std::optional<github::Runner> GithubRunners::get(int64_t runner_id) { return client().get_runner(runner_id); }
 
+long GithubRunners::requests_sent(const std::string& operation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!caller_) return 0;  // GitHub not used yet
+  return operation.empty() ? caller_->requests_sent() : caller_->requests_for(operation);
+}
+
 }  // namespace runpool::controller

@@ -25,6 +25,7 @@ class GithubRunners final : public Runners {
   std::vector<github::Runner> list() override;
   github::DeleteOutcome remove(int64_t runner_id) override;
   std::optional<github::Runner> get(int64_t runner_id) override;
+  long requests_sent(const std::string& operation) override;
 
  private:
   github::GithubClient& client();  // throws ConfigError when GitHub is not configured

@@ -82,6 +82,12 @@ class FakeRunners final : public Runners {
     return Secret("remove-token");
   }
   std::string registration_url() override { return "https://github.com/o/r"; }
+  long requests_sent(const std::string& operation) override {
+    if (operation == "ListRunners") return lists;
+    if (operation == "CreateRemoveToken") return remove_tokens;
+    if (operation == "DeleteRunner") return static_cast<long>(deleted.size());
+    return operation.empty() ? lists + remove_tokens + static_cast<long>(deleted.size()) : 0;
+  }
   std::vector<github::Runner> list() override {
     ++lists;
     if (on_list) on_list();

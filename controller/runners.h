@@ -24,6 +24,10 @@ class Runners {
   virtual github::DeleteOutcome remove(int64_t runner_id) = 0;
   // One runner by id (scale-down's last-chance check); nullopt when GitHub does not know it. The
   // default looks through list(); GithubRunners asks for the one runner.
+  // HTTP requests sent to GitHub so far — each retry and redirect hop counts, as GithubCaller
+  // counts them — for one of the GitHub client's operations ("ListRunners", "GetRunner",
+  // "CreateRemoveToken", "DeleteRunner", …), or for all of them ("": App installation tokens too).
+  virtual long requests_sent(const std::string& operation) = 0;
   virtual std::optional<github::Runner> get(int64_t runner_id) {
     for (auto& r : list()) {
       if (r.id == runner_id) return r;

@@ -52,16 +52,23 @@ struct Result {
   Outcome outcome;
 };
 
-// What this pass asked of GitHub, reported with the result (the budget docs/design.md states).
+// What this pass asked of GitHub, reported with the result (the budget docs/design.md states): HTTP
+// requests actually sent, each retry and redirect hop included, as the GitHub caller counts them.
 struct GithubCalls {
-  int lists = 0, gets = 0, remove_tokens = 0, deletes = 0;
+  int lists = 0, gets = 0, remove_tokens = 0, deletes = 0, total = 0;
 };
+
+GithubCalls github_calls(Runners& github) {
+  auto n = [&](const char* operation) { return static_cast<int>(github.requests_sent(operation)); };
+  return {n("ListRunners"), n("GetRunner"), n("CreateRemoveToken"), n("DeleteRunner"), n("")};
+}
 
 class ScaleDown {
  public:
   ScaleDown(Context& ctx, const ScaleDownOptions& o) : ctx_(ctx), s_(ctx.settings), o_(o) {}
 
   int run() {
+    calls_before_ = github_calls(ctx_.github);
     pool::ScaleDownSnapshot snap;
     snap.pool = s_.pool;
     if (!scan(snap)) return finish({});
@@ -74,6 +81,7 @@ class ScaleDown {
     notes_.insert(notes_.end(), plan.notes.begin(), plan.notes.end());
     std::vector<Result> results;
     for (auto& d : plan.decisions) results.push_back({std::move(d), {}});
+    fail_lookups(results, snap);
     if (!o_.dry_run) execute(results);
     return finish(results);
   }
@@ -109,7 +117,6 @@ class ScaleDown {
           notes_.push_back("owner " + owner + " is not github_owner (" + mine + "): its instances are kept");
           continue;
         }
-        ++calls_.lists;
         std::vector<pool::RunnerView> runners;
         for (const auto& r : ctx_.github.list()) runners.push_back(runner_view(r));
         snap.runners[owner] = std::move(runners);
@@ -122,7 +129,6 @@ class ScaleDown {
   pool::RunnerLookup look_up(int64_t runner_id) {
     pool::RunnerLookup l;
     try {
-      ++calls_.gets;
       if (auto r = ctx_.github.get(runner_id)) {
         l.result = pool::RunnerLookup::Result::kFound;
         l.runner = runner_view(*r);
@@ -138,6 +144,20 @@ class ScaleDown {
 
   void look_up_orphans(pool::ScaleDownSnapshot& snap) {
     for (int64_t id : pool::orphan_lookups(snap.records, s_.pool)) snap.lookups[id] = look_up(id);
+  }
+
+  // An orphan whose runner could not be looked up is kept as it is (never terminated on a failed
+  // lookup), and the pass fails: one warning with the reason, counted in `failed`, exit 1.
+  void fail_lookups(std::vector<Result>& results, const pool::ScaleDownSnapshot& snap) const {
+    for (auto& r : results) {
+      const pool::ScaleDownDecision& d = r.decision;
+      if (d.kind != ScaleDownKind::kKeep || d.rule != "orphan.lookup-failed") continue;
+      // The reason names the lookup's error; the JSON's detail carries it apart too.
+      auto l = snap.lookups.find(d.runner_id);
+      const std::string why = l == snap.lookups.end() || l->second.error.empty() ? "not looked up" : l->second.error;
+      r.outcome = {Outcome::kFailed, "runner lookup failed: " + why + "; kept as it is, retried next pass"};
+      spdlog::warn("scale-down: {} — failed", pool::describe(d));
+    }
   }
 
   void set_quotas(pool::ScaleDownSnapshot& snap) {
@@ -166,6 +186,7 @@ class ScaleDown {
 
   void execute(std::vector<Result>& results) {
     for (auto& r : results) {
+      if (r.outcome.kind == Outcome::kFailed) continue;  // failed before it could be carried out, logged
       if (ctx_.cancelled.load()) {
         if (r.decision.kind != ScaleDownKind::kKeep) r.outcome = {Outcome::kFailed, "cancelled before it was carried out"};
         continue;
@@ -213,14 +234,14 @@ class ScaleDown {
     r.decision = pool::recheck_before_drain(r.decision, look_up(r.decision.runner_id));
     if (r.decision.kind == ScaleDownKind::kKeep) return {Outcome::kKept, r.decision.reason};
     if (!remove_token_) {
-      ++calls_.remove_tokens;
       remove_token_ = ctx_.github.remove_token();  // one per pass; a failure fails this drain (and is retried)
     }
     const pool::InstanceRecord& rec = r.decision.record;
     if (!write(rec.instance_id, pool::drain_idle_shared(rec, *remove_token_, ctx_.now_ms(), s_.timeouts))) {
       return {Outcome::kSkipped, "the record changed, or its agent reports busy"};
     }
-    wake_agents(ctx_.queue, {rec.instance_id});
+    // A shared instance has no wake-up queue (launch makes none for it): its agent polls its record.
+    if (!rec.shared) wake_agents(ctx_.queue, {rec.instance_id});
     draining_.push_back(&r);
     return {Outcome::kLeft, "draining"};
   }
@@ -309,6 +330,18 @@ class ScaleDown {
       for (Result* r : batch) ids.push_back(r->decision.record.instance_id);
       try {
         ctx_.compute.terminate(ids);
+      } catch (const TerminateError& e) {
+        // The others were terminated: only the instances EC2 refused failed.
+        for (Result* r : batch) {
+          auto why = e.not_terminated().find(r->decision.record.instance_id);
+          if (why == e.not_terminated().end()) {
+            delete_runner_of_orphan(*r);
+            continue;
+          }
+          r->outcome = {Outcome::kFailed, "not terminated (refresh retries): " + why->second};
+          log_result(*r);
+        }
+        continue;
       } catch (const std::exception& e) {
         for (Result* r : batch) {
           r->outcome = {Outcome::kFailed, std::string("TerminateInstances (refresh retries): ") + e.what()};
@@ -325,7 +358,6 @@ class ScaleDown {
   void delete_runner_of_orphan(Result& r) {
     if (r.decision.rule != "orphan.offline-busy" || r.decision.runner_id == 0) return;
     try {
-      ++calls_.deletes;
       switch (ctx_.github.remove(r.decision.runner_id)) {
         case github::DeleteOutcome::kDeleted:
         case github::DeleteOutcome::kAlreadyGone: break;
@@ -357,6 +389,10 @@ class ScaleDown {
       if (r.outcome.kind == Outcome::kFailed) ++failed;
       ++counts[std::string(pool::scale_down_kind_name(r.decision.kind))];
     }
+    const GithubCalls now = github_calls(ctx_.github);
+    calls_ = {now.lists - calls_before_.lists, now.gets - calls_before_.gets,
+              now.remove_tokens - calls_before_.remove_tokens, now.deletes - calls_before_.deletes,
+              now.total - calls_before_.total};
     emit_metrics(results, failed);
     if (o_.json) {
       print_json(results, counts, failed);
@@ -417,6 +453,7 @@ class ScaleDown {
     calls["get_runner"] = calls_.gets;
     calls["remove_token"] = calls_.remove_tokens;
     calls["delete_runner"] = calls_.deletes;
+    calls["total"] = calls_.total;
     doc["github_calls"] = calls;
     doc["notes"] = Json::Value(Json::arrayValue);
     for (const auto& n : notes_) doc["notes"].append(n);
@@ -449,8 +486,8 @@ class ScaleDown {
       first = false;
     }
     if (first) ctx_.out << "no instances";
-    ctx_.out << "; GitHub calls: " << calls_.lists << " list, " << calls_.gets << " get, " << calls_.remove_tokens
-             << " remove-token, " << calls_.deletes << " delete";
+    ctx_.out << "; GitHub requests: " << calls_.lists << " list, " << calls_.gets << " get, " << calls_.remove_tokens
+             << " remove-token, " << calls_.deletes << " delete, " << calls_.total << " in all";
     if (failed) ctx_.out << "; " << failed << " failed";
     ctx_.out << "\n";
   }
@@ -461,7 +498,7 @@ class ScaleDown {
   std::optional<Secret> remove_token_;
   std::vector<Result*> draining_;      // drains started this pass, waiting for `drained`
   std::vector<Result*> to_terminate_;  // written terminating, TerminateInstances still to go
-  GithubCalls calls_;
+  GithubCalls calls_before_, calls_;  // the caller's counts when the pass began; this pass's
   std::map<std::string, int> quotas_;  // the idle quota applied, by class
   std::vector<std::string> notes_;
   std::vector<std::pair<std::string, std::string>> errors_;

@@ -6,7 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <sstream>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "common/github/github_error.h"
 #include "common/json.h"
 #include "common/pool/runner_name.h"
 #include "controller/scale_up.h"
@@ -40,6 +45,8 @@ class CountingRunners final : public Runners {
   }
   std::optional<github::Runner> get(int64_t id) override {
     ++gets;
+    get_requests += 1 + get_retries;
+    if (fail_get.count(id)) throw github::GithubError("GetRunner", 500, "Server Error");
     for (auto r : runners) {
       if (r.id != id) continue;
       if (busy_on_get.count(id)) r.busy = true;
@@ -52,11 +59,21 @@ class CountingRunners final : public Runners {
     std::erase_if(runners, [&](const github::Runner& r) { return r.id == id; });
     return github::DeleteOutcome::kDeleted;
   }
+  // Each call one HTTP request; a GET `get_retries` more (a fault the caller retried).
+  long requests_sent(const std::string& operation) override {
+    if (operation == "ListRunners") return lists;
+    if (operation == "GetRunner") return get_requests;
+    if (operation == "CreateRemoveToken") return remove_tokens;
+    if (operation == "DeleteRunner") return deletes;
+    if (operation == "CreateRegistrationToken") return registration_tokens;
+    return operation.empty() ? lists + get_requests + remove_tokens + deletes + registration_tokens : 0;
+  }
 
   std::vector<github::Runner> runners;
   std::set<int64_t> busy_on_get;  // GitHub says busy when asked for this one runner
+  std::set<int64_t> fail_get;     // the GET of this runner fails (a 500 after retries)
   bool fail_list = false;
-  int lists = 0, gets = 0, remove_tokens = 0, deletes = 0, registration_tokens = 0;
+  int lists = 0, gets = 0, remove_tokens = 0, deletes = 0, registration_tokens = 0, get_retries = 0, get_requests = 0;
 };
 
 github::Runner online_runner(int64_t id, const std::string& name) {
@@ -66,6 +83,40 @@ github::Runner online_runner(int64_t id, const std::string& name) {
   r.status = "online";
   return r;
 }
+
+// Every log line written while it lives (the default logger swapped for one into a string).
+class LogCapture {
+ public:
+  LogCapture() : previous_(spdlog::default_logger()) {
+    auto logger = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(out_));
+    logger->set_level(spdlog::level::trace);
+    logger->set_pattern("%l %v");
+    spdlog::set_default_logger(logger);
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  std::vector<std::string> lines() {
+    spdlog::default_logger()->flush();
+    std::vector<std::string> out;
+    std::istringstream in(out_.str());
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  }
+  // Lines at warning level or above that contain `text`.
+  int warnings_with(const std::string& text) {
+    int n = 0;
+    for (const auto& l : lines()) {
+      const bool warning = l.rfind("warning ", 0) == 0 || l.rfind("error ", 0) == 0 || l.rfind("critical ", 0) == 0;
+      n += warning && l.find(text) != std::string::npos;
+    }
+    return n;
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
 
 class ScaleDownTest : public ::testing::Test {
  protected:
@@ -144,6 +195,102 @@ TEST_F(ScaleDownTest, IdleSharedRunnersBeyondTheQuotaAreDrainedThenTerminatedWit
   EXPECT_EQ(gh.deletes, 0);
   EXPECT_EQ(doc["github_calls"]["get_runner"].asInt(), 3);
   EXPECT_EQ(doc["github_calls"]["list_runners"].asInt(), 1);
+}
+
+// A shared instance has no wake-up queue: its drain sends no wake-up, so none can fail and be logged.
+TEST_F(ScaleDownTest, DrainingASharedRunnerSendsNoWakeUp) {
+  add_shared(1, 20);
+  auto b = add_shared(2, 30);
+  w.queue.fail_wake = true;  // what SQS answers for a queue that does not exist
+  LogCapture logs;
+  ASSERT_EQ(scale_down({.idle = 1}), kExitOk) << out.str();
+  EXPECT_EQ(rule_of(b.instance_id), "idle.over-quota/done");
+  EXPECT_EQ(w.queue.wake_calls, 0);
+  EXPECT_TRUE(w.queue.wakes.empty());
+  for (const auto& l : logs.lines()) {
+    EXPECT_EQ(l.find("wake"), std::string::npos) << l;
+    EXPECT_NE(l.rfind("warning ", 0), 0u) << l;
+  }
+}
+
+// One instance with termination protection in the batch: EC2 refuses it alone, the others are
+// terminated, and the pass reports which and why, and fails.
+TEST_F(ScaleDownTest, AnInstanceEc2WillNotTerminateFailsAloneAndIsReported) {
+  w.settings.shared = false;
+  auto a = w.add_idle("i-00000000000000a1"), locked = w.add_idle("i-00000000000000b2"),
+       c = w.add_idle("i-00000000000000c3");
+  w.compute.protected_ids = {locked.instance_id};
+  ASSERT_EQ(scale_down({.idle = 0}), kExitFailed) << out.str();
+  EXPECT_EQ(w.compute.terminate_calls, 1) << "one batch";
+  EXPECT_EQ(w.compute.terminated, (std::set<std::string>{a.instance_id, c.instance_id}));
+  EXPECT_EQ(rule_of(a.instance_id), "idle.over-quota/done");
+  EXPECT_EQ(rule_of(c.instance_id), "idle.over-quota/done");
+  EXPECT_EQ(rule_of(locked.instance_id), "idle.over-quota/failed");
+  EXPECT_EQ(doc["failed"].asInt(), 1);
+  for (const auto& d : doc["decisions"]) {
+    if (d["instance_id"].asString() != locked.instance_id) {
+      EXPECT_FALSE(d.isMember("detail")) << write_json(d);
+      continue;
+    }
+    EXPECT_NE(d["detail"].asString().find("OperationNotPermitted"), std::string::npos) << write_json(d);
+    EXPECT_NE(d["detail"].asString().find("disableApiTermination"), std::string::npos) << write_json(d);
+  }
+  EXPECT_EQ(state(locked), State::kTerminating) << "refresh retries it";
+  // The text form says so too.
+  out.str("");
+  w.compute.protected_ids.clear();
+  auto d = w.add_idle("i-00000000000000d4");
+  w.compute.protected_ids = {d.instance_id};
+  ASSERT_EQ(run_scale_down(ctx, {.idle = 0}), kExitFailed);
+  EXPECT_NE(out.str().find("failed: retire " + d.instance_id), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("may not be terminated"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("1 failed"), std::string::npos) << out.str();
+}
+
+// A marked orphan whose runner GET fails (GitHub 500) is left as it is, and the pass fails: one
+// warning with the reason, `failed` counts it, exit 1 — in a dry run too.
+TEST_F(ScaleDownTest, AFailedOrphanLookupLeavesTheInstanceAndFailsThePass) {
+  auto orphan = add_shared(1, 60, /*listed=*/false);
+  ASSERT_EQ(scale_down({.idle = 5}), kExitOk) << out.str();
+  ASSERT_NE(w.record(orphan.instance_id).orphan_since_ms, 0);
+  const InstanceRecord marked = w.record(orphan.instance_id);
+  gh.fail_get.insert(orphan.runner_id);
+  for (bool dry_run : {true, false}) {
+    LogCapture logs;
+    ASSERT_EQ(scale_down({.dry_run = dry_run, .idle = 5}), kExitFailed) << out.str();
+    EXPECT_EQ(rule_of(orphan.instance_id), "orphan.lookup-failed/failed") << dry_run;
+    EXPECT_EQ(doc["failed"].asInt(), 1) << out.str();
+    for (const auto& d : doc["decisions"]) {
+      EXPECT_NE(d["detail"].asString().find("Server Error"), std::string::npos) << write_json(d);
+    }
+    EXPECT_EQ(logs.warnings_with("orphan.lookup-failed"), 1) << "warned once";
+    EXPECT_EQ(logs.warnings_with("Server Error"), 1) << "with the reason";
+    const InstanceRecord now = w.record(orphan.instance_id);
+    EXPECT_EQ(now.state, State::kRunning);
+    EXPECT_EQ(now.orphan_since_ms, marked.orphan_since_ms) << "still marked: looked up again next pass";
+    EXPECT_TRUE(w.compute.terminated.empty()) << "never terminated on a failed lookup";
+  }
+  // GitHub answers again: the next pass settles it.
+  gh.fail_get.clear();
+  ASSERT_EQ(scale_down({.idle = 5}), kExitOk) << out.str();
+  EXPECT_EQ(rule_of(orphan.instance_id), "orphan.gone/done");
+}
+
+// github_calls counts HTTP requests as the GitHub caller does, each retry included.
+TEST_F(ScaleDownTest, GithubCallsCountTheHttpRequestsRetriesIncluded) {
+  add_shared(1, 20);
+  add_shared(2, 30);
+  gh.get_retries = 2;  // the GET was answered 502 twice and retried
+  ASSERT_EQ(scale_down({.idle = 1}), kExitOk) << out.str();
+  EXPECT_EQ(gh.gets, 1);
+  EXPECT_EQ(doc["github_calls"]["get_runner"].asInt(), 3);
+  EXPECT_EQ(doc["github_calls"]["list_runners"].asInt(), 1);
+  EXPECT_EQ(doc["github_calls"]["remove_token"].asInt(), 1);
+  EXPECT_EQ(doc["github_calls"]["total"].asInt(), 5);
+  // Only this pass's: a second pass reports its own.
+  ASSERT_EQ(scale_down({.idle = 1}), kExitOk) << out.str();
+  EXPECT_EQ(doc["github_calls"]["get_runner"].asInt(), 0) << out.str();
+  EXPECT_EQ(doc["github_calls"]["total"].asInt(), 1);
 }
 
 TEST_F(ScaleDownTest, BusyByTheAgentOrByGithubAtTheRecheckOrInTheWriteIsKept) {

@@ -83,6 +83,7 @@ class MemoryQueue final : public PoolQueue {
     wake_urls.push_back("http://sqs.local/000000000000/" + instance_id + "-wake");
   }
   void wake(const std::string& instance_id) override {
+    ++wake_calls;
     if (fail_wake) throw aws::AwsError("sqs", "SendMessage", 400, "QueueDoesNotExist", "injected");
     wakes.push_back(instance_id);
   }
@@ -110,6 +111,7 @@ class MemoryQueue final : public PoolQueue {
   std::map<std::string, std::deque<Msg>> queues;
   int receives = 0, removes = 0, batch_removes = 0;
   bool fail_advertise = false, fail_receive = false, fail_wake = false;
+  int wake_calls = 0;                       // wake() calls, failed ones included
   std::vector<std::string> wakes;           // instance ids, in the order woken
   std::vector<std::string> wake_urls;       // what wake_queue_urls() lists
   std::vector<std::string> deleted_queues;  // delete_queue() calls
@@ -160,9 +162,23 @@ class FakeCompute final : public Compute {
     by_token[r.client_token] = out;
     return out;
   }
+  // As Ec2Compute: the ids in `protected_ids` (termination protection) are not terminated, the
+  // others are, then TerminateError names the protected ones with EC2's error.
   void terminate(const std::vector<std::string>& ids) override {
+    ++terminate_calls;
     if (fail_terminate) throw aws::AwsError("ec2", "TerminateInstances", 500, "InternalError", "injected");
-    terminated.insert(ids.begin(), ids.end());
+    std::map<std::string, std::string> refused;
+    for (const auto& id : ids) {
+      if (!protected_ids.count(id)) {
+        terminated.insert(id);
+        continue;
+      }
+      refused[id] = aws::AwsError("ec2", "TerminateInstances", 400, "OperationNotPermitted",
+                                  "The instance '" + id + "' may not be terminated. Modify its 'disableApiTermination' "
+                                  "instance attribute and try again.")
+                        .what();
+    }
+    if (!refused.empty()) throw TerminateError(std::move(refused));
   }
   std::vector<aws::Instance> describe(const std::vector<std::string>& ids) override {
     std::vector<aws::Instance> out;
@@ -182,6 +198,8 @@ class FakeCompute final : public Compute {
   std::set<std::string> terminated;
   std::map<std::string, std::vector<aws::Tag>> tags;
   bool fail_terminate = false;
+  std::set<std::string> protected_ids;  // termination protection: EC2 refuses to terminate these
+  int terminate_calls = 0;
 
  private:
   std::map<std::string, aws::CreateFleetResult> by_token;
@@ -192,19 +210,34 @@ class FakeRunners final : public Runners {
  public:
   Secret registration_token() override {
     ++registration_tokens;
+    ++requests["CreateRegistrationToken"];
     return Secret("reg-" + std::to_string(registration_tokens));
   }
   Secret remove_token() override {
     ++remove_tokens;
+    ++requests["CreateRemoveToken"];
     if (fail_remove_token) throw std::runtime_error("GitHub is down");
     return Secret("rm-" + std::to_string(remove_tokens));
   }
   std::string registration_url() override { return "https://github.com/acme/app"; }
-  std::vector<github::Runner> list() override { return {}; }
-  github::DeleteOutcome remove(int64_t) override { return github::DeleteOutcome::kDeleted; }
+  std::vector<github::Runner> list() override {
+    ++requests["ListRunners"];
+    return {};
+  }
+  github::DeleteOutcome remove(int64_t) override {
+    ++requests["DeleteRunner"];
+    return github::DeleteOutcome::kDeleted;
+  }
+  // One request a call: this GitHub never fails one to be retried.
+  long requests_sent(const std::string& operation) override {
+    long n = 0;
+    for (const auto& [op, k] : requests) n += operation.empty() || op == operation ? k : 0;
+    return n;
+  }
 
   int registration_tokens = 0, remove_tokens = 0;
   bool fail_remove_token = false;
+  std::map<std::string, long> requests;  // by operation
 };
 
 // A MemoryStateTable with hooks: a failing create, failing batch reads, and a `before_transition`
