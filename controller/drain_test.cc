@@ -1,0 +1,194 @@
+// drain_to_pool (through run_release) when the agent could not deregister its runner: runpoolctl
+// deletes it before the instance goes back, or leaves the instance draining when GitHub refuses
+// that too; a refused remove token handed back gets a fresh one.
+#include "controller/drain.h"
+
+#include <gtest/gtest.h>
+
+#include "common/json.h"
+#include "common/pool/runner_fate.h"
+#include "controller/provision.h"
+#include "controller/release.h"
+#include "controller/test_fakes.h"
+
+namespace runpool::controller {
+namespace {
+
+using pool::AgentSignal;
+using pool::State;
+using testing::World;
+
+// GitHub as World's, but with DELETE answering as the test says.
+class DeletingRunners final : public Runners {
+ public:
+  explicit DeletingRunners(Runners& inner) : inner_(inner) {}
+  Secret registration_token() override { return inner_.registration_token(); }
+  Secret remove_token() override { return inner_.remove_token(); }
+  std::string registration_url() override { return inner_.registration_url(); }
+  std::vector<github::Runner> list() override { return inner_.list(); }
+  // Runners' request count (no `override`: it builds with and without it in the interface); the
+  // release under test sends only deletes through here that the wrapped GitHub does not see.
+  long requests_sent(const std::string& operation) {
+    return operation.empty() || operation == "DeleteRunner" ? static_cast<long>(deleted.size()) : 0;
+  }
+  github::DeleteOutcome remove(int64_t id) override {
+    deleted.push_back(id);
+    if (fail) throw std::runtime_error("GitHub delete runner: Server Error (HTTP 502)");
+    return outcome;
+  }
+  github::DeleteOutcome outcome = github::DeleteOutcome::kDeleted;
+  bool fail = false;
+  std::vector<int64_t> deleted;
+
+ private:
+  Runners& inner_;
+};
+
+struct Fixture {
+  World w;
+  DeletingRunners gh{w.github};
+  Context ctx{w.settings, w.clock, w.table, w.queue, w.compute, gh, w.out, w.cancelled};
+  std::string id;
+
+  Fixture() {
+    ProvisionOptions o;
+    o.count = 1;
+    o.label = "ci-1-1-build";
+    o.usage = pool::UsageClass::kOnDemand;
+    o.getenv = [](const char*) -> const char* { return nullptr; };
+    o.random = [] { return std::string("0123456789abcdef"); };
+    EXPECT_EQ(run_provision(w.ctx, o), kExitOk);
+    id = w.compute.launched.at(0);
+    pool::AgentReport a;
+    a.generation = 1;
+    a.runner_id = 77;
+    a.runner_name = "ci-" + id + "-g1";
+    w.table.report(id, a);
+    w.out.str("");
+    w.agents.drain_ok = false;  // the drain is the test's own agent, below
+  }
+
+  // The agent's `drained` once the record drains: deregistered, or with its runner left.
+  void agent_drains(const std::string& detail) {
+    w.on_tick = [this, detail] {
+      auto r = w.table.get(id);
+      if (!r || r->state != State::kDraining || pool::agent_reported(*r, AgentSignal::kDrained)) return;
+      pool::AgentReport a;
+      a.generation = r->generation;
+      a.signal = AgentSignal::kDrained;
+      a.take_remove_token = true;
+      if (!detail.empty()) a.signal_detail = detail;
+      w.table.report(id, a);
+    };
+  }
+
+  Json::Value release() {
+    w.out.str("");
+    exit_code = run_release(ctx, {"ci-1-1-build", std::chrono::seconds(30), true});
+    return parse_json(w.out.str(), "release --json");
+  }
+  int exit_code = -1;
+};
+
+bool contains(const Json::Value& a, const std::string& s) {
+  for (const auto& v : a) {
+    if (v.asString() == s) return true;
+  }
+  return false;
+}
+
+TEST(DrainRunner, DeregisteredByTheAgentNeedsNoDelete) {
+  Fixture f;
+  f.agent_drains("runner ci-x-g1 (id 77) deregistered");
+  Json::Value v = f.release();
+  EXPECT_EQ(f.exit_code, kExitOk) << f.w.out.str();
+  EXPECT_TRUE(contains(v["returned"], f.id)) << f.w.out.str();
+  EXPECT_EQ(v["runners"][f.id]["fate"].asString(), "deregistered-by-agent");
+  EXPECT_TRUE(f.gh.deleted.empty());
+}
+
+TEST(DrainRunner, ALeftRunnerIsDeletedByRunpoolctlBeforeTheInstanceReturns) {
+  Fixture f;
+  const std::string evidence = pool::runner_left_detail("ci-x-g1", 77, "config.sh remove failed 5 time(s): Server Error");
+  f.agent_drains(evidence);
+  Json::Value v = f.release();
+  EXPECT_EQ(f.exit_code, kExitOk) << f.w.out.str();
+  EXPECT_TRUE(contains(v["returned"], f.id)) << f.w.out.str();
+  EXPECT_EQ(f.gh.deleted, std::vector<int64_t>{77});
+  EXPECT_EQ(v["runners"][f.id]["fate"].asString(), "deleted-by-runpoolctl");
+  const std::string detail = v["runners"][f.id]["detail"].asString();
+  EXPECT_NE(detail.find("runpoolctl deleted it"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("Server Error"), std::string::npos) << "the agent's evidence is in the report: " << detail;
+  EXPECT_EQ(f.w.record(f.id).state, State::kIdle);
+}
+
+TEST(DrainRunner, AlreadyGoneIsSaidSo) {
+  Fixture f;
+  f.agent_drains(pool::runner_left_detail("ci-x-g1", 77, "timed out"));
+  f.gh.outcome = github::DeleteOutcome::kAlreadyGone;
+  Json::Value v = f.release();
+  EXPECT_EQ(f.exit_code, kExitOk) << f.w.out.str();
+  EXPECT_EQ(v["runners"][f.id]["fate"].asString(), "already-gone");
+  EXPECT_TRUE(contains(v["returned"], f.id));
+}
+
+TEST(DrainRunner, WhenGithubRefusesBothTheInstanceStaysDrainingWithTheEvidence) {
+  for (bool busy : {true, false}) {
+    Fixture f;
+    const std::string evidence =
+        pool::runner_left_detail("ci-x-g1", 77, "config.sh remove failed 5 time(s): is still running a job");
+    f.agent_drains(evidence);
+    if (busy) f.gh.outcome = github::DeleteOutcome::kBusy;
+    else f.gh.fail = true;
+    Json::Value v = f.release();
+    EXPECT_EQ(f.exit_code, kExitFailed) << f.w.out.str();
+    EXPECT_TRUE(contains(v["draining"], f.id)) << f.w.out.str();
+    EXPECT_FALSE(contains(v["returned"], f.id));
+    EXPECT_FALSE(contains(v["terminated"], f.id));
+    EXPECT_TRUE(f.w.compute.terminated.empty());
+    EXPECT_EQ(v["runners"][f.id]["fate"].asString(), "left-registered");
+    const std::string detail = v["runners"][f.id]["detail"].asString();
+    EXPECT_NE(detail.find(busy ? "still running a job" : "HTTP 502"), std::string::npos) << detail;
+    EXPECT_NE(detail.find("left for the next pass or refresh"), std::string::npos) << detail;
+    pool::InstanceRecord r = f.w.record(f.id);
+    EXPECT_EQ(r.state, State::kDraining);
+    EXPECT_EQ(r.signal_detail, evidence) << "nothing overwrote the agent's evidence";
+  }
+}
+
+TEST(DrainRunner, AFailedAgentsRunnerIsDeletedBeforeItsInstanceIsTerminated) {
+  Fixture f;
+  f.w.agents.failing.insert(f.id);
+  Json::Value v = f.release();
+  EXPECT_TRUE(contains(v["terminated"], f.id)) << f.w.out.str();
+  EXPECT_EQ(f.gh.deleted, std::vector<int64_t>{77});
+  EXPECT_EQ(v["runners"][f.id]["fate"].asString(), "deleted-by-runpoolctl");
+}
+
+TEST(DrainRunner, ARefusedRemoveTokenGetsAFreshOne) {
+  Fixture f;
+  std::vector<std::string> seen;
+  f.w.on_tick = [&] {
+    auto r = f.w.table.get(f.id);
+    if (!r || r->state != State::kDraining || pool::agent_reported(*r, AgentSignal::kDrained)) return;
+    if (r->remove_token.empty()) return;
+    seen.push_back(r->remove_token.reveal());
+    pool::AgentReport a;
+    a.generation = r->generation;
+    a.take_remove_token = true;
+    if (seen.size() > 1) {  // the fresh one works
+      a.signal = AgentSignal::kDrained;
+      a.signal_detail = "runner deregistered";
+    }
+    f.w.table.report(f.id, a);
+  };
+  Json::Value v = f.release();
+  EXPECT_EQ(f.exit_code, kExitOk) << f.w.out.str();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_NE(seen[0], seen[1]);
+  EXPECT_TRUE(contains(v["returned"], f.id));
+  EXPECT_TRUE(f.gh.deleted.empty());
+}
+
+}  // namespace
+}  // namespace runpool::controller
