@@ -74,11 +74,20 @@ std::optional<Duration> parse_timeout(const std::string& flag, const std::string
   return d;
 }
 
-std::string settings_text(const Config& c) {
+std::string settings_text(const Config& c, const Settings& s) {
   std::string out;
   for (const auto& spec : c.schema()) {
     std::string v = spec.type == KeyType::kSecret ? (c.has(spec.key) ? Secret::kMask : "") : c.get_string(spec.key);
-    out += spec.key + " = " + v + "    # " + c.origin(spec.key) + "\n";
+    std::string origin = c.origin(spec.key);
+    // The GitHub URLs in use may be derived from one another or come from the job's environment.
+    const std::string* used = spec.key == "github_api_url"      ? &s.github_api_url
+                              : spec.key == "github_server_url" ? &s.github_server_url
+                                                                : nullptr;
+    if (used && *used != v) {
+      v = *used;
+      origin = "derived (the other GitHub URL, else the job's GITHUB_API_URL / GITHUB_SERVER_URL)";
+    }
+    out += spec.key + " = " + v + "    # " + origin + "\n";
   }
   return out;
 }
@@ -243,7 +252,7 @@ int main(int argc, char** argv) {
   }
 
   if (*config_cmd) {
-    std::cout << (reference ? config.reference_markdown() : settings_text(config));
+    std::cout << (reference ? config.reference_markdown() : settings_text(config, settings));
     return kExitOk;
   }
 

@@ -118,6 +118,12 @@ TEST_F(ControllerGithub, AWorkflowsGithubUrlsServeWhenNothingIsConfigured) {
   auto recs = records();
   ASSERT_EQ(recs.size(), 1u);
   EXPECT_EQ(recs[0].reg_url, cloud_.github_web() + "/acme/app");
+  // `runpoolctl config` shows the URLs in use, and why.
+  CtlResult config = pool_->run({"config"}, job);
+  ASSERT_EQ(config.exit_code, 0) << describe(config);
+  EXPECT_NE(config.out.find("github_api_url = " + cloud_.github() + "    # derived"), std::string::npos) << config.out;
+  EXPECT_NE(config.out.find("github_server_url = " + cloud_.github_web() + "    # derived"), std::string::npos)
+      << config.out;
   CtlResult rel = pool_->run({"--json", "release", "--label", "env-1"}, job);
   ASSERT_EQ(rel.exit_code, 0) << describe(rel);
 }
