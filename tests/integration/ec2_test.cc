@@ -211,7 +211,7 @@ TEST_F(Ec2Integration, CreateFleetKeepsWhatItGotWhenSpotCapacityIsShort) {
   cloud_.control("POST", "/_control/ec2/capacity", rule);
 
   CreateFleetRequest f;
-  f.launch_template_configs = {{LaunchTemplateRef{"", t.name, "$Latest"}, {{"m5.large", kSubnet, std::nullopt}}}};
+  f.launch_template_configs = {{LaunchTemplateRef{"", t.name, "$Latest"}, {{"m5.large", kSubnet, std::nullopt, ""}}}};
   f.total_target_capacity = 3;
   f.on_demand_target_capacity = 1;
   f.spot_target_capacity = 2;
@@ -244,7 +244,7 @@ TEST_F(Ec2Integration, CreateFleetKeepsWhatItGotWhenSpotCapacityIsShort) {
   // Attribute-based selection moves spot to the next matching type.
   CreateFleetRequest g;
   g.launch_template_configs = {
-      {LaunchTemplateRef{"", t.name, ""}, {{"", kSubnet, InstanceRequirements{2, 2, 8192, 8192, {"m5.*", "m6i.*"}}}}}};
+      {LaunchTemplateRef{"", t.name, ""}, {{"", kSubnet, InstanceRequirements{2, 2, 8192, 8192, {"m5.*", "m6i.*"}}, ""}}}};
   g.total_target_capacity = 1;
   g.default_target_capacity_type = "spot";
   g.tag_specifications = {{"instance", {{"runpool:test", run_tag_}}}};
