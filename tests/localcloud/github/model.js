@@ -16,7 +16,9 @@ const DEFAULT_SETTINGS = {
   registrationTokenTtlMs: 3600000, // registration and remove tokens (real: 1 h)
   installationTokenTtlMs: 3600000, // App installation tokens (real: 1 h)
   primaryLimit: 5000,              // REST requests per hour per PAT / installation / App
+  minRunnerVersion: '',            // 'x.y.z': older runners are refused a session (--disableupdate) or told to update; '': none
 };
+const VERSION_RE = /^\d+\.\d+\.\d+$/;
 
 const SYSTEM_LABELS = ['self-hosted', 'Linux', 'X64'];
 const lc = (s) => String(s).toLowerCase();
@@ -50,6 +52,11 @@ class Model {
   setSettings(patch) {
     for (const [k, v] of Object.entries(patch || {})) {
       if (!(k in DEFAULT_SETTINGS)) throw new Error(`unknown setting ${JSON.stringify(k)}`);
+      if (k === 'minRunnerVersion') {
+        if (typeof v !== 'string' || (v !== '' && !VERSION_RE.test(v))) throw new Error(`${k} must be "x.y.z" or ""`);
+        this.settings[k] = v;
+        continue;
+      }
       if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new Error(`${k} must be a number >= 0`);
       this.settings[k] = v;
     }

@@ -24,6 +24,17 @@ function notFoundRunner() {
   return e;
 }
 
+// -1, 0, 1 comparing dotted numeric versions ("2.336.0").
+function compareVersions(a, b) {
+  const x = String(a).split('.').map(Number);
+  const y = String(b).split('.').map(Number);
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const d = (x[i] || 0) - (y[i] || 0);
+    if (d) return Math.sign(d);
+  }
+  return 0;
+}
+
 function routes({ model, broker }) {
   const st = () => model.settings;
   // Renewals keep both the job lock and the session alive, so they come often enough for both.
@@ -154,6 +165,14 @@ function routes({ model, broker }) {
     }],
     ['POST', `${P}/sessions`, (ctx) => {
       const r = runnerOf(ctx);
+      // A runner older than the service's minimum: one configured with --disableupdate is refused
+      // its session; any other gets a session whose first message tells it to update itself.
+      const version = String(ctx.body.agent?.version || '');
+      const min = st().minRunnerVersion;
+      r.needsUpdate = !!min && compareVersions(version, min) < 0;
+      if (r.needsUpdate && r.disableUpdate) {
+        return { status: 400, body: { typeKey: 'RunnerVersionDeprecatedException', message: `Runner version v${version} is deprecated and cannot receive messages.` } };
+      }
       const s = broker.createSession(r);
       if (!s) {
         const ms = st().sessionConflictMs;
@@ -169,6 +188,10 @@ function routes({ model, broker }) {
       const r = runnerOf(ctx);
       if (!r.session || r.session.id !== ctx.query.get('sessionId')) {
         return { status: 404, body: { typeKey: 'TaskAgentSessionExpiredException', message: 'The session has expired or was deleted.' } };
+      }
+      if (r.needsUpdate) {
+        r.needsUpdate = false;
+        return { status: 200, body: { messageType: 'AgentRefresh', body: { targetVersion: st().minRunnerVersion } } };
       }
       return new Promise((resolve) => {
         const poll = broker.openPoll(r, (status, body) => resolve({ status, body }));
@@ -205,4 +228,4 @@ function routes({ model, broker }) {
   ];
 }
 
-module.exports = { routes, VERSION, notFoundRunner };
+module.exports = { routes, VERSION, notFoundRunner, compareVersions };

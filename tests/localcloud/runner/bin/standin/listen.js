@@ -96,7 +96,7 @@ class Listener {
       if (this.aborted) return 0;
       let r;
       try {
-        r = await this.api('POST', '/sessions', { json: { ownerName: os.hostname() }, signal: this.shutdown.signal });
+        r = await this.api('POST', '/sessions', { json: { ownerName: os.hostname(), agent: { name: this.settings.agentName, version: VERSION } }, signal: this.shutdown.signal });
       } catch (e) {
         if (this.aborted) return 0;
         if (e.deleted) { this.log.out(DELETED_AT_START); return 1; }
@@ -121,6 +121,11 @@ class Listener {
         continue;
       }
       if (r.status === 404 && r.body.typeKey === 'RunnerNotFoundException') { this.log.out(DELETED_AT_START); return 1; }
+      if (r.body.typeKey === 'RunnerVersionDeprecatedException') {
+        // Updates disabled and too old: exit 1 like any refusal, unless asked for the distinct code.
+        this.log.err(`An error occurred: ${r.body.message}`);
+        return process.env.ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE === '1' ? 7 : 1;
+      }
       if (r.status === 0 || r.status >= 500) {
         failingSince ??= Date.now();
         this.log.stamped(`Runner connect error: ${r.body.message || r.status}. Retrying until reconnected.`);
@@ -153,6 +158,7 @@ class Listener {
         r = { status: 0, body: { message: e.message } };
       }
       if (r.status === 204) { backoff = 1000; continue; }
+      if (r.status === 200 && r.body.messageType === 'AgentRefresh') return this.selfUpdate(r.body.body);
       if (r.status === 200) {
         backoff = 1000;
         await this.handleJob(r.body);
@@ -178,6 +184,16 @@ class Listener {
       backoff = Math.min(backoff * 2, 5000);
     }
     return 0;
+  }
+
+  // The service asked for an update (updates enabled, version below its minimum). The real runner
+  // downloads the new version, starts update.sh (which swaps bin/ inside the root) and exits 3
+  // (4 when it runs once: ephemeral or --once); the stand-in does not update, it only exits so.
+  selfUpdate(body) {
+    this.log.stamped('Runner update in progress, do not shutdown runner.');
+    this.log.stamped(`Downloading ${body?.targetVersion || 'a newer'} runner`);
+    this.log.diag('Runner', `Update to ${body?.targetVersion} requested by the service; exiting for the update.`);
+    return this.ephemeral ? 4 : 3;
   }
 
   registrationDeleted() {
