@@ -49,7 +49,15 @@ class Model {
     this.onRunnerDeleted = () => {};
   }
 
+  // `timeFactor` f sets the timings a real runner meets, scaled together so a fast tier keeps their
+  // ratios: long poll 50 s·f, job lock 10 min·f, session conflict 4 min·f (keys given with it win).
   setSettings(patch) {
+    if (patch && 'timeFactor' in patch) {
+      const { timeFactor: f, ...rest } = patch;
+      if (typeof f !== 'number' || !Number.isFinite(f) || f <= 0) throw new Error('timeFactor must be a number > 0');
+      const ms = (real) => Math.max(1, Math.round(real * f));
+      patch = { pollMs: ms(50000), lockExpiryMs: ms(600000), sessionConflictMs: ms(240000), ...rest };
+    }
     for (const [k, v] of Object.entries(patch || {})) {
       if (!(k in DEFAULT_SETTINGS)) throw new Error(`unknown setting ${JSON.stringify(k)}`);
       if (k === 'minRunnerVersion') {

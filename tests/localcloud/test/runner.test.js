@@ -2,7 +2,7 @@
 // The stand-in runner root against the GitHub stand-in, as real processes: config.sh / run.sh /
 // bin/Runner.Listener / bin/Runner.Worker in temp copies of the template. Checks the files
 // configuration writes, the stdout/_diag/perf lines, busy flipping at acquire, deletion noticed
-// by the Listener, drain vs stock mode, the SIGTERM-between-acknowledge-and-acquire race, session
+// by the Listener, the SIGTERM-between-acknowledge-and-acquire race, session
 // conflicts and JIT runners. REST calls go through Octokit.
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -209,7 +209,7 @@ test('.standin.json rsaKey: registrations reuse the preset key, which then signs
   const rsaKey = privateKey.export({ type: 'pkcs8', format: 'pem' });
   const modulus = Buffer.from(privateKey.export({ format: 'jwk' }).n, 'base64url').toString('base64');
   for (const name of ['preset-a', 'preset-b']) {
-    const root = await newRoot(name, { mode: 'drain', rsaKey });
+    const root = await newRoot(name, { mode: 'stock', rsaKey });
     const c = await configure(root, name);
     assert.equal(c.code, 0, c.stdout + c.stderr);
     const params = JSON.parse(fs.readFileSync(path.join(root, '.credentials_rsaparams'), 'utf8').replace(/^\uFEFF/, ''));
@@ -217,7 +217,7 @@ test('.standin.json rsaKey: registrations reuse the preset key, which then signs
     const l = listen(root, { env: { RUNNER_ALLOW_RUNASROOT: '1' } });
     await listening(l);
     assert.equal((await runner(name)).status, 'online');
-    fs.writeFileSync(path.join(root, '.drain'), '');
+    l.p.kill('SIGINT');
     assert.equal(await l.exit(5000), 0);
   }
   const bad = await newRoot('preset-bad', { rsaKey: 'not a key' });
@@ -288,63 +288,6 @@ test('run: a job runs in _work/<repo>/<repo>; busy flips at acquire; hooks, perf
   assert.equal(await l.exit(3000), 0);
   assert.match(l.out, /registration has been deleted/);
   for (const f of ['.runner', '.credentials', '.credentials_rsaparams']) assert.equal(fs.existsSync(path.join(root, f)), false, f);
-});
-
-test('drain mode: an idle runner exits 0 within one poll; a .drain present at startup is honoured and kept', async () => {
-  const root = await newRoot('drain1', { mode: 'drain' });
-  assert.equal((await configure(root, 'drain1')).code, 0);
-  const l = listen(root);
-  await listening(l);
-  const t0 = Date.now();
-  fs.writeFileSync(path.join(root, '.drain'), '');
-  assert.equal(await l.exit(3000), 0);
-  assert.ok(Date.now() - t0 < SETTINGS.pollMs + 1000, `took ${Date.now() - t0} ms`);
-  assert.equal((await runner('drain1')).session, null);
-  assert.ok(fs.existsSync(path.join(root, '.drain')));
-
-  const again = listen(root);
-  assert.equal(await again.exit(4000), 0);
-  assert.ok(fs.existsSync(path.join(root, '.drain')), 'a sentinel found at startup is not deleted');
-  assert.doesNotMatch(again.out, /Running job/);
-});
-
-test('drain mode: a job already handed to the open poll runs to completion, then the Listener exits 0', async (t) => {
-  // Long polls, so the job surely lands in an open poll (not in the instant between two).
-  t.after(() => ctl('POST', '/settings', { pollMs: SETTINGS.pollMs }));
-  await ctl('POST', '/settings', { pollMs: 3000 });
-  const root = await newRoot('drain2', { mode: 'drain' });
-  assert.equal((await configure(root, 'drain2', { labels: 'drain2' })).code, 0);
-  const l = listen(root);
-  await listening(l);
-  await until(async () => (await runner('drain2')).session?.openPolls > 0, 2000, 'an open poll');
-  const j = await ctl('POST', '/jobs', { labels: ['drain2'], name: 'in-flight', durationMs: 800 });
-  assert.equal(j.state, 'dispatched'); // handed to the open poll synchronously
-  fs.writeFileSync(path.join(root, '.drain'), '');
-  assert.equal(await l.exit(6000), 0);
-  assert.match(l.out, /Job in-flight completed with result: Succeeded[\s\S]*Drain requested/);
-  const fate = await jobOf(j.id);
-  assert.equal(fate.state, 'completed');
-  assert.equal(fate.result, 'Succeeded');
-  assert.equal(fate.dispatches.length, 1);
-  assert.equal((await runner('drain2')).session, null);
-});
-
-test('stock mode ignores .drain', async () => {
-  const root = await newRoot('stock1');
-  assert.equal((await configure(root, 'stock1', { labels: 'stock1' })).code, 0);
-  fs.writeFileSync(path.join(root, '.drain'), '');
-  const l = listen(root);
-  await listening(l);
-  await sleep(SETTINGS.pollMs * 2);
-  assert.equal(l.code, undefined, l.out);
-  const j = await ctl('POST', '/jobs', { labels: ['stock1'], name: 'stock-job', durationMs: 100 });
-  await l.waitFor(/Job stock-job completed with result: Succeeded/);
-  await sleep(SETTINGS.pollMs + 100);
-  assert.equal(l.code, undefined);
-  assert.equal((await jobOf(j.id)).state, 'completed');
-  l.p.kill('SIGINT');
-  assert.equal(await l.exit(3000), 0);
-  assert.equal((await runner('stock1')).session, null);
 });
 
 test('SIGTERM during a job cancels it (result Canceled) and exits 0; a Listener killed mid-job loses its job', async () => {

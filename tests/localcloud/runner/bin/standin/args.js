@@ -5,8 +5,8 @@
 // before any child process starts. Command-line values win over environment inputs.
 
 const COMMANDS = ['configure', 'remove', 'run', 'warmup'];
-const FLAGS = ['check', 'commit', 'disableupdate', 'ephemeral', 'help', 'once', 'replace', 'runasservice', 'unattended', 'version', 'no-default-labels', 'local'];
-const ARGS = ['auth', 'labels', 'monitorsocketaddress', 'name', 'pat', 'runnergroup', 'startuptype', 'token', 'url', 'username', 'work', 'jitconfig'];
+const FLAGS = ['check', 'commit', 'disableupdate', 'ephemeral', 'help', 'once', 'replace', 'runasservice', 'unattended', 'version', 'no-default-labels', 'local', 'drain-on-sigusr1'];
+const ARGS = ['auth', 'labels', 'monitorsocketaddress', 'name', 'pat', 'runnergroup', 'startuptype', 'token', 'url', 'username', 'work', 'jitconfig', 'drain-file'];
 const PREFIX = 'ACTIONS_RUNNER_INPUT_';
 
 function parse(argv, env = process.env) {
@@ -14,6 +14,7 @@ function parse(argv, env = process.env) {
   const flags = new Set();
   const args = new Map();
   const unknown = [];
+  const given = []; // [name, the argument as written]: what came on the command line
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (!a.startsWith('--')) {
@@ -26,7 +27,8 @@ function parse(argv, env = process.env) {
     if (eq >= 0) { value = a.slice(2 + eq + 1); name = name.slice(0, eq); }
     if (FLAGS.includes(name)) flags.add(name);
     else if (ARGS.includes(name)) args.set(name, value ?? argv[++i] ?? '');
-    else unknown.push(a);
+    else { unknown.push(a); continue; }
+    given.push([name, a]);
   }
   const envArgs = new Map();
   for (const key of Object.keys(env)) {
@@ -39,6 +41,7 @@ function parse(argv, env = process.env) {
   return {
     command: commands[0] || null,
     unknown,
+    given,
     get: (n) => (args.has(n) && args.get(n) !== '' ? args.get(n) : envValue(n) ?? null),
     flag: (n) => flags.has(n) || String(envValue(n) || '').toLowerCase() === 'true',
   };

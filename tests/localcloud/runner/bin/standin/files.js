@@ -47,13 +47,29 @@ function loadDotEnv() {
   }
 }
 
-// drain-capable or stock: RUNNER_STANDIN_MODE wins over .standin.json; default stock.
+// Which runner build this stand-in models; RUNNER_STANDIN_MODE wins over .standin.json; default
+// stock. stock: actions/runner as released (no drain). pr4461: actions/runner pull request #4461
+// (a <root>/.drain sentinel checked at the top of the main loop). drain-file: pull request #4708
+// (`run --drain-file PATH` / `--drain-on-sigusr1`, ephemeral runners only).
+const MODES = ['stock', 'pr4461', 'drain-file'];
 function mode() {
   let m = process.env.RUNNER_STANDIN_MODE;
   if (!m && exists(FILES.standin)) m = readJson(FILES.standin).mode;
   m = m || 'stock';
-  if (!['drain', 'stock'].includes(m)) throw new Error(`unknown runner stand-in mode ${JSON.stringify(m)}`);
+  if (!MODES.includes(m)) throw new Error(`unknown runner stand-in mode ${JSON.stringify(m)} (one of ${MODES.join(', ')})`);
   return m;
+}
+
+// Scales the runner's own timers (session creation retried every 30 s, a session conflict for
+// 4 min) so a fast test tier keeps the real ratios; the GitHub stand-in's `timeFactor` setting
+// scales its side (long poll, job lock) by the same factor. null: the server's hints.
+function timeFactor() {
+  let f = process.env.RUNNER_STANDIN_TIME_FACTOR;
+  if ((f === undefined || f === '') && exists(FILES.standin)) f = readJson(FILES.standin).timeFactor;
+  if (f === undefined || f === null || f === '') return null;
+  const n = Number(f);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`runner stand-in time factor must be a number > 0, not ${JSON.stringify(f)}`);
+  return n;
 }
 
 // A benchmark's shortcut: `.standin.json` `"rsaKey"` (a PEM private key) is used instead of a new
@@ -94,5 +110,5 @@ function writeJitConfig(encoded) {
 
 module.exports = {
   ROOT, FILES, readJson, exists, isConfigured, hasCredentials, loadSettings, loadCredentials, writeRunner,
-  writeCredentials, deleteConfig, loadDotEnv, mode, presetKey, rsaParamsOf, loadPrivateKey, writeJitConfig,
+  writeCredentials, deleteConfig, loadDotEnv, mode, timeFactor, presetKey, rsaParamsOf, loadPrivateKey, writeJitConfig,
 };

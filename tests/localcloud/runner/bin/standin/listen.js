@@ -2,9 +2,12 @@
 // `Runner.Listener run`: the message loop of the real Listener, with its exit codes and races.
 // One shutdown signal (SIGINT/SIGTERM) aborts every HTTP call of the dispatch path (poll,
 // acknowledge, acquire), so a signal between acknowledge and acquire leaves the broker with a
-// delivered, never-acquired job. In drain mode the Listener checks `<root>/.drain` between long
-// polls (also after an empty one), finishes any job already handed to it, deletes its session
-// and exits 0; in stock mode `.drain` means nothing.
+// delivered, never-acquired job. Drain, per build (files.mode()): stock has none; pr4461 checks
+// `<root>/.drain` only at the top of the main loop, which empty polls never reach (so only after a
+// real message), deletes one found at start, and when it fires shuts down cancelling the job in
+// hand; drain-file (`run --drain-file PATH` / `--drain-on-sigusr1`, ephemeral only) latches the
+// request, checks it between long polls without cutting the open one short, finishes a job in
+// hand and exits 0 keeping its registration.
 const os = require('node:os');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
@@ -63,6 +66,9 @@ class Listener {
     this.creds = files.loadCredentials();
     this.key = files.loadPrivateKey();
     this.ephemeral = !!this.settings.ephemeral || this.cmd.flag('once');
+    try { this.timeFactor = files.timeFactor(); } catch (e) { this.log.err(e.message); return 1; }
+    const code = this.setUpDrain(!!this.settings.ephemeral || !!jit);
+    if (code !== null) return code;
     for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => this.onSignal(sig));
     this.log.diag('Runner', `Runner.Listener ${VERSION} (runpool stand-in) starting in ${this.mode} mode, pid ${process.pid}.`);
     try {
@@ -74,18 +80,55 @@ class Listener {
       return 2;
     }
     this.log.out('\n\u221a Connected to GitHub\n');
-    const code = await this.createSession();
-    if (code !== null) return code;
+    const sessionCode = await this.createSession();
+    if (sessionCode !== null) return sessionCode;
     this.log.perf('SessionCreated');
     this.log.out(`Current runner version: '${VERSION}'`);
     this.log.stamped('Listening for Jobs');
     const exit = await this.loop();
+    clearInterval(this.drainWatch);
     if (this.session) {
       await this.api('DELETE', `/sessions/${this.session.sessionId}`, { timeoutMs: 5000 }).catch(() => {});
       this.log.diag('MessageListener', 'Session deleted.');
     }
     return exit;
   }
+
+  // -> null to go on, else the exit code.
+  setUpDrain(ephemeral) {
+    if (this.mode === 'pr4461') {
+      if (files.exists(files.FILES.drain)) {
+        try { require('node:fs').unlinkSync(files.FILES.drain); } catch { /* gone already */ }
+        this.log.diag('Runner', `Deleted a drain sentinel ${files.FILES.drain} left from before start.`);
+      }
+      return null;
+    }
+    if (this.mode !== 'drain-file') return null;
+    this.drainFile = this.cmd.get('drain-file');
+    const onSignal = this.cmd.flag('drain-on-sigusr1');
+    if (!this.drainFile && !onSignal) return null;
+    if (!ephemeral) {
+      this.log.err('--drain-file and --drain-on-sigusr1 are supported only for ephemeral runners (--ephemeral or --jitconfig).');
+      return 1;
+    }
+    this.drainLatched = false;
+    const latch = (why) => {
+      if (this.drainLatched) return;
+      this.drainLatched = true;
+      this.log.diag('Runner', `Drain requested (${why}): no new job will be taken.`);
+    };
+    if (onSignal) process.on('SIGUSR1', () => latch('SIGUSR1'));
+    if (this.drainFile) {
+      // A watcher latches the request: it survives the file being removed again.
+      this.drainWatch = setInterval(() => { if (files.exists(this.drainFile)) latch(this.drainFile); }, 100);
+      this.drainWatch.unref();
+    }
+    return null;
+  }
+
+  // Session retries: the real runner's own timers (creation every 30 s, a conflict for 4 min),
+  // scaled by the time factor; without one, the server's hints.
+  retryMs(realMs, hintMs) { return this.timeFactor ? Math.max(10, Math.round(realMs * this.timeFactor)) : hintMs; }
 
   // -> null when a session exists, else the exit code.
   async createSession() {
@@ -112,12 +155,12 @@ class Listener {
           this.log.out('A session for this runner already exists.');
           this.log.stamped(`Runner connect error: The actions runner ${this.settings.agentName} already has an active session for owner ${os.hostname()}.. Retrying until reconnected.`);
         }
-        if (Date.now() - started >= r.body.giveUpAfterMs) {
+        if (Date.now() - started >= this.retryMs(240000, r.body.giveUpAfterMs)) {
           this.log.out('Failed to create a session: another Listener holds the session for this runner.');
           this.log.diag('MessageListener', 'Session conflict: giving up.', 'ERROR');
           return 5;
         }
-        await sleep(r.body.retryAfterMs || 1000, this.shutdown.signal);
+        await sleep(this.retryMs(30000, r.body.retryAfterMs || 1000), this.shutdown.signal);
         continue;
       }
       if (r.status === 404 && r.body.typeKey === 'RunnerNotFoundException') { this.log.out(DELETED_AT_START); return 1; }
@@ -130,7 +173,7 @@ class Listener {
         failingSince ??= Date.now();
         this.log.stamped(`Runner connect error: ${r.body.message || r.status}. Retrying until reconnected.`);
         if (Date.now() - failingSince > 30000) return 2;
-        await sleep(1000, this.shutdown.signal);
+        await sleep(this.retryMs(30000, 1000), this.shutdown.signal);
         continue;
       }
       this.log.err(`Failed to create a session: ${r.status} ${r.body.message || ''}`);
@@ -138,17 +181,24 @@ class Listener {
     }
   }
 
-  drainRequested() {
-    if (this.mode !== 'drain' || !files.exists(files.FILES.drain)) return false;
-    this.log.diag('Runner', `Drain sentinel ${files.FILES.drain} found between polls: exiting without cancelling anything.`);
+  // drain-file: the latch, read between long polls (also after an empty one).
+  drainLatchedNow() {
+    if (this.mode !== 'drain-file' || !this.drainLatched) return false;
     this.log.stamped('Drain requested: the runner will not take more jobs and is exiting.');
+    return true;
+  }
+
+  // pr4461: the sentinel check at the top of the main loop, reached only after a real message.
+  sentinelAtLoopTop() {
+    if (this.mode !== 'pr4461' || !files.exists(files.FILES.drain)) return false;
+    this.log.diag('Runner', `Drain sentinel ${files.FILES.drain} found: shutting down (the job dispatcher cancels a running job).`);
     return true;
   }
 
   async loop() {
     let backoff = 1000;
     while (!this.aborted) {
-      if (this.drainRequested()) return 0;
+      if (this.drainLatchedNow()) return 0;
       let r;
       try {
         r = await this.api('GET', `/messages?sessionId=${encodeURIComponent(this.session.sessionId)}`, { signal: this.shutdown.signal, timeoutMs: this.session.clientTimeoutMs });
@@ -162,6 +212,7 @@ class Listener {
       if (r.status === 200) {
         backoff = 1000;
         await this.handleJob(r.body);
+        if (this.sentinelFired) return 0;
         if (this.ephemeralDone) {
           this.session = null; // the service removed the ephemeral registration with its session
           files.deleteConfig();
@@ -225,6 +276,7 @@ class Listener {
     }
     if (acq.status !== 200) {
       this.log.diag('Runner', `Unable to acquire job request ${rid}: ${acq.status} ${acq.body.message || ''}`, 'ERROR');
+      this.sentinelFired = this.sentinelAtLoopTop();
       return;
     }
     const job = acq.body;
@@ -235,7 +287,16 @@ class Listener {
       this.api('POST', `/jobrequests/${rid}/renew`, { json: {}, timeoutMs: job.renewMs }).catch(() => {});
     }, job.renewMs);
     let result;
-    try { result = await this.runWorker(job); } finally { clearInterval(renew); }
+    try {
+      const done = this.runWorker(job);
+      // The dispatcher runs the job asynchronously and the main loop comes round at once: with
+      // pull request #4461 that is where the sentinel is seen, and its shutdown cancels this job.
+      if (this.sentinelAtLoopTop()) {
+        this.sentinelFired = true;
+        this.worker?.cancel(false);
+      }
+      result = await done;
+    } finally { clearInterval(renew); }
     this.log.stamped(`Job ${job.jobName} completed with result: ${result}`);
     for (let i = 0; i < 3; i++) {
       const r = await this.api('POST', `/jobrequests/${rid}/complete`, { json: { result }, timeoutMs: 5000 }).catch((e) => ({ status: 0, body: { message: e.message } }));
@@ -251,8 +312,8 @@ class Listener {
         cwd: files.ROOT, stdio: ['pipe', 'ignore', 'inherit'], env: process.env,
       });
       this.worker = {
-        cancel: () => {
-          this.log.stamped(SHUTDOWN_MSG);
+        cancel: (signalled = true) => {
+          if (signalled) this.log.stamped(SHUTDOWN_MSG);
           child.kill('SIGINT');
         },
       };

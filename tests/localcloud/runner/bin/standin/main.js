@@ -12,9 +12,21 @@ async function main(argv) {
   const cmd = parse(argv);
   const log = new Log(files.ROOT, 'Runner');
   if (cmd.flag('version')) { log.out(VERSION); return 0; }
+  // Only a build with pull request #4708 knows the drain inputs (and lists them in `run --help`,
+  // which is how a supervisor can tell); any other build refuses them as unknown.
+  let mode = null;
+  try { mode = files.mode(); } catch { /* reported by run */ }
+  const drainInputs = mode === 'drain-file';
+  if (!drainInputs) {
+    for (const [name, written] of cmd.given) if (name === 'drain-file' || name === 'drain-on-sigusr1') cmd.unknown.push(written);
+  }
   if (cmd.flag('help')) {
     log.out('Commands: configure [--url U --token T --name N --labels a,b --no-default-labels --work W --replace --unattended --ephemeral --disableupdate --runnergroup G]');
     log.out('          remove [--token T | --local]     run [--jitconfig B64 | --once]');
+    if (drainInputs) {
+      log.out(' --drain-file PATH    (run, ephemeral runners) drain once PATH exists: take no new job, finish the one in hand, exit');
+      log.out(' --drain-on-sigusr1   (run, ephemeral runners) drain on SIGUSR1');
+    }
     return 0;
   }
   if (cmd.unknown.length) {
