@@ -36,6 +36,7 @@ LoopSettings loop_settings(const AgentSettings& a, const std::string& instance_i
   s.stock_idle_wait = a.stock_idle_wait;
   s.registration_timeout = a.registration_timeout;
   s.deregister_attempts = a.deregister_attempts;
+  s.job_start_bound = a.job_start_bound;
   s.cleanup_timeout = a.cleanup_timeout;
   s.terminate_wait = a.terminate_wait;
   return s;
@@ -357,6 +358,7 @@ void AgentLoop::reset_assignment() {
   restarts_ = 0;
   restart_at_.reset();
   stopping_ = false;
+  job_track_ = JobTrack{};
   failed_ = failure_reported_ = false;
   stop_detail_.clear();
   strays_.clear();
@@ -628,7 +630,7 @@ void AgentLoop::update_status() {
       if (!strays_.empty()) set_status("serving " + what + ", retiring a Listener left by an earlier agent");
       else if (!listener_ && restart_at_) set_status("serving " + what + ", restarting the Listener");
       else if (!listener_ || activity_.phase() == RunnerPhase::kStarting) set_status("serving " + what + ", starting the Listener");
-      else if (activity_.busy()) set_status("serving " + what + ", busy" + (activity_.current_job().empty() ? "" : ": " + activity_.current_job()));
+      else if (busy_.load()) set_status("serving " + what + ", busy" + (job_track_.job.empty() ? "" : ": " + job_track_.job));
       else set_status("serving " + what + ", idle");
       break;
     case Phase::kDraining:

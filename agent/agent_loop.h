@@ -37,6 +37,7 @@ struct LoopSettings {
   Duration restart_backoff{std::chrono::seconds(2)};
   int max_restarts = 10;
   Duration drain_timeout{std::chrono::minutes(5)};
+  Duration job_start_bound{std::chrono::minutes(5)};
   Duration stock_idle_wait{std::chrono::seconds(60)};
   Duration registration_timeout{std::chrono::minutes(2)};
   int deregister_attempts = 5;
@@ -109,6 +110,8 @@ class AgentLoop {
   void pump_listener();
   void on_listener_exit(const ExitStatus& status, const std::string& tail);
   void set_busy(bool busy);
+  void observe(const RunnerEvent& e);  // folds one event into activity_ and job_track_
+  void update_busy();                  // busy from job_track_, the Worker and the time (decide_busy)
   void supervise();
   void take_token();
   void begin_drain(const std::string& reason);
@@ -151,6 +154,7 @@ class AgentLoop {
   bool token_taken_ = false;
   std::unique_ptr<ListenerProcess> listener_;
   RunnerActivity activity_;
+  JobTrack job_track_;
   std::atomic<bool> busy_{false};
   std::optional<bool> reported_busy_;
   int restarts_ = 0;

@@ -31,20 +31,52 @@ void AgentLoop::pump_listener() {
   // A stray Listener's jobs show only as its Worker process (its output went to the earlier agent).
   if (!strays_.empty()) set_busy(host_.worker_running());
   if (!listener_) return;
-  for (const auto& e : listener_->poll_events()) activity_.apply(e);
+  for (const auto& e : listener_->poll_events()) observe(e);
   if (auto ex = listener_->exit_status()) {
-    for (const auto& e : listener_->poll_events()) activity_.apply(e);
+    for (const auto& e : listener_->poll_events()) observe(e);
     std::string tail = listener_->output_tail();
     listener_.reset();
     on_listener_exit(*ex, tail);
     return;
   }
-  set_busy(activity_.busy());
+  update_busy();
+}
+
+void AgentLoop::observe(const RunnerEvent& e) {
+  activity_.apply(e);
+  const Duration now = std::chrono::duration_cast<Duration>(steady().time_since_epoch());
+  switch (e.kind) {
+    case RunnerEvent::kJobRequested:
+      job_track_ = apply_job_signal(job_track_, JobSignal::kRequested, now);
+      break;
+    case RunnerEvent::kJobStarted:
+      job_track_ = apply_job_signal(job_track_, JobSignal::kRunning, now, e.job);
+      break;
+    case RunnerEvent::kJobCompleted:
+      job_track_ = apply_job_signal(job_track_, JobSignal::kCompleted, now);
+      break;
+    default:
+      break;
+  }
+}
+
+void AgentLoop::update_busy() {
+  BusyFacts f;
+  f.track = job_track_;
+  f.now = std::chrono::duration_cast<Duration>(steady().time_since_epoch());
+  f.job_start_bound = s_.job_start_bound;
+  // A Worker means busy even when no line told of its job (an agent that started mid-job).
+  f.worker_running = host_.worker_running();
+  BusyDecision d = decide_busy(f);
+  if (!d.reason.empty()) spdlog::warn("busy ends: {}", d.reason);
+  job_track_ = d.track;
+  set_busy(d.busy);
 }
 
 void AgentLoop::on_listener_exit(const ExitStatus& status, const std::string& tail) {
   ExitDecision d = after_listener_exit(status, stopping_, restarts_, s_.max_restarts, s_.restart_backoff);
   activity_ = RunnerActivity{};
+  job_track_ = JobTrack{};
   set_busy(false);
   switch (d.what) {
     case AfterExit::kStopped:
@@ -100,6 +132,7 @@ void AgentLoop::supervise() {
       listener_ = host_.start_listener();
       restart_at_.reset();
       activity_ = RunnerActivity{};
+      job_track_ = JobTrack{};
     } catch (const std::exception& e) {
       if (restarts_ >= s_.max_restarts) {
         fail_assignment(std::string("cannot start the Listener: ") + e.what());

@@ -121,6 +121,9 @@ std::vector<KeySpec> agent_schema() {
       {"cleanup_timeout", KeyType::kDuration, "30s", "SIGTERM to SIGKILL for leftover processes; also SIGINT to SIGKILL for the Listener", 50, kHour},
       {"terminate_wait", KeyType::kDuration, "2m", "after TerminateInstances, how long to wait before shutting the OS down", 50, kHour},
       {"metrics_file", KeyType::kString, "",
+      {"job_start_bound", KeyType::kDuration, "5m",
+       "a job request that shows no Worker and no completion this long after it arrived is over (the runner dropped "
+       "it: acquire refused, first renew failed, cancelled before it)", 1000, kHour},
        "append CloudWatch embedded-metric-format lines (registration, jobs, drains, cleaning, self-termination) to "
        "this file for the CloudWatch agent to ship; empty: no metrics"},
       {"metrics_namespace", KeyType::kString, "runpool", "the CloudWatch namespace of the agent's metrics"},
@@ -201,6 +204,7 @@ AgentSettings load_agent_settings(const Config& c) {
   s.terminate_wait = c.get_duration("terminate_wait");
   s.metrics_file = c.get_string("metrics_file");
   if (!s.metrics_file.empty() && !is_safe_absolute_path(s.metrics_file)) {
+  s.job_start_bound = c.get_duration("job_start_bound");
     c.reject("metrics_file", "must be an absolute path without . or .. parts");
   }
   s.metrics_namespace = c.get_string("metrics_namespace");

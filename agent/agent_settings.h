@@ -53,6 +53,7 @@ struct AgentSettings {
   int listener_max_restarts = 10;
   Duration drain_timeout{std::chrono::minutes(5)};
   Duration stock_idle_wait{std::chrono::seconds(60)};
+  Duration job_start_bound{std::chrono::minutes(5)};  // a job request with no Worker and no completion is over
   Duration registration_timeout{std::chrono::minutes(2)};
   int deregister_attempts = 5;  // config.sh remove runs per assignment, then the controller deletes the runner
   Duration cleanup_timeout{std::chrono::seconds(30)};

@@ -389,3 +389,46 @@ ExitDecision after_listener_exit(const ExitStatus& s, bool stopping, int restart
 }
 
 }  // namespace runpool::agent
+JobTrack apply_job_signal(JobTrack t, JobSignal s, Duration now, const std::string& job) {
+  switch (s) {
+    case JobSignal::kRequested:
+      // A new request restarts the clock: the previous one is over (jobs run one at a time).
+      return JobTrack{now, false, ""};
+    case JobSignal::kRunning:
+      // Without a request seen (no perf log, an agent that started late) this is the arrival.
+      if (!t.requested_at) t.requested_at = now;
+      t.job = job;
+      return t;
+    case JobSignal::kCompleted:
+      return JobTrack{};
+  }
+  return t;
+}
+
+BusyDecision decide_busy(const BusyFacts& f) {
+  BusyDecision d;
+  d.track = f.track;
+  // A Worker is a job in hand, whatever was (or was not) seen before it.
+  if (f.worker_running) {
+    if (!d.track.requested_at) d.track.requested_at = f.now;
+    d.track.worker_seen = true;
+    d.busy = true;
+    return d;
+  }
+  if (!d.track.requested_at) return d;
+  const std::string what = d.track.job.empty() ? "the job request" : "job " + d.track.job;
+  if (!f.listener_running) {
+    d.reason = what + " ended with the Listener";
+  } else if (d.track.worker_seen) {
+    d.reason = what + ": its Worker exited without a completion line";
+  } else if (f.now - *d.track.requested_at >= f.job_start_bound) {
+    d.reason = what + " produced no Worker and no completion within " + format_duration(f.job_start_bound) +
+               ": the runner dropped it";
+  } else {
+    d.busy = true;  // acknowledge, acquire and the first renew come before the Worker
+    return d;
+  }
+  d.track = JobTrack{};
+  return d;
+}
+

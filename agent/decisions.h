@@ -221,3 +221,43 @@ ExitDecision after_listener_exit(const ExitStatus& status, bool stopping, int re
                                  Duration backoff);
 
 }  // namespace runpool::agent
+// ---- Busy or idle ----------------------------------------------------------------------------
+
+// The agent is the authority on busy: a job is in hand from its request's arrival until the
+// runner says it completed or its Worker exits. The real runner also drops requests without a
+// word ("Skipping message Job" on an acquire answered 404/409/422, a failed first renew, a
+// cancel before the first renew): nothing marks their end, so a request that produced no Worker
+// and no completion within `job_start_bound` is over. acknowledge, acquire and the first renew
+// all happen before the Worker appears, so the bound covers them (actions-runner.md).
+enum class JobSignal {
+  kRequested,  // perf log MessageReceived_RunnerJobRequest, or a _diag "Acknowledging runner request"
+  kRunning,    // stdout "Running job: …" (acquired; the first renew follows)
+  kCompleted,  // stdout "Job … completed with result: …"
+};
+
+struct JobTrack {
+  std::optional<Duration> requested_at{};  // monotonic; set while a job request is open
+  bool worker_seen = false;                // a Worker ran since it opened
+  std::string job;                         // its name, once "Running job" told it
+  bool operator==(const JobTrack&) const = default;
+};
+
+// Folds one signal, in the order the runner wrote them, at monotonic time `now`.
+JobTrack apply_job_signal(JobTrack t, JobSignal s, Duration now, const std::string& job = "");
+
+struct BusyFacts {
+  JobTrack track;
+  bool worker_running = false;   // a Runner.Worker process of the runner user exists
+  bool listener_running = true;  // false once the Listener exited (nothing more will come)
+  Duration now{0};               // monotonic
+  Duration job_start_bound{0};
+};
+
+struct BusyDecision {
+  bool busy = false;
+  JobTrack track;      // what to keep for the next call
+  std::string reason;  // set when a request ends without a completion line
+};
+
+BusyDecision decide_busy(const BusyFacts& facts);
+

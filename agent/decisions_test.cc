@@ -743,3 +743,137 @@ TEST(FailureEvidence, FailedAndRunnerLeftOnlyForTheCurrentGeneration) {
 
 }  // namespace
 }  // namespace runpool::agent
+// ---- Busy or idle ----
+
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+constexpr Duration kBound = minutes(5);
+
+BusyDecision busy_at(const JobTrack& t, Duration now, bool worker = false, bool listener = true) {
+  BusyFacts f;
+  f.track = t;
+  f.worker_running = worker;
+  f.listener_running = listener;
+  f.now = now;
+  f.job_start_bound = kBound;
+  return decide_busy(f);
+}
+
+TEST(Busy, IdleWithNothingSeen) {
+  auto d = busy_at(JobTrack{}, seconds(100));
+  EXPECT_FALSE(d.busy);
+  EXPECT_EQ(d.track, JobTrack{});
+  EXPECT_EQ(d.reason, "");
+}
+
+TEST(Busy, FromTheRequestOnBeforeAnythingShowsOnStdout) {
+  JobTrack t = apply_job_signal({}, JobSignal::kRequested, seconds(10));
+  EXPECT_EQ(t.requested_at, seconds(10));
+  EXPECT_TRUE(busy_at(t, seconds(10)).busy);
+  EXPECT_TRUE(busy_at(t, seconds(10) + kBound - Duration(1)).busy);
+}
+
+TEST(Busy, CompletedEndsIt) {
+  JobTrack t = apply_job_signal({}, JobSignal::kRequested, seconds(1));
+  t = apply_job_signal(t, JobSignal::kRunning, seconds(2), "build");
+  EXPECT_EQ(t.job, "build");
+  EXPECT_EQ(t.requested_at, seconds(1));  // the clock runs from the arrival, not "Running job"
+  t = apply_job_signal(t, JobSignal::kCompleted, seconds(3));
+  EXPECT_EQ(t, JobTrack{});
+  auto d = busy_at(t, seconds(3));
+  EXPECT_FALSE(d.busy);
+  EXPECT_EQ(d.reason, "");
+}
+
+TEST(Busy, OrderOfSignalsInOnePollMatters) {
+  // The previous job completes, then the next request arrives: busy.
+  JobTrack t = apply_job_signal({}, JobSignal::kRunning, seconds(1), "a");
+  t = apply_job_signal(t, JobSignal::kCompleted, seconds(2));
+  t = apply_job_signal(t, JobSignal::kRequested, seconds(2));
+  EXPECT_TRUE(busy_at(t, seconds(2)).busy);
+  // A request, then its completion: idle.
+  t = apply_job_signal(t, JobSignal::kCompleted, seconds(2));
+  EXPECT_FALSE(busy_at(t, seconds(2)).busy);
+}
+
+TEST(Busy, RunningJobWithoutARequestSeenStartsTheClock) {
+  JobTrack t = apply_job_signal({}, JobSignal::kRunning, seconds(7), "test");
+  EXPECT_EQ(t.requested_at, seconds(7));
+  EXPECT_TRUE(busy_at(t, seconds(7) + kBound - Duration(1)).busy);
+  EXPECT_FALSE(busy_at(t, seconds(7) + kBound).busy);
+}
+
+// Acquire answered 404/409/422 ("Skipping message Job"): a request, then nothing at all.
+TEST(Busy, ARequestThatNeverGotAWorkerIsOverAtTheBound) {
+  JobTrack t = apply_job_signal({}, JobSignal::kRequested, seconds(10));
+  auto d = busy_at(t, seconds(10) + kBound);
+  EXPECT_FALSE(d.busy);
+  EXPECT_EQ(d.track, JobTrack{});
+  EXPECT_NE(d.reason.find("no Worker and no completion within 5m"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("the job request"), std::string::npos) << d.reason;
+}
+
+// A failed first renew, or a cancel before it: "Running job", then nothing.
+TEST(Busy, RunningJobWithoutWorkerOrCompletionIsOverAtTheBound) {
+  JobTrack t = apply_job_signal({}, JobSignal::kRequested, seconds(10));
+  t = apply_job_signal(t, JobSignal::kRunning, seconds(11), "deploy");
+  EXPECT_TRUE(busy_at(t, seconds(10) + kBound - Duration(1)).busy);
+  auto d = busy_at(t, seconds(10) + kBound);
+  EXPECT_FALSE(d.busy);
+  EXPECT_NE(d.reason.find("job deploy"), std::string::npos) << d.reason;
+}
+
+TEST(Busy, AWorkerIsBusyWhateverTheClockSays) {
+  JobTrack t = apply_job_signal({}, JobSignal::kRequested, seconds(0));
+  auto d = busy_at(t, seconds(0) + 10 * kBound, /*worker=*/true);
+  EXPECT_TRUE(d.busy);
+  EXPECT_TRUE(d.track.worker_seen);
+  // A Worker with nothing seen before it (an agent restarted mid-job): busy, and tracked.
+  d = busy_at(JobTrack{}, seconds(50), true);
+  EXPECT_TRUE(d.busy);
+  EXPECT_EQ(d.track.requested_at, seconds(50));
+  EXPECT_TRUE(d.track.worker_seen);
+}
+
+// A send-to-worker timeout: the Worker is killed and nothing is printed.
+TEST(Busy, TheWorkersExitEndsItBeforeTheBound) {
+  JobTrack t = apply_job_signal({}, JobSignal::kRequested, seconds(0));
+  t = apply_job_signal(t, JobSignal::kRunning, seconds(1), "j");
+  t = busy_at(t, seconds(2), true).track;
+  auto d = busy_at(t, seconds(3));
+  EXPECT_FALSE(d.busy);
+  EXPECT_EQ(d.track, JobTrack{});
+  EXPECT_NE(d.reason.find("Worker exited without a completion line"), std::string::npos) << d.reason;
+}
+
+TEST(Busy, TheListenersExitEndsIt) {
+  JobTrack t = apply_job_signal({}, JobSignal::kRequested, seconds(0));
+  auto d = busy_at(t, seconds(1), false, /*listener=*/false);
+  EXPECT_FALSE(d.busy);
+  EXPECT_EQ(d.track, JobTrack{});
+  EXPECT_NE(d.reason.find("ended with the Listener"), std::string::npos);
+  // Its Worker still there (being killed with its group): still busy until it is gone.
+  EXPECT_TRUE(busy_at(t, seconds(1), true, false).busy);
+}
+
+TEST(Busy, ANewRequestRestartsTheClock) {
+  JobTrack t = apply_job_signal({}, JobSignal::kRequested, seconds(0));
+  t = busy_at(t, seconds(1), true).track;
+  t = apply_job_signal(t, JobSignal::kRequested, seconds(100));
+  EXPECT_FALSE(t.worker_seen);
+  EXPECT_EQ(t.requested_at, seconds(100));
+  EXPECT_TRUE(busy_at(t, seconds(100) + kBound - Duration(1)).busy);
+  EXPECT_FALSE(busy_at(t, seconds(100) + kBound).busy);
+}
+
+TEST(Busy, AZeroBoundTrustsOnlyWorkersAndCompletions) {
+  JobTrack t = apply_job_signal({}, JobSignal::kRequested, seconds(0));
+  BusyFacts f;
+  f.track = t;
+  f.now = seconds(0);
+  EXPECT_FALSE(decide_busy(f).busy);
+  f.worker_running = true;
+  EXPECT_TRUE(decide_busy(f).busy);
+}
+

@@ -10,7 +10,8 @@ namespace runpool::agent {
 
 namespace fs = std::filesystem;
 
-DiagTail::DiagTail(std::string dir, std::string prefix) : dir_(std::move(dir)), prefix_(std::move(prefix)) {
+DiagTail::DiagTail(std::string dir, std::string prefix, std::string suffix)
+    : dir_(std::move(dir)), prefix_(std::move(prefix)), suffix_(std::move(suffix)) {
   for (const auto& name : matching_files()) {
     struct stat st {};
     if (stat((fs::path(dir_) / name).c_str(), &st) != 0) continue;
@@ -24,7 +25,7 @@ std::vector<std::string> DiagTail::matching_files() const {
   std::error_code ec;
   for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.rfind(prefix_, 0) == 0 && name.size() > 4 && name.compare(name.size() - 4, 4, ".log") == 0 &&
+    if (name.rfind(prefix_, 0) == 0 && name.size() >= prefix_.size() + suffix_.size() && name.ends_with(suffix_) &&
         it->is_regular_file(ec)) {
       out.push_back(name);
     }

@@ -12,8 +12,9 @@ namespace runpool::agent {
 
 class DiagTail {
  public:
-  // `dir` is <runner root>/_diag; it may not exist yet.
-  explicit DiagTail(std::string dir, std::string prefix = "Runner_");
+  // `dir` is <runner root>/_diag; it may not exist yet. Follows the files named <prefix>…<suffix>
+  // (the perf log: prefix "Runner", suffix ".perf").
+  explicit DiagTail(std::string dir, std::string prefix = "Runner_", std::string suffix = ".log");
 
   // Complete lines appended since the last call (or since construction), file by file.
   std::vector<std::string> poll();
@@ -28,6 +29,7 @@ class DiagTail {
 
   std::string dir_;
   std::string prefix_;
+  std::string suffix_;
   std::map<std::string, FileState> files_;
 };
 

@@ -8,7 +8,8 @@
 
 namespace runpool::agent {
 
-LocalListener::LocalListener(Child child, DiagTail diag) : child_(child), diag_(std::move(diag)) {
+LocalListener::LocalListener(Child child, DiagTail diag, DiagTail perf)
+    : child_(child), diag_(std::move(diag)), perf_(std::move(perf)) {
   out_open_ = child_.stdout_fd >= 0;
   err_open_ = child_.stderr_fd >= 0;
 }
@@ -56,7 +57,17 @@ void LocalListener::read_pipes(std::vector<RunnerEvent>& events) {
 
 std::vector<RunnerEvent> LocalListener::poll_events() {
   std::vector<RunnerEvent> events;
-  // The _diag line of a job request comes before anything on stdout: read it first.
+  // Files do not order lines between them. stdout first, job requests after: a completion and the
+  // next request in one poll leave the next one busy. (A whole job within one poll would then
+  // stay busy until job_start_bound: the error on the side that loses no job.)
+  read_pipes(events);
+  for (const auto& line : perf_.poll()) {
+    RunnerEvent e = parse_perf_line(line);
+    if (e.kind != RunnerEvent::kNone) {
+      spdlog::info("runner perf: {}", line);
+      events.push_back(e);
+    }
+  }
   for (const auto& line : diag_.poll()) {
     RunnerEvent e = parse_diag_line(line);
     if (e.kind != RunnerEvent::kNone) {
@@ -64,7 +75,6 @@ std::vector<RunnerEvent> LocalListener::poll_events() {
       events.push_back(e);
     }
   }
-  read_pipes(events);
   return events;
 }
 

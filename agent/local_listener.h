@@ -14,8 +14,9 @@ namespace runpool::agent {
 
 class LocalListener final : public ListenerProcess {
  public:
-  // Takes over `child` (its pipes); `diag` was created before the child started.
-  LocalListener(Child child, DiagTail diag);
+  // Takes over `child` (its pipes); `diag` and `perf` (its RUNNER_PERFLOG) were created before
+  // the child started.
+  LocalListener(Child child, DiagTail diag, DiagTail perf);
   ~LocalListener() override;
   LocalListener(const LocalListener&) = delete;
   LocalListener& operator=(const LocalListener&) = delete;
@@ -35,6 +36,7 @@ class LocalListener final : public ListenerProcess {
 
   Child child_;
   DiagTail diag_;
+  DiagTail perf_;
   std::string out_buf_, err_buf_;
   bool out_open_ = true, err_open_ = true;
   std::deque<std::string> tail_;

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -28,7 +30,37 @@ const std::vector<std::string>& runner_config_files() {
   return files;
 }
 
+Leftovers find_leftovers(const std::vector<UserProcess>& procs, pid_t listener) {
+  std::set<pid_t> tree = {listener};
+  // Parents may come after their children in the list: grow the tree until it stops growing.
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& p : procs) {
+      if (!tree.contains(p.pid) && tree.contains(p.ppid)) grew = tree.insert(p.pid).second;
+    }
+  }
+  Leftovers out;
+  for (const auto& p : procs) {
+    if (!tree.contains(p.pid)) out.kill.push_back(p.pid);
+    else if (p.pid != listener) out.job_in_hand = true;
+  }
+  return out;
+}
+
 namespace {
+
+// The parent of `pid` from /proc/<pid>/stat (0 when gone): the field after the ")" that ends comm.
+pid_t parent_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 1));
+  char state = 0;
+  long ppid = 0;
+  rest >> state >> ppid;
+  return static_cast<pid_t>(ppid);
+}
 
 void must(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error(what + ": " + std::strerror(errno));
@@ -192,9 +224,14 @@ void LocalRunnerHost::remove_local() {
 std::unique_ptr<ListenerProcess> LocalRunnerHost::start_listener() {
   if (s_.confine_jobs) s_.confine_jobs();  // again: a resumed assignment (after a reboot) skips prepare()
   DiagTail diag(path("_diag"));  // before the start: only the new Listener's lines count
+  DiagTail perf(path("_diag"), "Runner", ".perf");
   SpawnOptions o;
   o.argv = {path("bin/Runner.Listener"), "run"};
-  o.env = runner_env();
+  // The perf log tells of every job message before acknowledge (the _diag line only when the
+  // server asks for acknowledgement): the earliest sign of busy.
+  // ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE: a version GitHub refuses then exits 7, not 1
+  // ("not configured"), so the agent can say why.
+  o.env = runner_env({"RUNNER_PERFLOG=" + path("_diag"), "ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE=1"});
   o.cwd = s_.root;
   o.user = s_.user;
   // Files, not pipes: the Listener (and the job in hand) outlives an agent that dies or restarts,
@@ -203,7 +240,7 @@ std::unique_ptr<ListenerProcess> LocalRunnerHost::start_listener() {
   Child c = spawn(o);
   listener_pid_ = c.pid;
   spdlog::info("started the Listener, pid {}", c.pid);
-  return std::make_unique<LocalListener>(c, std::move(diag));
+  return std::make_unique<LocalListener>(c, std::move(diag), std::move(perf));
 }
 
 void LocalRunnerHost::set_drain_sentinel(bool present) {
@@ -255,15 +292,18 @@ void LocalRunnerHost::end_leftovers() {
     end_user_processes();  // no Listener of ours runs: every process of the user goes
     return;
   }
-  // A stock drain deregisters while its Listener idles: everything but that Listener goes, in
-  // rounds (a process may fork while it is killed), bounded.
+  // A stock drain deregisters while its Listener idles: everything outside that Listener's tree
+  // goes, in rounds (a process may fork while it is killed), bounded. A Worker that appeared
+  // meanwhile (a job came after all) is spared, and the deregistration waits.
   for (int round = 0; round < 50; ++round) {
-    std::vector<pid_t> others;
-    for (pid_t p : processes_of_user(s_.user.uid)) {
-      if (p != listener_pid_) others.push_back(p);
+    std::vector<UserProcess> procs;
+    for (pid_t p : processes_of_user(s_.user.uid)) procs.push_back({p, parent_of(p)});
+    Leftovers left = find_leftovers(procs, listener_pid_);
+    if (left.kill.empty()) {
+      if (left.job_in_hand) throw std::runtime_error("a Runner.Worker runs: the runner is still running a job");
+      return;
     }
-    if (others.empty()) return;
-    for (pid_t p : others) ::kill(p, SIGKILL);
+    for (pid_t p : left.kill) ::kill(p, SIGKILL);
     if (alive_) alive_();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

@@ -59,8 +59,10 @@ class LocalRunnerHost final : public RunnerHost {
   std::string path(const std::string& name) const;
   CommandResult run_as_runner(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env);
   bool root_owned_by_runner() const;
-  // Before a token is handed to config.sh: ends every process of the runner user but the
-  // Listener this host started (if it runs); throws when some would not end.
+  // Before a token is handed to config.sh: ends every process of the runner user outside the tree
+  // of the Listener this host started (if it runs); throws when some would not end, and when
+  // that tree holds a Worker (a job in hand: the token must not reach it, and the deregistration
+  // waits for idle).
   void end_leftovers();
 
   RunnerHostSettings s_;
@@ -70,5 +72,20 @@ class LocalRunnerHost final : public RunnerHost {
 
 // The config and credential files configuration writes (and a new identity must not find).
 const std::vector<std::string>& runner_config_files();
+
+struct UserProcess {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+};
+
+struct Leftovers {
+  std::vector<pid_t> kill;   // processes outside the Listener's tree: what earlier jobs left
+  bool job_in_hand = false;  // the Listener has a child (its Runner.Worker, or one being spawned)
+};
+
+// Which of the runner user's processes are leftovers while `listener` runs. The Listener's tree is
+// its Worker and the job's processes: never leftovers (a Worker means busy). A process a job
+// detached is reparented away from that tree, so it is one.
+Leftovers find_leftovers(const std::vector<UserProcess>& procs, pid_t listener);
 
 }  // namespace runpool::agent

@@ -43,7 +43,9 @@ RunnerEvent parse_diag_line(std::string_view raw) {
   RunnerEvent e;
   constexpr std::string_view kAck = "Acknowledging runner request '";
   auto pos = line.find(kAck);
-  if (pos != std::string_view::npos && line.find("BrokerMessageListener]") != std::string_view::npos) {
+  const bool listener_tag = line.find(" BrokerMessageListener]") != std::string_view::npos ||
+                            line.find(" MessageListener]") != std::string_view::npos;
+  if (pos != std::string_view::npos && listener_tag) {
     auto start = pos + kAck.size();
     auto end = line.find('\'', start);
     if (end != std::string_view::npos) {
@@ -51,6 +53,12 @@ RunnerEvent parse_diag_line(std::string_view raw) {
       e.job = line.substr(start, end - start);
     }
   }
+  return e;
+}
+
+RunnerEvent parse_perf_line(std::string_view raw) {
+  RunnerEvent e;
+  if (trim_end(raw).starts_with("MessageReceived_RunnerJobRequest:")) e.kind = RunnerEvent::kJobRequested;
   return e;
 }
 

@@ -1,7 +1,7 @@
-// Telling busy from idle from the runner's own output (reference: actions-runner.md). The agent is
-// the authority on busy, so this must not trust the absence of a Worker process: a job is busy
-// from the moment its request arrives (the _diag "Acknowledging runner request" line, or the perf
-// counter MessageReceived_RunnerJobRequest) until "completed with result".
+// Reading the runner's own output (reference: actions-runner.md): its stdout, its _diag log and
+// its perf log. A job request shows first as the perf counter MessageReceived_RunnerJobRequest
+// (every job message, before acknowledge) and, only when the server asks for acknowledgement, as
+// the _diag "Acknowledging runner request" line. Busy itself is decide_busy (decisions.h).
 #pragma once
 
 #include <optional>
@@ -24,8 +24,11 @@ struct RunnerEvent {
 
 // Parses one line of the Listener's stdout ("2026-11-21 02:52:24Z: Running job: build").
 RunnerEvent parse_stdout_line(std::string_view line);
-// Parses one line of _diag/Runner_*.log ("[… INFO BrokerMessageListener] Acknowledging runner request '42'.").
+// Parses one line of _diag/Runner_*.log ("[… INFO BrokerMessageListener] Acknowledging runner request '42'.";
+// the tag is MessageListener on the legacy flow).
 RunnerEvent parse_diag_line(std::string_view line);
+// Parses one line of the perf log <RUNNER_PERFLOG>/Runner.perf ("MessageReceived_RunnerJobRequest:2026-…").
+RunnerEvent parse_perf_line(std::string_view line);
 
 // Folds events into the phase, counting jobs. Pure; the agent feeds it lines as they come.
 class RunnerActivity {

@@ -35,6 +35,26 @@ TEST(ParseDiagLine, AcknowledgeMarksTheRequest) {
             RunnerEvent::kNone);
 }
 
+TEST(ParseDiagLine, BothListenerTags) {
+  // The legacy flow writes the same line from MessageListener.
+  auto e = parse_diag_line("[2026-11-21 02:52:24Z INFO MessageListener] Acknowledging runner request '9'.");
+  EXPECT_EQ(e.kind, RunnerEvent::kJobRequested);
+  EXPECT_EQ(e.job, "9");
+  EXPECT_EQ(parse_diag_line("[x INFO MyMessageListener] Acknowledging runner request '1'.").kind, RunnerEvent::kNone);
+}
+
+TEST(ParsePerfLine, OnlyTheJobRequestCounter) {
+  EXPECT_EQ(parse_perf_line("MessageReceived_RunnerJobRequest:2026-11-21T02:52:24.123Z").kind,
+            RunnerEvent::kJobRequested);
+  EXPECT_EQ(parse_perf_line("MessageReceived_RunnerJobRequest:2026-11-21T02:52:24.123Z\r").kind,
+            RunnerEvent::kJobRequested);
+  for (const char* line : {"", "SessionCreated:2026-11-21T02:52:24.123Z", "SentJobToWorker_5:2026-11-21T02:52:24Z",
+                           "MessageReceived_RunnerRefresh:2026-11-21T02:52:24Z", "MessageReceived_RunnerJobRequest",
+                           "JobRequestRenewed_5:2026-11-21T02:52:24Z"}) {
+    EXPECT_EQ(parse_perf_line(line).kind, RunnerEvent::kNone) << line;
+  }
+}
+
 TEST(RunnerActivity, BusyFromRequestUntilCompletion) {
   RunnerActivity a;
   EXPECT_EQ(a.phase(), RunnerPhase::kStarting);

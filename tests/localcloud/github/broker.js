@@ -9,6 +9,13 @@ const crypto = require('node:crypto');
 const { lc } = require('./model');
 
 const RESULTS = ['Succeeded', 'SucceededWithIssues', 'Failed', 'Canceled', 'Skipped', 'Abandoned'];
+// A job's `fault`: the paths on which the real runner prints "Running job" (or nothing) and never
+// "completed with result". acquire404/409/422: acquire answers that status (job gone, acquired
+// elsewhere, unprocessable; the runner logs "Skipping message Job" and prints nothing); renewFails:
+// the first renew answers job-not-found (no Worker starts); cancelBeforeRenew: the first renew hangs
+// and the job is cancelled (a JobCancellation message); workerSendTimeout: the runner's send of
+// the job to its Worker times out (the stand-in's hook for a stuck Worker; it is killed).
+const FAULTS = ['acquire404', 'acquire409', 'acquire422', 'renewFails', 'cancelBeforeRenew', 'workerSendTimeout'];
 
 class Broker {
   constructor(model, log = () => {}) {
@@ -57,6 +64,7 @@ class Broker {
     const durationMs = spec.durationMs ?? 0;
     if (typeof durationMs !== 'number' || durationMs < 0) throw new Error('durationMs must be a number >= 0');
     if (spec.run !== undefined && spec.run !== null && typeof spec.run !== 'string') throw new Error('run must be a string');
+    if (spec.fault !== undefined && spec.fault !== null && !FAULTS.includes(spec.fault)) throw new Error(`fault must be one of ${FAULTS.join(', ')}`);
     if (spec.owner) this.model.addOwner(spec.owner);
     const id = this.nextJobId++;
     const job = {
@@ -64,6 +72,7 @@ class Broker {
       durationMs, run: spec.run || null, planId: crypto.randomUUID(), jobGuid: crypto.randomUUID(),
       state: 'queued', queuedAt: Date.now(), dispatches: [], lockedUntil: null, startedAt: null,
       completedAt: null, result: null, runnerId: null, runnerName: null, lateMs: null, startLatencyMs: null,
+      fault: spec.fault || null, refusedWith: null,
     };
     this.jobs.set(id, job);
     this.log(`github: job ${id} queued for [${labels.join(', ')}]`);
@@ -96,6 +105,12 @@ class Broker {
       else poll.finish(204);
     }, this.s.pollMs);
     this.polls.push(poll);
+    if (session.cancel) { // a job of this session was cancelled: the message goes out on the next poll
+      const jobId = session.cancel;
+      session.cancel = null;
+      poll.finish(200, { messageId: this.nextMessageId++, messageType: 'JobCancellation', body: { jobId } });
+      return poll;
+    }
     this.pump();
     return poll;
   }
@@ -125,7 +140,7 @@ class Broker {
       this.log(`github: job ${job.id} dispatched to runner ${r.id} (${r.name})`);
       poll.finish(200, {
         messageId: this.nextMessageId++, messageType: 'RunnerJobRequest',
-        body: { runnerRequestId: job.id, planId: job.planId, jobId: job.jobGuid, jobName: job.name },
+        body: { runnerRequestId: job.id, planId: job.planId, jobId: job.jobGuid, jobName: job.name, shouldAcknowledge: !!this.s.shouldAcknowledge },
       });
     }
   }
@@ -144,6 +159,17 @@ class Broker {
     return true;
   }
 
+  // A job whose fault refuses acquire: -> that status (the job leaves this runner), else 0.
+  refuseAcquire(r, requestId) {
+    const c = this.current(r, requestId, 'dispatched');
+    const status = c && /^acquire(\d{3})$/.exec(c.job.fault || '');
+    if (!status) return 0;
+    this.release(c.job);
+    Object.assign(c.job, { state: 'refused', refusedWith: Number(status[1]), lockedUntil: null });
+    this.log(`github: job ${c.job.id}: acquire by runner ${r.id} refused with ${status[1]}`);
+    return Number(status[1]);
+  }
+
   // -> the job (now running) or null (no longer locked to this runner).
   acquire(r, requestId) {
     const c = this.current(r, requestId, 'dispatched');
@@ -157,6 +183,7 @@ class Broker {
     job.startLatencyMs = now - job.queuedAt;
     r.busy = true;
     r.currentJob = job.id;
+    if (job.fault === 'cancelBeforeRenew' && r.session) r.session.cancel = job.jobGuid;
     this.log(`github: job ${job.id} acquired by runner ${r.id}`);
     return job;
   }
@@ -212,4 +239,4 @@ class Broker {
   }
 }
 
-module.exports = { Broker, RESULTS };
+module.exports = { Broker, RESULTS, FAULTS };

@@ -13,6 +13,11 @@ const DEFAULT_SETTINGS = {
   sessionIdleMs: 8000,             // a session with no open poll or call for this long is gone (offline)
   sessionConflictMs: 15000,        // how long a Listener retries a session conflict before exit 5 (real ~4 min)
   ackLatencyMs: 0,                 // added latency of acknowledge: widens the ack->acquire window
+  // Whether job messages ask the runner to acknowledge them (RunnerJobRequestRef.ShouldAcknowledge,
+  // a server-side feature flag; a plain bool the runner reads as false when the server omits it).
+  shouldAcknowledge: false,
+  listener: 'broker',              // the flow sessions get: 'broker' (BrokerMessageListener) or 'legacy' (MessageListener)
+  channelTimeoutMs: 1000,          // a `workerSendTimeout` job: how long the send to the Worker hangs (real: 30-300 s)
   registrationTokenTtlMs: 3600000, // registration and remove tokens (real: 1 h)
   installationTokenTtlMs: 3600000, // App installation tokens (real: 1 h)
   primaryLimit: 5000,              // REST requests per hour per PAT / installation / App
@@ -62,6 +67,12 @@ class Model {
       if (!(k in DEFAULT_SETTINGS)) throw new Error(`unknown setting ${JSON.stringify(k)}`);
       if (k === 'minRunnerVersion') {
         if (typeof v !== 'string' || (v !== '' && !VERSION_RE.test(v))) throw new Error(`${k} must be "x.y.z" or ""`);
+        this.settings[k] = v;
+        continue;
+      }
+      if (k === 'shouldAcknowledge' || k === 'listener') {
+        if (k === 'shouldAcknowledge' && typeof v !== 'boolean') throw new Error(`${k} must be true or false`);
+        if (k === 'listener' && v !== 'broker' && v !== 'legacy') throw new Error(`${k} must be "broker" or "legacy"`);
         this.settings[k] = v;
         continue;
       }

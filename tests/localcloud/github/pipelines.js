@@ -178,7 +178,7 @@ function routes({ model, broker }) {
         const ms = st().sessionConflictMs;
         return { status: 409, body: { typeKey: 'TaskAgentSessionConflictException', message: 'A session for this runner already exists.', retryAfterMs: Math.max(100, Math.min(1000, Math.floor(ms / 5))), giveUpAfterMs: ms } };
       }
-      return { status: 200, body: { sessionId: s.id, agent: { id: r.id, name: r.name }, ownerName: ctx.body.ownerName || null, pollMs: st().pollMs, renewMs: renewMs(), clientTimeoutMs: st().pollMs + 30000 } };
+      return { status: 200, body: { sessionId: s.id, agent: { id: r.id, name: r.name }, ownerName: ctx.body.ownerName || null, pollMs: st().pollMs, renewMs: renewMs(), clientTimeoutMs: st().pollMs + 30000, listener: st().listener } };
     }],
     ['DELETE', `${P}/sessions/{session}`, (ctx) => {
       const r = runnerOf(ctx);
@@ -210,12 +210,24 @@ function routes({ model, broker }) {
           return ok ? { status: 200, body: {} } : conflict;
         }
         case 'acquire': {
+          const refused = broker.refuseAcquire(r, id);
+          if (refused) {
+            const typeKey = { 404: 'TaskOrchestrationJobNotFoundException', 409: 'TaskOrchestrationJobAlreadyAcquiredException', 422: 'TaskOrchestrationJobUnprocessableException' }[refused];
+            return { status: refused, body: { typeKey, message: `Job request ${id} cannot be acquired (${refused}).` } };
+          }
           const job = broker.acquire(r, id);
           if (!job) return conflict;
-          return { status: 200, body: { requestId: job.id, jobId: job.jobGuid, planId: job.planId, jobName: job.name, owner: job.owner, repo: job.repo, durationMs: job.durationMs, run: job.run, lockedUntil: job.lockedUntil, renewMs: renewMs() } };
+          const hook = job.fault === 'workerSendTimeout' ? { fault: job.fault, channelTimeoutMs: st().channelTimeoutMs } : {};
+          return { status: 200, body: { requestId: job.id, jobId: job.jobGuid, planId: job.planId, jobName: job.name, owner: job.owner, repo: job.repo, durationMs: job.durationMs, run: job.run, lockedUntil: job.lockedUntil, renewMs: renewMs(), ...hook } };
         }
         case 'renew': {
           const job = broker.renew(r, id);
+          if (job?.fault === 'renewFails') return { status: 404, body: { typeKey: 'TaskAgentJobNotFoundException', message: `Job request ${id} not found.` } };
+          if (job?.fault === 'cancelBeforeRenew') {
+            // The renew hangs until the job is cancelled (bounded: one lock period).
+            for (const end = Date.now() + st().lockExpiryMs; job.state === 'running' && Date.now() < end;) await sleep(50);
+            return conflict;
+          }
           return job ? { status: 200, body: { lockedUntil: job.lockedUntil } } : conflict;
         }
         case 'complete': {

@@ -258,13 +258,18 @@ class Listener {
   async handleJob(msg) {
     const rid = msg.body.runnerRequestId;
     const signal = this.shutdown.signal;
+    // Every job message, before acknowledge; acknowledge only when the server asks (a feature
+    // flag), logged by the session's listener class.
     this.log.perf('MessageReceived_RunnerJobRequest');
-    this.log.diag('BrokerMessageListener', `Acknowledging runner request '${rid}'.`);
-    try {
-      await this.api('POST', `/jobrequests/${rid}/acknowledge`, { json: { sessionId: this.session.sessionId }, signal, timeoutMs: 5000 });
-    } catch (e) {
-      if (this.aborted) return; // cancelled between acknowledge and acquire: the job stays locked to us
-      this.log.diag('BrokerMessageListener', `Acknowledge failed (best effort): ${e.message}`, 'WARN');
+    const tag = this.session.listener === 'legacy' ? 'MessageListener' : 'BrokerMessageListener';
+    if (msg.body.shouldAcknowledge) {
+      this.log.diag(tag, `Acknowledging runner request '${rid}'.`);
+      try {
+        await this.api('POST', `/jobrequests/${rid}/acknowledge`, { json: { sessionId: this.session.sessionId }, signal, timeoutMs: 5000 });
+      } catch (e) {
+        if (this.aborted) return; // cancelled between acknowledge and acquire: the job stays locked to us
+        this.log.diag('Runner', `Best-effort acknowledge failed for request '${rid}': ${e.message}`, 'ERROR');
+      }
     }
     if (this.aborted) return;
     let acq;
@@ -272,6 +277,12 @@ class Listener {
       acq = await this.api('POST', `/jobrequests/${rid}/acquire`, { json: { sessionId: this.session.sessionId }, signal });
     } catch (e) {
       if (!this.aborted) this.log.diag('Runner', `Acquire of job request ${rid} failed: ${e.message}`, 'ERROR');
+      return;
+    }
+    if ([404, 409, 422].includes(acq.status)) {
+      // Runner.cs: nothing on stdout, the job is simply not run.
+      this.log.diag('Runner', `Skipping message Job. ${acq.body.message || acq.status}`);
+      this.sentinelFired = this.sentinelAtLoopTop();
       return;
     }
     if (acq.status !== 200) {
@@ -282,7 +293,19 @@ class Listener {
     const job = acq.body;
     this.log.diag('JobDispatcher', `Job request ${rid} for plan ${job.planId} job ${job.jobId} received.`);
     this.log.stamped(`Running job: ${job.jobName}`);
-    this.log.perf(`SentJobToWorker_${rid}`);
+    // JobDispatcher: no Worker before the first renew succeeds; a failed first renew, or a cancel
+    // before it, ends the dispatch without a "completed" line.
+    const first = await this.firstRenew(rid, job);
+    if (first === 'failed') {
+      this.log.diag('JobDispatcher', `Unable to renew job request for job ${job.jobId} for the first time, stop dispatching job to worker.`);
+      return;
+    }
+    if (first === 'canceled') {
+      this.log.diag('JobDispatcher', `Stop renew job request for job ${job.jobId}.`);
+      await this.api('POST', `/jobrequests/${rid}/complete`, { json: { result: 'Canceled' }, timeoutMs: 5000 }).catch(() => {});
+      return;
+    }
+    this.log.perf(`JobRequestRenewed_${rid}`);
     const renew = setInterval(() => {
       this.api('POST', `/jobrequests/${rid}/renew`, { json: {}, timeoutMs: job.renewMs }).catch(() => {});
     }, job.renewMs);
@@ -297,6 +320,11 @@ class Listener {
       }
       result = await done;
     } finally { clearInterval(renew); }
+    if (result === null) {
+      // The send to the Worker timed out: it was killed; no result goes to the server.
+      this.log.diag('JobDispatcher', `Job request message sending for job ${job.jobId} been cancelled, kill running worker.`);
+      return;
+    }
     this.log.stamped(`Job ${job.jobName} completed with result: ${result}`);
     for (let i = 0; i < 3; i++) {
       const r = await this.api('POST', `/jobrequests/${rid}/complete`, { json: { result }, timeoutMs: 5000 }).catch((e) => ({ status: 0, body: { message: e.message } }));
@@ -304,6 +332,39 @@ class Listener {
       await sleep(500);
     }
     if (this.ephemeral) this.ephemeralDone = true;
+  }
+
+  // -> 'renewed', 'failed' (job not found, or 5 retries spent) or 'canceled' (a JobCancellation
+  // message for this job came meanwhile: the main loop keeps polling while a job is dispatched,
+  // or a shutdown).
+  async firstRenew(rid, job) {
+    const stop = new AbortController();
+    const onShutdown = () => stop.abort();
+    this.shutdown.signal.addEventListener('abort', onShutdown, { once: true });
+    let canceled = false;
+    const watch = (async () => {
+      while (!stop.signal.aborted) {
+        const r = await this.api('GET', `/messages?sessionId=${encodeURIComponent(this.session.sessionId)}`, { signal: stop.signal, timeoutMs: this.session.clientTimeoutMs }).catch(() => null);
+        if (stop.signal.aborted) return;
+        if (r?.status === 200 && r.body.messageType === 'JobCancellation' && r.body.body?.jobId === job.jobId) {
+          canceled = true;
+          stop.abort();
+          return;
+        }
+        if (r?.status !== 204 && r?.status !== 200) await sleep(200, stop.signal);
+      }
+    })();
+    let outcome = 'failed';
+    for (let attempt = 0; attempt <= 5 && !stop.signal.aborted; attempt++) {
+      const r = await this.api('POST', `/jobrequests/${rid}/renew`, { json: {}, signal: stop.signal, timeoutMs: job.renewMs }).catch(() => ({ status: 0 }));
+      if (r.status === 200) { outcome = 'renewed'; break; }
+      if (r.status === 404 || stop.signal.aborted) break; // job not found: no retry
+      await sleep(1000, stop.signal); // real: 1-10 s between the first renew's 5 retries
+    }
+    stop.abort();
+    this.shutdown.signal.removeEventListener('abort', onShutdown);
+    await watch;
+    return canceled || this.aborted ? 'canceled' : outcome;
   }
 
   runWorker(job) {
@@ -318,11 +379,18 @@ class Listener {
         },
       };
       child.stdin.on('error', () => {});
-      child.stdin.end(JSON.stringify({ ...job, runnerName: this.settings.agentName, workFolder: this.settings.workFolder }));
+      let sendTimedOut = false;
+      if (job.fault === 'workerSendTimeout') {
+        // The job message never gets through: after the channel timeout the Worker is killed.
+        setTimeout(() => { sendTimedOut = true; child.kill('SIGKILL'); }, job.channelTimeoutMs);
+      } else {
+        child.stdin.end(JSON.stringify({ ...job, runnerName: this.settings.agentName, workFolder: this.settings.workFolder }));
+        this.log.perf(`SentJobToWorker_${job.requestId}`);
+      }
       if (this.aborted) this.worker.cancel();
       child.on('exit', (code, sig) => {
         this.worker = null;
-        resolve(RESULT_OF_EXIT[code] || (sig ? 'Canceled' : 'Failed'));
+        resolve(sendTimedOut ? null : RESULT_OF_EXIT[code] || (sig ? 'Canceled' : 'Failed'));
       });
     });
   }
