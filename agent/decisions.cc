@@ -388,7 +388,6 @@ ExitDecision after_listener_exit(const ExitStatus& s, bool stopping, int restart
   return {AfterExit::kRestart, delay, what + "; restarting"};
 }
 
-}  // namespace runpool::agent
 JobTrack apply_job_signal(JobTrack t, JobSignal s, Duration now, const std::string& job) {
   switch (s) {
     case JobSignal::kRequested:
@@ -432,3 +431,4 @@ BusyDecision decide_busy(const BusyFacts& f) {
   return d;
 }
 
+}  // namespace runpool::agent

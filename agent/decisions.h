@@ -220,7 +220,6 @@ struct ExitDecision {
 ExitDecision after_listener_exit(const ExitStatus& status, bool stopping, int restarts_so_far, int max_restarts,
                                  Duration backoff);
 
-}  // namespace runpool::agent
 // ---- Busy or idle ----------------------------------------------------------------------------
 
 // The agent is the authority on busy: a job is in hand from its request's arrival until the
@@ -261,3 +260,4 @@ struct BusyDecision {
 
 BusyDecision decide_busy(const BusyFacts& facts);
 
+}  // namespace runpool::agent

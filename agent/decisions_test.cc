@@ -741,8 +741,6 @@ TEST(FailureEvidence, FailedAndRunnerLeftOnlyForTheCurrentGeneration) {
   EXPECT_EQ(failure_evidence(r), "");
 }
 
-}  // namespace
-}  // namespace runpool::agent
 // ---- Busy or idle ----
 
 using std::chrono::minutes;
@@ -877,3 +875,5 @@ TEST(Busy, AZeroBoundTrustsOnlyWorkersAndCompletions) {
   EXPECT_TRUE(decide_busy(f).busy);
 }
 
+}  // namespace
+}  // namespace runpool::agent

@@ -286,8 +286,6 @@ TEST_F(LocalRunnerHostTest, CleanRemovesEverythingTheRunnerLeftAndKeepsTheInstal
   EXPECT_FALSE(host.configured());
 }
 
-}  // namespace
-}  // namespace runpool::agent
 // Leftover cleaning while the Listener runs: its tree (the Worker and the job) is never a leftover.
 TEST(FindLeftovers, OnlyProcessesOutsideTheListenersTreeGo) {
   // 10 Listener, 11 its Worker, 12 the job's shell, 13 its child; 20 a process a job detached
@@ -314,3 +312,5 @@ TEST(FindLeftovers, AChildBeingSpawnedIsSparedBeforeItIsAWorker) {
   EXPECT_TRUE(l.job_in_hand);
 }
 
+}  // namespace
+}  // namespace runpool::agent
