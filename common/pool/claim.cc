@@ -2,6 +2,8 @@
 
 #include <fnmatch.h>
 
+#include "common/pool/retire_plan.h"
+
 namespace runpool::pool {
 
 bool instance_type_allowed(const std::string& type, const std::vector<std::string>& globs) {
@@ -31,6 +33,11 @@ ClaimVerdict judge_pool_message(const PoolMessage& message, const std::optional<
   }
   if (request.now_ms - r.heartbeat_ms > request.max_heartbeat_age_ms) {
     return {MessageFate::kDrop, "agent heartbeat is stale"};
+  }
+  // Outdated instances are never claimed, even when nothing else is warm: a launch serves the
+  // job on the current image instead, and refresh retires this one.
+  if (std::string due = retirement_due(r, request.now_ms, request.max_instance_age_ms); !due.empty()) {
+    return {MessageFate::kDrop, "instance is due for retirement (" + due + ")"};
   }
   // The instance is fine, just not for this request: leave it to another provision.
   if (request.usage_class && *request.usage_class != r.usage_class) {

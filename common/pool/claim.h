@@ -27,6 +27,9 @@ struct ClaimRequest {
   // The claiming pool: several pools may share a table, and a message in this pool's queue naming
   // another pool's instance (forged, or a queue shared by mistake) must never claim it. Empty: any.
   std::string pool;
+  // The class's max_instance_age (0: none): an older instance, or one `runpoolctl retire` marked,
+  // is never claimed; refresh retires it.
+  int64_t max_instance_age_ms = 0;
 };
 
 enum class MessageFate {

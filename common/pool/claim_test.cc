@@ -37,6 +37,22 @@ TEST(JudgePoolMessage, ValidIdleInstanceIsClaimed) {
   EXPECT_EQ(judge_pool_message(message(), idle_record(), request()).fate, MessageFate::kClaim);
 }
 
+TEST(JudgePoolMessage, AnInstanceDueForRetirementIsNeverClaimed) {
+  InstanceRecord marked = idle_record();
+  marked.retire_pending = true;
+  ClaimVerdict v = judge_pool_message(message(), marked, request());
+  EXPECT_EQ(v.fate, MessageFate::kDrop);
+  EXPECT_NE(v.reason.find("marked for retirement"), std::string::npos);
+  InstanceRecord old = idle_record();
+  old.created_ms = kNow - 7 * 86'400'000LL;
+  ClaimRequest q = request();
+  EXPECT_EQ(judge_pool_message(message(), old, q).fate, MessageFate::kClaim) << "no maximum age";
+  q.max_instance_age_ms = 7 * 86'400'000LL;
+  EXPECT_EQ(judge_pool_message(message(), old, q).fate, MessageFate::kDrop);
+  q.max_instance_age_ms = 7 * 86'400'000LL + 1;
+  EXPECT_EQ(judge_pool_message(message(), old, q).fate, MessageFate::kClaim);
+}
+
 TEST(JudgePoolMessage, MissingRecordDrops) {
   EXPECT_EQ(judge_pool_message(message(), std::nullopt, request()).fate, MessageFate::kDrop);
 }

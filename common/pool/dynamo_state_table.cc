@@ -193,6 +193,10 @@ bool DynamoStateTable::transition(const std::string& instance_id, const Expect& 
     if (*c.bypass_removal) b.set(attr::kBypassRemoval, AttributeValue::boolean(true));
     else b.remove(attr::kBypassRemoval);
   }
+  if (c.retire_pending) {
+    if (*c.retire_pending) b.set(attr::kRetirePending, AttributeValue::boolean(true));
+    else b.remove(attr::kRetirePending);
+  }
   return conditional_update(db_, table_, key_of(instance_id), instance_id, b);
 }
 
@@ -259,6 +263,9 @@ bool DynamoStateTable::report(const std::string& instance_id, const AgentReport&
   if (r.runner_id) b.set(attr::kRunnerId, AttributeValue::number(*r.runner_id));
   if (r.runner_name && !r.runner_name->empty()) b.set(attr::kRunnerName, AttributeValue::string(*r.runner_name));
   if (r.agent_version && !r.agent_version->empty()) b.set(attr::kAgentVersion, AttributeValue::string(*r.agent_version));
+  if (r.runner_version && !r.runner_version->empty()) {
+    b.set(attr::kRunnerVersion, AttributeValue::string(*r.runner_version));
+  }
   if (r.pre_run && *r.pre_run != PreRun::kNone) {
     b.set(attr::kPreRun, AttributeValue::string(std::string(pre_run_name(*r.pre_run))));
   }

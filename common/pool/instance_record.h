@@ -47,6 +47,10 @@ inline std::optional<PreRun> parse_pre_run(std::string_view name) {
   return std::nullopt;
 }
 
+// How a failed detail begins when GitHub refused the runner's version (the Listener's exit 7):
+// the image's runner must be rolled, restarting it cannot help.
+inline constexpr std::string_view kRunnerVersionDeprecated = "runner version deprecated";
+
 struct InstanceRecord {
   std::string instance_id;
 
@@ -72,6 +76,9 @@ struct InstanceRecord {
   std::string os;               // "linux" or "windows": picks scale-down's minimum running time
   int64_t orphan_since_ms = 0;  // scale-down's orphan mark (0: not marked); terminated next pass
   bool bypass_removal = false;  // an operator's mark: scale-down never removes this instance
+  std::string ami_id;           // the AMI its launch asked for (the class's image, else image_id); "": unknown
+  // `runpoolctl retire` marked it while assigned: its release retires it instead of returning it.
+  bool retire_pending = false;
 
   // Agent fields: written by the instance's own agent only.
   int64_t heartbeat_ms = 0;
@@ -82,6 +89,7 @@ struct InstanceRecord {
   std::string runner_name;
   bool busy = false;
   std::string agent_version;
+  std::string runner_version;      // the Listener's "Current runner version" at its last start
   PreRun pre_run = PreRun::kNone;  // the pre-run script's result on this boot
   std::string pre_run_detail;      // "exit 3: <last line>", ≤ 200 characters
 };

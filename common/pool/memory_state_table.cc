@@ -30,6 +30,7 @@ void apply(InstanceRecord& r, const LifecycleChange& c) {
   if (c.advertise_pending) r.advertise_pending = *c.advertise_pending;
   if (c.orphan_since_ms) r.orphan_since_ms = *c.orphan_since_ms;
   if (c.bypass_removal) r.bypass_removal = *c.bypass_removal;
+  if (c.retire_pending) r.retire_pending = *c.retire_pending;
 }
 
 void apply(InstanceRecord& r, const AgentReport& a) {
@@ -43,6 +44,7 @@ void apply(InstanceRecord& r, const AgentReport& a) {
   if (a.runner_id) r.runner_id = *a.runner_id;
   if (a.runner_name && !a.runner_name->empty()) r.runner_name = *a.runner_name;
   if (a.agent_version && !a.agent_version->empty()) r.agent_version = *a.agent_version;
+  if (a.runner_version && !a.runner_version->empty()) r.runner_version = *a.runner_version;
   if (a.pre_run && *a.pre_run != PreRun::kNone) r.pre_run = *a.pre_run;
   if (a.pre_run_detail) r.pre_run_detail = a.pre_run_detail->empty() ? "-" : *a.pre_run_detail;
   if (a.take_reg_token) r.reg_token = Secret();

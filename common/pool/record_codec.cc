@@ -54,6 +54,8 @@ aws::Item encode_record(const InstanceRecord& r) {
   put_string(item, attr::kOs, r.os);
   put_int(item, attr::kOrphanSince, r.orphan_since_ms);
   if (r.bypass_removal) item[attr::kBypassRemoval] = AttributeValue::boolean(true);
+  put_string(item, attr::kAmiId, r.ami_id);
+  if (r.retire_pending) item[attr::kRetirePending] = AttributeValue::boolean(true);
   put_int(item, attr::kHeartbeat, r.heartbeat_ms);
   if (r.signal != AgentSignal::kNone) {
     item[attr::kSignal] = AttributeValue::string(std::string(agent_signal_name(r.signal)));
@@ -64,6 +66,7 @@ aws::Item encode_record(const InstanceRecord& r) {
   put_string(item, attr::kRunnerName, r.runner_name);
   if (r.busy) item[attr::kBusy] = AttributeValue::boolean(true);
   put_string(item, attr::kAgentVersion, r.agent_version);
+  put_string(item, attr::kRunnerVersion, r.runner_version);
   if (r.pre_run != PreRun::kNone) item[attr::kPreRun] = AttributeValue::string(std::string(pre_run_name(r.pre_run)));
   put_string(item, attr::kPreRunDetail, r.pre_run_detail);
   return item;
@@ -101,6 +104,8 @@ InstanceRecord decode_record(const aws::Item& item) {
     r.os = aws::find_string(item, attr::kOs).value_or("");
     r.orphan_since_ms = aws::find_int(item, attr::kOrphanSince).value_or(0);
     r.bypass_removal = aws::find_bool(item, attr::kBypassRemoval).value_or(false);
+    r.ami_id = aws::find_string(item, attr::kAmiId).value_or("");
+    r.retire_pending = aws::find_bool(item, attr::kRetirePending).value_or(false);
     r.heartbeat_ms = aws::find_int(item, attr::kHeartbeat).value_or(0);
     if (auto s = aws::find_string(item, attr::kSignal)) {
       auto parsed = parse_agent_signal(*s);
@@ -113,6 +118,7 @@ InstanceRecord decode_record(const aws::Item& item) {
     r.runner_name = aws::find_string(item, attr::kRunnerName).value_or("");
     r.busy = aws::find_bool(item, attr::kBusy).value_or(false);
     r.agent_version = aws::find_string(item, attr::kAgentVersion).value_or("");
+    r.runner_version = aws::find_string(item, attr::kRunnerVersion).value_or("");
     if (auto p = aws::find_string(item, attr::kPreRun)) {
       auto parsed = parse_pre_run(*p);
       if (!parsed) throw RecordError("unknown pre_run");

@@ -39,6 +39,9 @@ inline constexpr const char* kRunnerId = "runner_id";
 inline constexpr const char* kRunnerName = "runner_name";
 inline constexpr const char* kBusy = "busy";
 inline constexpr const char* kAgentVersion = "agent_version";
+inline constexpr const char* kRunnerVersion = "runner_version";
+inline constexpr const char* kAmiId = "ami_id";
+inline constexpr const char* kRetirePending = "retire_pending";
 inline constexpr const char* kPreRun = "pre_run";
 inline constexpr const char* kPreRunDetail = "pre_run_detail";
 }  // namespace attr

@@ -29,6 +29,8 @@ InstanceRecord full_record() {
   r.os = "linux";
   r.orphan_since_ms = 1'799'999'500'000;
   r.bypass_removal = true;
+  r.ami_id = "ami-0123456789abcdef0";
+  r.retire_pending = true;
   r.heartbeat_ms = 1'799'999'999'000;
   r.signal = AgentSignal::kRegistered;
   r.signal_generation = 7;
@@ -37,6 +39,7 @@ InstanceRecord full_record() {
   r.runner_name = "default-i-0abc-g7";
   r.busy = true;
   r.agent_version = "0.1.0";
+  r.runner_version = "2.336.0";
   r.pre_run = PreRun::kFailed;
   r.pre_run_detail = "exit 3: no disk";
   return r;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/aws/ec2_types.h"
+#include "common/pool/retire_plan.h"
 #include "common/pool/runner_name.h"
 #include "common/pool/span.h"
 
@@ -131,6 +132,8 @@ class Planner {
       if (r.shared) {
         add(records_, ActionKind::kTerminate, r, "handshake.drained",
             "shared runner drained but not terminated; shared instances never return to the pool");
+      } else if (r.retire_pending) {
+        add(records_, ActionKind::kTerminate, r, "retire.pending", "drained, and marked for retirement");
       } else {
         add(records_, ActionKind::kReturnToPool, r, "handshake.drained", "drained but never returned to the pool");
       }
@@ -192,6 +195,15 @@ class Planner {
     }
 
     if (r.state != State::kIdle) return;
+    {
+      auto age = p_.max_instance_age_ms.find(r.resource_class);
+      std::string due = retirement_due(r, now, age == p_.max_instance_age_ms.end() ? 0 : age->second);
+      if (!due.empty()) {
+        add(records_, ActionKind::kTerminate, r, r.retire_pending ? "retire.pending" : "retire.max-age",
+            "idle, " + due + (r.retire_pending ? "" : " (" + span(now - r.created_ms) + " old)"));
+        return;
+      }
+    }
     if (agent_reported(r, AgentSignal::kInterrupted)) {
       add(records_, ActionKind::kTerminate, r, "agent.interrupted",
           "idle, agent reported an interruption" + (r.signal_detail.empty() ? "" : ": " + r.signal_detail));

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +33,8 @@ struct RefreshPolicy {
   int64_t advertise_grace_ms = 60'000;
   // An idle instance whose agent has not beaten for this long cannot be claimed: it is retired.
   int64_t agent_silence_ms = 10 * 60'000;
+  // max_instance_age by resource class (absent or 0: none): an older idle instance is retired.
+  std::map<std::string, int64_t> max_instance_age_ms{};
 };
 
 // One instance as DescribeInstances (filtered by the pool tag, every state) reported it.

@@ -189,6 +189,43 @@ TEST(PlanRefresh, SilentIdleAgentIsRetiredAtTheBound) {
   EXPECT_TRUE(f.plan().actions.empty());
 }
 
+TEST(PlanRefresh, AnIdleInstanceMarkedForRetirementOrPastItsMaximumAgeIsRetired) {
+  Fixture f;
+  InstanceRecord marked = record(1, State::kIdle);
+  marked.retire_pending = true;
+  InstanceRecord young = record(2, State::kIdle);  // created an hour ago
+  InstanceRecord old = record(3, State::kIdle);
+  old.created_ms = kNow - 3 * 86'400'000LL;
+  InstanceRecord other_class = record(4, State::kIdle);
+  other_class.created_ms = old.created_ms;
+  other_class.resource_class = "large";
+  InstanceRecord running_old = record(5, State::kRunning);
+  running_old.created_ms = old.created_ms;
+  for (const auto& r : {marked, young, old, other_class, running_old}) f.add(r);
+  f.p.max_instance_age_ms = {{"small", 3 * 86'400'000LL}};
+  auto plan = f.plan();
+  Action a = only(plan, marked.instance_id);
+  EXPECT_EQ(a.kind, ActionKind::kTerminate);
+  EXPECT_EQ(a.rule, "retire.pending");
+  EXPECT_EQ(only(plan, old.instance_id).rule, "retire.max-age");
+  EXPECT_TRUE(for_instance(plan, young.instance_id).empty());
+  EXPECT_TRUE(for_instance(plan, other_class.instance_id).empty()) << "large has no maximum age";
+  EXPECT_TRUE(for_instance(plan, running_old.instance_id).empty()) << "a job is never cut short: release decides";
+  f.s.records[2].created_ms = kNow - 3 * 86'400'000LL + 1;
+  EXPECT_TRUE(for_instance(f.plan(), old.instance_id).empty()) << "one millisecond younger than the limit";
+}
+
+TEST(PlanRefresh, ADrainedInstanceMarkedForRetirementIsTerminatedNotReturned) {
+  Fixture f;
+  InstanceRecord r = record(1, State::kDraining);
+  signal(r, AgentSignal::kDrained, r.generation);
+  r.retire_pending = true;
+  f.add(r);
+  Action a = only(f.plan(), r.instance_id);
+  EXPECT_EQ(a.kind, ActionKind::kTerminate);
+  EXPECT_EQ(a.rule, "retire.pending");
+}
+
 // ---- EC2 reconciliation
 
 TEST(PlanRefresh, RecordsWhoseInstanceIsGoneAreClosedInEveryState) {

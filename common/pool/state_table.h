@@ -40,6 +40,7 @@ struct LifecycleChange {
   std::optional<bool> advertise_pending{};
   std::optional<int64_t> orphan_since_ms{};  // 0 removes the orphan mark
   std::optional<bool> bypass_removal{};      // false removes the mark
+  std::optional<bool> retire_pending{};      // false removes the mark
   // No agent field is ever touched here: a new assignment is told apart from the previous one by
   // the generation its signal names, not by clearing the agent's fields.
 };
@@ -54,6 +55,7 @@ struct AgentReport {
   std::optional<int64_t> runner_id{};
   std::optional<std::string> runner_name{};
   std::optional<std::string> agent_version{};
+  std::optional<std::string> runner_version{};  // "" writes nothing
   std::optional<PreRun> pre_run{};              // kNone writes nothing
   std::optional<std::string> pre_run_detail{};  // "" is written as "-"
   bool take_reg_token = false;

@@ -111,6 +111,14 @@ Step set_bypass_removal(const InstanceRecord&, bool bypass) {
   return s;
 }
 
+Step mark_retire(const InstanceRecord& r) {
+  Step s;
+  s.expect.states = {r.state};
+  s.expect.generation = r.generation;
+  s.change.retire_pending = true;
+  return s;
+}
+
 Step return_to_pool(const InstanceRecord& r, int64_t now_ms, const Timeouts& t) {
   Step s;
   s.expect.states = {State::kDraining};

@@ -62,6 +62,10 @@ Step mark_orphan(const InstanceRecord& r, int64_t now_ms);
 Step unmark_orphan(const InstanceRecord& r);
 Step set_bypass_removal(const InstanceRecord& r, bool bypass);
 
+// `runpoolctl retire`'s mark on an assigned instance, for the state and generation read: its
+// release (or refresh) then retires it instead of returning it to the pool.
+Step mark_retire(const InstanceRecord& r);
+
 // draining(gen), agent `drained` for gen → idle, unassigned, advertise_pending set.
 Step return_to_pool(const InstanceRecord& r, int64_t now_ms, const Timeouts& t);
 

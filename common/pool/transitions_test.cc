@@ -96,6 +96,17 @@ TEST_F(Lifecycle, RetiringAnIdleRecordBeatsALaterClaim) {
   EXPECT_EQ(read(table, "i-1").state, State::kTerminating);
 }
 
+TEST_F(Lifecycle, ARetireMarkNeedsTheStateAndGenerationReadAndOutlivesTheDrain) {
+  agent(AgentSignal::kRegistered);
+  InstanceRecord created = read(table, "i-1");
+  ASSERT_TRUE(run(table, "i-1", mark_running(created, kNow, kT)));
+  EXPECT_FALSE(run(table, "i-1", mark_retire(created))) << "read while created: the record moved on";
+  EXPECT_FALSE(read(table, "i-1").retire_pending);
+  ASSERT_TRUE(run(table, "i-1", mark_retire(read(table, "i-1"))));
+  ASSERT_TRUE(run(table, "i-1", start_drain(read(table, "i-1"), Secret("rm"), kNow, kT)));
+  EXPECT_TRUE(read(table, "i-1").retire_pending) << "release reads it once drained";
+}
+
 TEST_F(Lifecycle, AnAgentOnAnOldGenerationCannotSignal) {
   EXPECT_FALSE(table.report("i-1", {.signal = AgentSignal::kRegistered, .generation = 0}));
   EXPECT_FALSE(table.report("i-1", {.take_reg_token = true, .generation = 2}));
