@@ -165,6 +165,7 @@ class AgentLoop {
   std::string stop_detail_;
   int64_t refused_generation_ = 0;
   int64_t registered_reported_ = 0;
+  std::string reported_runner_version_;  // the runner version last written to the record
 
   // Draining (also used to retire a stray Listener).
   std::vector<int> strays_;

@@ -145,6 +145,15 @@ void AgentLoop::supervise() {
     return;
   }
   const bool listening = activity_.phase() != RunnerPhase::kStarting;
+  // What the instance runs, for `runpoolctl retire --runner-version`: once per Listener version.
+  if (reachable_ && !activity_.runner_version().empty() && activity_.runner_version() != reported_runner_version_) {
+    AgentReport r;
+    r.runner_version = activity_.runner_version();
+    try {
+      if (report(r, "runner_version")) reported_runner_version_ = *r.runner_version;
+    } catch (const std::exception&) {
+    }
+  }
   if (reachable_ && record_ && registered_reported_ != st_.generation &&
       should_report_registered(*record_, st_.generation, listening)) {
     if (!identity_) {

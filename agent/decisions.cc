@@ -376,7 +376,12 @@ ExitDecision after_listener_exit(const ExitStatus& s, bool stopping, int restart
     switch (s.code) {
       case 0: return {AfterExit::kFail, Duration{0}, what + " without a drain: its registration was deleted?"};
       case 1: return {AfterExit::kFail, Duration{0}, what + ": terminated (not configured, or its registration is gone)"};
-      case 7: return {AfterExit::kFail, Duration{0}, what + ": this runner version is deprecated"};
+      // GitHub refused the runner's version (ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE=1 makes
+      // that 7, not 1): no restart or reconfiguration helps, only a newer runner. The detail says so
+      // first, for the controller and `status`.
+      case 7:
+        return {AfterExit::kFail, Duration{0},
+                std::string(pool::kRunnerVersionDeprecated) + ": GitHub refuses this runner's version (" + what + ")"};
       default: break;
     }
   }

@@ -527,6 +527,10 @@ TEST(AfterListenerExit, ByExitCode) {
   EXPECT_EQ(after_listener_exit({false, 0}, false, 0, 5, b).what, AfterExit::kFail);
   EXPECT_EQ(after_listener_exit({false, 1}, false, 0, 5, b).what, AfterExit::kFail);
   EXPECT_EQ(after_listener_exit({false, 7}, false, 0, 5, b).what, AfterExit::kFail);
+  EXPECT_EQ(after_listener_exit({false, 7}, false, 0, 5, b).reason.rfind(pool::kRunnerVersionDeprecated, 0), 0u)
+      << "a deprecated version is told apart from a configuration problem";
+  EXPECT_EQ(after_listener_exit({false, 1}, false, 0, 5, b).reason.find(pool::kRunnerVersionDeprecated),
+            std::string::npos);
   for (int code : {2, 3, 4, 5, 6, 42, 137}) {
     ExitDecision d = after_listener_exit({false, code}, false, 0, 5, b);
     EXPECT_EQ(d.what, AfterExit::kRestart) << code;

@@ -24,6 +24,7 @@ cd "$(dirname "$0")/.." || exit 1
 mkdir -p _diag
 log="_diag/Runner_$(date +%Y%m%d-%H%M%S%N)-utc.log"
 echo "Current runner version: '2.336.0'"
+echo "deprecated_exit_code=$ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE" > .listener-env
 echo "$(date -u '+%Y-%m-%d %H:%M:%SZ'): Listening for Jobs"
 echo "[2026-01-01 10:00:00Z INFO BrokerMessageListener] Acknowledging runner request '5'." >> "$log"
 trap 'echo Exiting...; exit 0' INT
@@ -185,18 +186,23 @@ TEST_F(LocalRunnerHostTest, TheListenerRunsAsTheRunnerAndItsOutputBecomesEvents)
     ~KillOnExit() { l.kill(); }
   } guard{*listener};
   std::vector<RunnerEvent> events;
-  for (int i = 0; i < 100 && events.size() < 2; ++i) {
+  for (int i = 0; i < 100 && events.size() < 3; ++i) {
     for (auto& e : listener->poll_events()) events.push_back(e);
     std::this_thread::sleep_for(50ms);
   }
-  ASSERT_EQ(events.size(), 2u);
-  bool listening = false, requested = false;
+  ASSERT_EQ(events.size(), 3u);
+  bool listening = false, requested = false, version = false;
   for (const auto& e : events) {
     listening = listening || e.kind == RunnerEvent::kListening;
     requested = requested || (e.kind == RunnerEvent::kJobRequested && e.job == "5");
+    version = version || (e.kind == RunnerEvent::kVersion && e.result == "2.336.0");
   }
   EXPECT_TRUE(listening);
   EXPECT_TRUE(requested) << "only the new Listener's _diag lines count";
+  EXPECT_TRUE(version);
+  std::string env_seen;
+  std::getline(std::ifstream(root / ".listener-env"), env_seen);
+  EXPECT_EQ(env_seen, "deprecated_exit_code=1") << "a refused version must exit 7, not 1";
   EXPECT_FALSE(listener->exit_status());
   auto strays = host.stray_listeners();
   EXPECT_FALSE(strays.empty()) << "a Listener of the runner user is visible as such";

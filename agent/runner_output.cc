@@ -22,8 +22,12 @@ RunnerEvent parse_stdout_line(std::string_view raw) {
   constexpr std::string_view kRunning = "Running job: ";
   constexpr std::string_view kJob = "Job ";
   constexpr std::string_view kCompleted = " completed with result: ";
+  constexpr std::string_view kVersion = "Current runner version: '";
   if (line == "Listening for Jobs") {
     e.kind = RunnerEvent::kListening;
+  } else if (line.starts_with(kVersion) && line.size() > kVersion.size() + 1 && line.back() == '\'') {
+    e.kind = RunnerEvent::kVersion;
+    e.result = line.substr(kVersion.size(), line.size() - kVersion.size() - 1);
   } else if (line.starts_with(kRunning)) {
     e.kind = RunnerEvent::kJobStarted;
     e.job = line.substr(kRunning.size());
@@ -65,6 +69,9 @@ RunnerEvent parse_perf_line(std::string_view raw) {
 void RunnerActivity::apply(const RunnerEvent& e) {
   switch (e.kind) {
     case RunnerEvent::kNone:
+      break;
+    case RunnerEvent::kVersion:
+      runner_version_ = e.result;
       break;
     case RunnerEvent::kListening:
       // A (re)started Listener is idle unless a job is still in flight from before the restart.

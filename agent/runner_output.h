@@ -17,9 +17,9 @@ enum class RunnerPhase {
 };
 
 struct RunnerEvent {
-  enum Kind { kNone, kListening, kJobRequested, kJobStarted, kJobCompleted } kind = kNone;
+  enum Kind { kNone, kListening, kJobRequested, kJobStarted, kJobCompleted, kVersion } kind = kNone;
   std::string job;     // job name (stdout) or request id (_diag)
-  std::string result;  // for kJobCompleted: Succeeded, Failed, Canceled…
+  std::string result;  // for kJobCompleted: Succeeded, Failed, Canceled…; for kVersion: the version
 };
 
 // Parses one line of the Listener's stdout ("2026-11-21 02:52:24Z: Running job: build").
@@ -39,12 +39,15 @@ class RunnerActivity {
   int jobs_completed() const { return jobs_completed_; }
   const std::string& last_result() const { return last_result_; }
   const std::string& current_job() const { return current_job_; }
+  // The Listener's "Current runner version: '2.336.0'" at start; "" until it said so.
+  const std::string& runner_version() const { return runner_version_; }
 
  private:
   RunnerPhase phase_ = RunnerPhase::kStarting;
   int jobs_completed_ = 0;
   std::string last_result_;
   std::string current_job_;
+  std::string runner_version_;
 };
 
 }  // namespace runpool::agent

@@ -7,6 +7,14 @@ namespace {
 
 TEST(ParseStdoutLine, KnownLines) {
   EXPECT_EQ(parse_stdout_line("2026-11-21 02:52:24Z: Listening for Jobs").kind, RunnerEvent::kListening);
+  auto version = parse_stdout_line("Current runner version: '2.336.0'\n");
+  EXPECT_EQ(version.kind, RunnerEvent::kVersion);
+  EXPECT_EQ(version.result, "2.336.0");
+  EXPECT_EQ(parse_stdout_line("Current runner version: ''").kind, RunnerEvent::kNone);
+  RunnerActivity a;
+  a.apply(version);
+  EXPECT_EQ(a.runner_version(), "2.336.0");
+  EXPECT_EQ(a.phase(), RunnerPhase::kStarting) << "a version line says nothing about listening";
   auto started = parse_stdout_line("2026-11-21 02:52:25Z: Running job: build (linux)\n");
   EXPECT_EQ(started.kind, RunnerEvent::kJobStarted);
   EXPECT_EQ(started.job, "build (linux)");
