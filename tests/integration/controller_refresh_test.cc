@@ -142,6 +142,7 @@ class ControllerRefresh : public ::testing::Test {
         {"AWS_EC2_METADATA_DISABLED", "true"},
         {"RUNPOOL_TABLE", kTable},
         {"RUNPOOL_POOL", pool_},
+        {"RUNPOOL_INSTANCE_ROLE_ID", lc.instance_role_id()},
         {"RUNPOOL_REGION", lc.region()},
         {"RUNPOOL_ENDPOINT_DYNAMODB", lc.dynamodb()},
         {"RUNPOOL_ENDPOINT_SQS", lc.sqs()},
