@@ -11,6 +11,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "controller/backend.h"
+#include "controller/config_file.h"
 #include "controller/context.h"
 #include "controller/init.h"
 #include "controller/label.h"
@@ -20,8 +21,13 @@
 #include "controller/scale_down.h"
 #include "controller/scale_up.h"
 #include "controller/status.h"
+#include "controller/user_data.h"
 #ifdef RUNPOOL_HAVE_REFRESH
 #include "controller/refresh.h"
+#endif
+
+#ifndef RUNPOOL_VERSION
+#define RUNPOOL_VERSION "dev"
 #endif
 
 namespace {
@@ -97,12 +103,18 @@ std::string settings_text(const Config& c, const Settings& s) {
 int main(int argc, char** argv) {
   CLI::App app{
       "runpoolctl — a warm pool of EC2 instances as self-hosted GitHub Actions runners.\n\n"
-      "Configuration comes from --config FILE (key = value lines), then RUNPOOL_<KEY> environment\n"
-      "variables, then flags; later sources win. `runpoolctl config --reference` lists every key.\n"
+      "Configuration comes from a file (key = value lines): --config FILE, else\n"
+      "/etc/runpool/runpoolctl.conf when it exists; then RUNPOOL_<KEY> environment variables, then\n"
+      "flags; later sources win. `runpoolctl config --reference` lists every key.\n"
       "Secrets (github_token, github_app_private_key) are read from the file or the environment only.\n\n"
+      "Global options may come before or after the command.\n\n"
       "Exit codes: 0 done, 1 the operation failed, 2 usage or configuration error.",
       "runpoolctl"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", RUNPOOL_VERSION);
+  // Options a command does not know fall through to these global ones, so that they may follow the
+  // command (`runpoolctl scale-down --dry-run --json`). Set before the commands, which inherit it.
+  app.fallthrough();
   app.set_help_all_flag("--help-all", "Show help for every command");
   // CLI11 quotes the offending argument back: shown printable and cut short, one line naming us.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
@@ -113,7 +125,9 @@ int main(int argc, char** argv) {
   bool json = false;
   std::map<std::string, std::string> key_flags;
   std::vector<std::string> sets;
-  app.add_option("--config", config_file, "Configuration file (key = value lines)")->check(CLI::ExistingFile);
+  app.add_option("--config", config_file,
+                 std::string("Configuration file (key = value lines); default: ") + kDefaultConfigFile +
+                     " when it exists")->check(CLI::ExistingFile);
   app.add_option("--log-format", log_format, "Log format on stderr: text or json (key log_format)");
   app.add_option("--log-level", log_level, "Log level: trace, debug, info, warn, error (key log_level)");
   app.add_flag("--json", json, "Print the command's result as JSON on stdout");
@@ -159,15 +173,19 @@ int main(int argc, char** argv) {
 
   auto* scale_down = app.add_subcommand(
       "scale-down",
-      "Seed 000's scale-down pass (run it on a schedule): terminate confirmed orphans, then keep each resource "
-      "class's idle quota (scale_down_schedule) and remove the idle instances beyond it — idle pool instances by a "
+      "The scale-down pass (run it on a schedule), a decision table after terraform-aws-github-runner's "
+      "(docs/design.md): terminate confirmed orphans, then keep each resource class's idle quota "
+      "(scale_down_schedule; with no schedule and no --idle, every idle instance is kept) and remove the idle "
+      "instances beyond it — idle pool instances by a "
       "conditional retirement, idle shared runners by a drain and deregistration first. Busy runners (the agent's "
       "report or GitHub's flag), instances younger than the minimum running time and those marked bypass-removal "
       "are kept. Prints every instance's decision and the rule that made it.");
   bool sd_dry_run = false;
   int sd_idle = -1;
   scale_down->add_flag("--dry-run", sd_dry_run, "Only print the decisions");
-  scale_down->add_option("--idle", sd_idle, "Keep this many idle per class instead of the schedule's quota")
+  scale_down->add_option("--idle", sd_idle,
+                         "Keep this many idle per class instead of the schedule's quota (default: the schedule's; "
+                         "no schedule: all)")
       ->check(CLI::Range(0, 10000));
 
   auto* scale_up = app.add_subcommand(
@@ -199,11 +217,19 @@ int main(int argc, char** argv) {
   bool reference = false;
   config_cmd->add_flag("--reference", reference, "Print the Markdown reference of every key instead");
 
+  auto* user_data_cmd = app.add_subcommand(
+      "user-data",
+      "Print the user-data this configuration gives new instances (init writes it into the launch template): "
+      "the #cloud-config document with the agent's configuration filled in. It holds no secret: no GitHub "
+      "credential ever reaches user-data. Reads only the template file: no AWS or GitHub call.");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // An unknown command is left over as an extra argument: say so, rather than only that a
@@ -218,7 +244,7 @@ int main(int argc, char** argv) {
   Config config(settings_schema());
   Settings settings;
   try {
-    if (!config_file.empty()) config.merge_file(config_file);
+    if (std::string file = config_file_to_read(config_file); !file.empty()) config.merge_file(file);
     config.merge_env(env);
     for (const auto& [key, value] : key_flags) {
       if (!value.empty()) config.set(key, value, "--" + key);
@@ -254,6 +280,19 @@ int main(int argc, char** argv) {
   if (*config_cmd) {
     std::cout << (reference ? config.reference_markdown() : settings_text(config, settings));
     return kExitOk;
+  }
+  if (*user_data_cmd) {
+    try {
+      std::cout << render_user_data(read_template(settings.user_data_template), agent_config_text(settings.agent_config),
+                                    settings.agent_binary);
+      return kExitOk;
+    } catch (const std::invalid_argument& e) {  // a value user-data cannot carry, or past EC2's 16 KiB
+      std::cerr << "runpoolctl: configuration error: " << printable(e.what(), 600) << "\n";
+      return kExitUsage;
+    } catch (const std::exception& e) {  // the template cannot be read
+      std::cerr << "runpoolctl: " << printable(e.what(), 600) << "\n";
+      return kExitFailed;
+    }
   }
 
   install_signal_handlers();
