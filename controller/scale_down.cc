@@ -170,11 +170,20 @@ class ScaleDown {
       if (snap.quotas.count(c)) continue;
       if (o_.idle) {
         snap.quotas[c] = {*o_.idle, pool::Eviction::kOldestFirst, "--idle " + std::to_string(*o_.idle)};
+      } else if (s_.scale_down_schedule.empty()) {
+        // No schedule is no decision to shrink the pool: removing every idle instance would be the
+        // surprise. idle_ttl (refresh) still retires each one; --idle or a schedule sets a quota.
+        snap.quotas[c] = {pool::IdleQuota::kKeepAll, pool::Eviction::kOldestFirst,
+                          "no scale_down_schedule: every idle instance is kept until idle_ttl"};
       } else {
         snap.quotas[c] = schedule::quota_at(s_.scale_down_schedule, c, snap.now_ms);
       }
     }
     for (const auto& [c, q] : snap.quotas) {
+      if (q.idle == pool::IdleQuota::kKeepAll) {
+        spdlog::info("scale-down: class {}: keep every idle instance ({})", c, q.source);
+        continue;  // no quota to report as a metric
+      }
       quotas_[c] = q.idle;
       spdlog::info("scale-down: class {}: keep {} idle, {} ({})", c, q.idle, pool::eviction_name(q.eviction), q.source);
     }

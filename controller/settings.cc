@@ -250,7 +250,7 @@ std::vector<KeySpec> settings_schema() {
       {"scale_down_schedule", K::kString, "[]",
        "the idle quota as JSON: [{\"cron\": \"* 8-18 * * mon-fri\", \"time_zone\": \"Europe/Berlin\", \"idle\": 3, "
        "\"eviction\": \"oldest_first\", \"resource_class\": \"small\"}, …]; the first entry whose cron matches the "
-       "current minute decides, none means 0 (docs/configuration.md)"},
+       "current minute decides, none matching means 0; an empty schedule keeps every idle instance (docs/configuration.md)"},
       {"min_running_time_linux", K::kDuration, "5m", "scale-down: a Linux instance younger than this is kept", 0,
        kDay},
       {"min_running_time_windows", K::kDuration, "15m", "scale-down: a Windows instance younger than this is kept",

@@ -3,6 +3,7 @@
 // decides it from the time; scale_down_plan.h applies it.
 #pragma once
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,7 +20,9 @@ std::string_view eviction_name(Eviction e);                  // "oldest_first" |
 std::optional<Eviction> parse_eviction(std::string_view s);  // nullopt for anything else
 
 struct IdleQuota {
-  int idle = 0;  // idle instances of the class that may stay
+  // scale-down with no schedule and no --idle: every idle instance stays (idle_ttl retires them).
+  static constexpr int kKeepAll = std::numeric_limits<int>::max();
+  int idle = 0;  // idle instances of the class that may stay (kKeepAll: no limit)
   Eviction eviction = Eviction::kOldestFirst;
   std::string source;  // what decided it, for --dry-run: "schedule[2] '* 9-17 * * 1-5' Europe/Berlin", "--to 3", "no schedule entry matches"
 };

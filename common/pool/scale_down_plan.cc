@@ -254,8 +254,11 @@ class Planner {
     std::sort(rows.begin(), rows.end(), [&](size_t a, size_t b) {
       return kept_before(decisions[a].record, decisions[b].record, q.eviction);
     });
-    const std::string of_quota = "the idle quota of " + std::to_string(q.idle) + " for " + cls + " (" +
-                                 std::string(eviction_name(q.eviction)) + ")";
+    const std::string of_quota =
+        q.idle == IdleQuota::kKeepAll
+            ? "no idle limit for " + cls + " (" + q.source + ")"
+            : "the idle quota of " + std::to_string(q.idle) + " for " + cls + " (" +
+                  std::string(eviction_name(q.eviction)) + ")";
     for (size_t i = 0; i < rows.size(); ++i) {
       ScaleDownDecision& d = decisions[rows[i]];
       const std::string what = d.record.state == State::kIdle ? "idle pool instance" : "idle shared runner";
