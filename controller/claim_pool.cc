@@ -58,7 +58,8 @@ class Claimer {
     pool::ClaimRequest request{plan_.resource_class,         plan_.usage,
                                plan_.type_globs,             ctx_.now_ms(),
                                s.claim_min_remaining.count(), s.max_heartbeat_age.count(),
-                               s.pool};  // never another pool's instance, whatever the message says
+                               s.pool,  // never another pool's instance, whatever the message says
+                               s.max_instance_age_ms(plan_.resource_class)};
     pool::ClaimVerdict verdict = pool::judge_pool_message(*m.message, record, request);
     if (verdict.fate == pool::MessageFate::kDrop) {
       spdlog::info("dropping the pool message for {} (generation {}): {}", m.message->instance_id,

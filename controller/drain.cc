@@ -200,6 +200,11 @@ DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>
           out.runners.emplace(mine.instance_id, DrainOutcome::Runner{fate.fate, fate.detail});
           if (!fate.proceed) {
             out.left.push_back(mine.instance_id);
+          } else if (r->retire_pending) {
+            // Outdated (`runpoolctl retire`): its job is done and its runner gone, so it ends here.
+            RetireOutcome ro = retire(ctx, {*r}, "retired: outdated");
+            if (ro.skipped.empty()) out.retired.push_back(mine.instance_id);
+            else resolved = false;  // moved under us: look again next round
           } else if (return_drained(ctx, *r)) {
             out.returned.push_back(mine.instance_id);
           } else {

@@ -20,6 +20,7 @@ namespace runpool::controller {
 struct DrainOutcome {
   std::vector<std::string> returned;    // idle again and advertised (by us or a concurrent caller)
   std::vector<std::string> terminated;  // not drained in time, the agent failed, or stopped in EC2: terminated
+  std::vector<std::string> retired;     // drained, but marked by `runpoolctl retire`: terminated, not returned
   std::vector<std::string> left;        // still draining at the end: refresh finishes or terminates them
   std::vector<std::string> gone;        // terminating/terminated/removed by someone else, or gone from
                                         // EC2 while draining (its record closed)

@@ -16,6 +16,7 @@ bool write_record(Context& ctx, const LaunchOrder& order, const LaunchedInstance
                                                  ctx.now_ms(), ctx.settings.timeouts);
   r.shared = order.shared;
   r.os = ctx.settings.os;
+  r.ami_id = launch_image(ctx.settings, order.resource_class);
   if (ctx.table.create(r)) {
     *out = r;
     return true;

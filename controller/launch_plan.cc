@@ -91,6 +91,11 @@ bool is_capacity_error(const std::string& code) {
   return std::any_of(std::begin(kCodes), std::end(kCodes), [&](const char* c) { return code == c; });
 }
 
+std::string launch_image(const Settings& s, const std::string& resource_class) {
+  auto image = s.resource_class_images.find(resource_class);
+  return image == s.resource_class_images.end() ? s.image_id : image->second;
+}
+
 std::vector<LaunchedInstance> fleet_instances(const aws::CreateFleetResult& result, pool::UsageClass requested) {
   std::vector<LaunchedInstance> out;
   for (const auto& group : result.instances) {

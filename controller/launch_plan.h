@@ -45,6 +45,10 @@ struct LaunchedInstance {
 
 // The instances a fleet answer holds, with the usage class from the answer's lifecycle (else
 // `requested`).
+// The AMI a launch of `resource_class` asks for: the class's own image, else image_id (the launch
+// template's). What a record's ami_id holds; "" when neither is configured.
+std::string launch_image(const Settings& s, const std::string& resource_class);
+
 std::vector<LaunchedInstance> fleet_instances(const aws::CreateFleetResult& result, pool::UsageClass requested);
 
 // Whether another round with the same usage class is worth it: it launched something but not

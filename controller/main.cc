@@ -24,6 +24,7 @@
 #include "controller/user_data.h"
 #ifdef RUNPOOL_HAVE_REFRESH
 #include "controller/refresh.h"
+#include "controller/retire_command.h"
 #endif
 
 #ifndef RUNPOOL_VERSION
@@ -208,6 +209,18 @@ int main(int argc, char** argv) {
   bypass->add_option("instance-ids", bypass_ids, "Instance ids (i-…)")->required();
   bypass->add_flag("--off", bypass_off, "Clear the mark instead");
 
+  auto* retire_cmd = app.add_subcommand(
+      "retire",
+      "Roll a warm pool onto a new image, runner or agent: instances that do not match every given current value "
+      "(or do not report it) are retired — idle ones terminated at once, assigned ones marked so that their release "
+      "terminates them instead of returning them to the pool. Claims never take a marked instance; no job is lost.");
+  std::string retire_ami, retire_runner, retire_agent;
+  bool retire_dry_run = false;
+  retire_cmd->add_option("--ami", retire_ami, "The current AMI id (ami-…)");
+  retire_cmd->add_option("--runner-version", retire_runner, "The current runner version (e.g. 2.336.0)");
+  retire_cmd->add_option("--agent-version", retire_agent, "The current agent version");
+  retire_cmd->add_flag("--dry-run", retire_dry_run, "Only print the decisions");
+
   auto* status = app.add_subcommand(
       "status", "The pool's instances (state, label, class, type, age, heartbeat age, busy, deadline) and pool depth.");
   bool status_all = false;
@@ -343,6 +356,15 @@ int main(int argc, char** argv) {
       return run_scale_up(ctx, o);
     }
     if (*bypass) return run_bypass_removal(ctx, bypass_ids, !bypass_off, json);
+    if (*retire_cmd) {
+      RetireOptions o;
+      if (!retire_ami.empty()) o.criteria.ami_id = retire_ami;
+      if (!retire_runner.empty()) o.criteria.runner_version = retire_runner;
+      if (!retire_agent.empty()) o.criteria.agent_version = retire_agent;
+      o.dry_run = retire_dry_run;
+      o.json = json;
+      return run_retire(ctx, o);
+    }
     if (*refresh) {
 #ifdef RUNPOOL_HAVE_REFRESH
       return run_refresh(ctx, RefreshOptions{dry_run, json});

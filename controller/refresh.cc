@@ -38,6 +38,9 @@ pool::RefreshPolicy policy_of(const Settings& s) {
   p.launch_grace_ms = s.orphan_grace.count();
   p.advertise_grace_ms = s.advertise_grace.count();
   p.agent_silence_ms = s.agent_silence.count();
+  for (const ResourceClass& rc : s.resource_classes) {
+    if (int64_t age = s.max_instance_age_ms(rc.name); age > 0) p.max_instance_age_ms[rc.name] = age;
+  }
   return p;
 }
 

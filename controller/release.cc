@@ -45,8 +45,8 @@ int run_release(Context& ctx, const ReleaseOptions& o) {
       break;
     }
     using Part = std::vector<std::string> DrainOutcome::*;
-    for (Part part : {&DrainOutcome::returned, &DrainOutcome::terminated, &DrainOutcome::left, &DrainOutcome::gone,
-                      &DrainOutcome::errors}) {
+    for (Part part : {&DrainOutcome::returned, &DrainOutcome::terminated, &DrainOutcome::retired, &DrainOutcome::left,
+                      &DrainOutcome::gone, &DrainOutcome::errors}) {
       (total.*part).insert((total.*part).end(), (d.*part).begin(), (d.*part).end());
     }
     total.runners.insert(d.runners.begin(), d.runners.end());
@@ -66,7 +66,7 @@ int run_release(Context& ctx, const ReleaseOptions& o) {
 }
 
 std::string release_text(const std::string& label, const DrainOutcome& d) {
-  size_t n = d.returned.size() + d.terminated.size() + d.left.size() + d.gone.size();
+  size_t n = d.returned.size() + d.terminated.size() + d.retired.size() + d.left.size() + d.gone.size();
   if (n == 0 && d.errors.empty()) return fmt::format("release {}: nothing assigned to this label\n", label);
   std::string out = fmt::format("release {}: {} returned to the pool, {} terminated (not drained in time), {} already "
                                 "gone, {} still draining\n",
@@ -76,6 +76,7 @@ std::string release_text(const std::string& label, const DrainOutcome& d) {
   };
   list("returned", d.returned);
   list("terminated", d.terminated);
+  list("retired (outdated)", d.retired);
   list("gone", d.gone);
   list("still draining", d.left);
   for (const auto& [id, r] : d.runners) {
@@ -95,6 +96,7 @@ Json::Value release_json(const std::string& label, const DrainOutcome& d) {
   };
   v["returned"] = arr(d.returned);
   v["terminated"] = arr(d.terminated);
+  v["retired"] = arr(d.retired);
   v["gone"] = arr(d.gone);
   v["draining"] = arr(d.left);
   v["errors"] = arr(d.errors);

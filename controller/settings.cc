@@ -240,6 +240,13 @@ std::vector<KeySpec> settings_schema() {
        "refresh: an idle instance whose agent has not beaten for this long is terminated (longer than "
        "max_heartbeat_age)",
        kSec, kDay},
+      {"max_instance_age", K::kDuration, "0",
+       "an idle instance older than this (since its launch) is never claimed and refresh retires it, so a warm pool "
+       "keeps rolling onto the current image and runner (0: no limit)",
+       0, 365 * kDay},
+      {"resource_class_max_instance_age", K::kString, "",
+       "max_instance_age of particular resource classes, class=duration[;class=duration] (small=3d;large=7d); "
+       "others use max_instance_age"},
       // Shared pools and scale-down.
       {"pool_mode", K::kString, "run-scoped",
        "run-scoped (provision registers runners per workflow run under a unique label) or shared (scale-up "
@@ -510,6 +517,21 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
   s.orphan_grace = c.get_duration("orphan_grace");
   s.advertise_grace = c.get_duration("advertise_grace");
   s.agent_silence = c.get_duration("agent_silence");
+  s.max_instance_age = c.get_duration("max_instance_age");
+  for (const std::string& entry : split(c.get_string("resource_class_max_instance_age"), ';')) {
+    if (trim(entry).empty()) continue;
+    auto eq = entry.find('=');
+    std::string cls = eq == std::string::npos ? "" : trim(entry.substr(0, eq));
+    auto age = eq == std::string::npos ? std::nullopt : parse_duration(trim(entry.substr(eq + 1)));
+    const bool known = std::any_of(s.resource_classes.begin(), s.resource_classes.end(),
+                                   [&](const ResourceClass& rc) { return rc.name == cls; });
+    if (!known || !age || age->count() < 0 || s.resource_class_max_instance_age.count(cls)) {
+      c.reject("resource_class_max_instance_age",
+               "'" + trim(entry) + "' is not class=duration for a class of resource_classes, once per class");
+      continue;
+    }
+    s.resource_class_max_instance_age[cls] = *age;
+  }
   s.scale_down.agent_silence_ms = s.agent_silence.count();
   const std::string mode = c.get_string("pool_mode");
   if (mode != "run-scoped" && mode != "shared") c.reject("pool_mode", "'" + mode + "' must be run-scoped or shared");

@@ -98,6 +98,13 @@ struct Settings {
   Duration orphan_grace{std::chrono::minutes(5)};     // refresh: tagged instance without a live record
   Duration advertise_grace{std::chrono::minutes(1)};  // refresh: idle, pool message maybe unsent → re-advertised
   Duration agent_silence{std::chrono::minutes(10)};   // refresh: idle, agent silent this long → terminated
+  // An idle instance older than this (from its launch) is never claimed; refresh retires it. 0: no limit.
+  Duration max_instance_age{0};
+  std::map<std::string, Duration> resource_class_max_instance_age;  // class → its own (else max_instance_age)
+  int64_t max_instance_age_ms(const std::string& resource_class) const {
+    auto it = resource_class_max_instance_age.find(resource_class);
+    return (it == resource_class_max_instance_age.end() ? max_instance_age : it->second).count();
+  }
 
   // Shared pools and scale-down (docs/design.md, "Shared pools" and "Scale-down").
   bool shared = false;                     // pool_mode = shared

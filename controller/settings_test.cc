@@ -87,6 +87,21 @@ TEST(Settings, ResourceClassImagesNameKnownClassesOnce) {
   }
 }
 
+TEST(Settings, MaxInstanceAgeHasPerClassOverrides) {
+  Settings none = load("resource_classes = small=c7i.large;large=m7i.2xlarge\n");
+  EXPECT_EQ(none.max_instance_age_ms("small"), 0) << "no limit by default";
+  Settings s = load("resource_classes = small=c7i.large;large=m7i.2xlarge;gpu=g5.xlarge\nmax_instance_age = 7d\n"
+                    "resource_class_max_instance_age = small=3d; large = 12h\n");
+  EXPECT_EQ(s.max_instance_age_ms("small"), 3 * 86'400'000LL);
+  EXPECT_EQ(s.max_instance_age_ms("large"), 12 * 3'600'000LL);
+  EXPECT_EQ(s.max_instance_age_ms("gpu"), 7 * 86'400'000LL);
+  for (const char* bad : {"tiny=3d", "small", "small=soon", "small=3d;small=4d"}) {
+    EXPECT_THROW(load(std::string("resource_classes = small=c7i.large\nresource_class_max_instance_age = ") + bad + "\n"),
+                 ConfigError)
+        << bad;
+  }
+}
+
 TEST(Settings, InstanceTagsAndRootVolume) {
   Settings s = load("instance_tags = Name=ci-runner CostCenter=42\nroot_volume_size = 100\nroot_volume_type = gp3\n");
   ASSERT_EQ(s.instance_tags.size(), 2u);

@@ -6,6 +6,7 @@
 
 #include "common/json.h"
 #include "common/log.h"
+#include "common/pool/transitions.h"  // agent_reported
 
 namespace runpool::controller {
 
@@ -81,6 +82,11 @@ std::string status_text(const StatusView& v) {
         out += fmt::format("{:<20} pre-run {}: {}\n", "", pool::pre_run_name(r.pre_run),
                            r.pre_run_detail.empty() ? "-" : printable(r.pre_run_detail, 200));
       }
+      // A failed agent's reason (a runner version GitHub refuses, …) and a pending retirement.
+      if (pool::agent_reported(r, pool::AgentSignal::kFailed)) {
+        out += fmt::format("{:<20} agent failed: {}\n", "", r.signal_detail.empty() ? "-" : printable(r.signal_detail, 200));
+      }
+      if (r.retire_pending) out += fmt::format("{:<20} retired at its release (runpoolctl retire)\n", "");
     }
   }
   out += "\nPOOL\n";
@@ -116,7 +122,13 @@ Json::Value status_json(const StatusView& v) {
     if (r.signal != pool::AgentSignal::kNone) {
       j["signal"] = std::string(pool::agent_signal_name(r.signal));
       j["signal_generation"] = static_cast<Json::Int64>(r.signal_generation);
+      if (!r.signal_detail.empty() && r.signal_detail != "-") j["signal_detail"] = r.signal_detail;
     }
+    // What the instance runs (runpoolctl retire compares these), "" when not reported.
+    j["ami_id"] = r.ami_id;
+    j["runner_version"] = r.runner_version;
+    j["agent_version"] = r.agent_version;
+    j["retire_pending"] = r.retire_pending;
     if (r.pre_run != pool::PreRun::kNone) {
       j["pre_run"] = std::string(pool::pre_run_name(r.pre_run));
       j["pre_run_detail"] = r.pre_run_detail;

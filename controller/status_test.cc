@@ -114,6 +114,30 @@ TEST(Status, ShowsAPreRunScriptThatDidNotSucceed) {
   EXPECT_EQ(by_id["i-00000000000000bb3"]["pre_run"].asString(), "timeout");
 }
 
+TEST(Status, ShowsWhatAnInstanceRunsAFailedAgentsReasonAndARetireMark) {
+  World w;
+  auto r = testing::idle_record("i-00000000000000cc1", w.now());
+  r.state = pool::State::kRunning;
+  r.ami_id = "ami-0123456789abcdef0";
+  r.runner_version = "2.336.0";
+  r.agent_version = "1.4.0";
+  r.retire_pending = true;
+  r.signal = pool::AgentSignal::kFailed;
+  r.signal_detail = std::string(pool::kRunnerVersionDeprecated) + ": GitHub refuses this runner's version";
+  w.table.inner.create(r);
+  ASSERT_EQ(run_status(w.ctx, {false, false}), kExitOk);
+  EXPECT_NE(w.out.str().find("agent failed: runner version deprecated"), std::string::npos) << w.out.str();
+  EXPECT_NE(w.out.str().find("retired at its release"), std::string::npos) << w.out.str();
+  w.out.str("");
+  ASSERT_EQ(run_status(w.ctx, {true, false}), kExitOk);
+  Json::Value j = parse_json(w.out.str(), "status")["instances"][0];
+  EXPECT_EQ(j["ami_id"].asString(), "ami-0123456789abcdef0");
+  EXPECT_EQ(j["runner_version"].asString(), "2.336.0");
+  EXPECT_EQ(j["agent_version"].asString(), "1.4.0");
+  EXPECT_TRUE(j["retire_pending"].asBool());
+  EXPECT_EQ(j["signal_detail"].asString().rfind("runner version deprecated", 0), 0u);
+}
+
 TEST(Status, EmptyPoolAndUnreadableDepth) {
   World w;
   w.queue.fail_receive = true;  // depth still works: only receive fails
