@@ -25,7 +25,9 @@ LoopSettings loop_settings(const AgentSettings& a, const std::string& instance_i
   s.instance_id = instance_id;
   s.pool = a.pool;
   s.agent_version = version;
-  s.drain_capable = a.drain_capable;
+  if (a.drain_capable) {
+    spdlog::warn("drain_capable is ignored: the drain follows what `bin/Runner.Listener run --help` shows");
+  }
   s.poll_interval = a.assignment_poll_interval;
   s.boot_grace = a.boot_grace;
   s.deadline_grace = a.deadline_grace;
@@ -34,9 +36,10 @@ LoopSettings loop_settings(const AgentSettings& a, const std::string& instance_i
   s.max_restarts = a.listener_max_restarts;
   s.drain_timeout = a.drain_timeout;
   s.stock_idle_wait = a.stock_idle_wait;
+  s.drain_poll_wait = a.drain_poll_wait;
+  s.job_start_bound = a.job_start_bound;
   s.registration_timeout = a.registration_timeout;
   s.deregister_attempts = a.deregister_attempts;
-  s.job_start_bound = a.job_start_bound;
   s.cleanup_timeout = a.cleanup_timeout;
   s.terminate_wait = a.terminate_wait;
   return s;
@@ -355,15 +358,14 @@ void AgentLoop::reset_assignment() {
   identity_.reset();
   token_taken_ = false;
   activity_ = RunnerActivity{};
+  job_track_ = JobTrack{};
   restarts_ = 0;
   restart_at_.reset();
   stopping_ = false;
-  job_track_ = JobTrack{};
   failed_ = failure_reported_ = false;
   stop_detail_.clear();
   strays_.clear();
   drain_reason_.clear();
-  sentinel_ = false;
   deregistered_ = false;
   deregister_detail_.clear();
   deregister_failed_ = false;

@@ -5,8 +5,8 @@
 // sees a live loop.
 //
 // Resuming after a restart is part of the design: the phase comes from the record and the runner
-// root (initial_state), a Listener an earlier agent left running is retired gracefully (with the
-// drain sentinel, else once it is idle) and replaced by one this agent supervises.
+// root (initial_state), a Listener an earlier agent left running is retired gracefully (once it is
+// idle) and replaced by one this agent supervises.
 #pragma once
 
 #include <atomic>
@@ -29,7 +29,6 @@ struct LoopSettings {
   std::string instance_id;
   std::string pool;
   std::string agent_version;
-  bool drain_capable = false;
   Duration poll_interval{std::chrono::seconds(1)};
   Duration boot_grace{std::chrono::minutes(5)};
   Duration deadline_grace{std::chrono::minutes(10)};
@@ -37,8 +36,9 @@ struct LoopSettings {
   Duration restart_backoff{std::chrono::seconds(2)};
   int max_restarts = 10;
   Duration drain_timeout{std::chrono::minutes(5)};
-  Duration job_start_bound{std::chrono::minutes(5)};
   Duration stock_idle_wait{std::chrono::seconds(60)};
+  Duration drain_poll_wait{std::chrono::seconds(50)};
+  Duration job_start_bound{std::chrono::minutes(5)};
   Duration registration_timeout{std::chrono::minutes(2)};
   int deregister_attempts = 5;
   Duration cleanup_timeout{std::chrono::seconds(30)};
@@ -172,7 +172,9 @@ class AgentLoop {
   std::string drain_reason_;
   DrainStrategy strategy_ = DrainStrategy::kStock;
   Steady drain_started_{};
-  bool sentinel_ = false;
+  // What the installed runner can do to drain: asked once (`run --help`), at the first drain.
+  bool drain_support_asked_ = false;
+  std::optional<RunnerDrainSupport> drain_support_;
   bool deregistered_ = false;
   std::string deregister_detail_;
   bool deregister_failed_ = false;  // the runner was left registered: deregister_detail_ says why

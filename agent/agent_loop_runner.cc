@@ -182,20 +182,23 @@ void AgentLoop::supervise() {
 }
 
 void AgentLoop::init_drain_state() {
-  strategy_ = choose_drain_strategy(s_.drain_capable);
+  if (!drain_support_asked_) {
+    drain_support_asked_ = true;
+    drain_support_ = host_.drain_support();
+    spdlog::info("runner drain inputs: {}", !drain_support_ ? std::string("unknown (run --help failed)")
+                                            : std::string(drain_support_->drain_file ? "--drain-file " : "") +
+                                                  (drain_support_->drain_on_sigusr1 ? "--drain-on-sigusr1" : "") +
+                                                  (!drain_support_->drain_file && !drain_support_->drain_on_sigusr1
+                                                       ? "none (a stock runner)" : ""));
+  }
+  // This agent registers persistent runners (config.sh without --ephemeral), which a runner's drain
+  // inputs refuse: the stock drain, whatever the runner can do. The controller removed the
+  // runner's labels at the drain request; the stock drain waits out one long poll from here.
+  strategy_ = choose_drain_strategy(drain_support_, /*ephemeral=*/false);
   drain_started_ = steady();
   interrupt_at_.reset();
   remove_failed_at_.reset();
   last_drain_step_.clear();
-  if (strategy_ == DrainStrategy::kSentinel) {
-    try {
-      host_.set_drain_sentinel(true);
-      sentinel_ = true;
-    } catch (const std::exception& e) {
-      spdlog::error("cannot create the drain sentinel ({}); draining as for a stock runner", e.what());
-      strategy_ = DrainStrategy::kStock;
-    }
-  }
 }
 
 void AgentLoop::begin_drain(const std::string& reason) {
@@ -271,6 +274,7 @@ DrainFacts AgentLoop::drain_facts() const {
   f.since_drain_start = since(drain_started_);
   f.drain_timeout = s_.drain_timeout;
   f.stock_idle_wait = s_.stock_idle_wait;
+  f.poll_wait = s_.drain_poll_wait;
   f.stop_timeout = s_.cleanup_timeout;
   f.remove_retry = 2 * s_.poll_interval;
   return f;
@@ -298,7 +302,7 @@ void AgentLoop::drain_progress() {
     case DrainStep::kWait:
       break;
     case DrainStep::kFallBackToStock:
-      spdlog::warn("the Listener ignored .drain for {} while idle: draining it as a stock runner",
+      spdlog::warn("the Listener ignored its drain signal for {} while idle: draining it as a stock runner",
                    format_duration(s_.drain_timeout));
       strategy_ = DrainStrategy::kStock;
       break;
@@ -323,14 +327,15 @@ void AgentLoop::drain_progress() {
   }
 }
 
-// A Listener left by an earlier agent, while serving: drained like any other (sentinel, else once
-// idle SIGINT — never while a Worker runs), then this agent starts its own.
+// A Listener left by an earlier agent, while serving: once idle SIGINT (never while a Worker runs),
+// then this agent starts its own. Its runner stays registered and matchable: no poll to wait out.
 void AgentLoop::stray_progress() {
   if (strays_.empty()) return;
   set_busy(host_.worker_running());
   DrainFacts f = drain_facts();
   f.listener_running = true;
   f.has_remove_token = false;  // the runner stays registered: only its old Listener goes
+  f.poll_wait = Duration{0};
   switch (drain_step(f)) {
     case DrainStep::kFallBackToStock:
       strategy_ = DrainStrategy::kStock;
@@ -350,8 +355,6 @@ void AgentLoop::stray_progress() {
   if (!strays_.empty()) return;
   spdlog::info("the earlier agent's Listener is gone; starting this agent's own");
   try {
-    if (sentinel_) host_.set_drain_sentinel(false);
-    sentinel_ = false;
     host_.end_user_processes();
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());

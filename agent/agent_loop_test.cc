@@ -91,10 +91,8 @@ TEST_F(AgentLoopTest, ATickWithoutAReadStillActsOnTheRunnerAndSeesTheRecordAtThe
   step(pool::start_drain(record(), Secret("remove-1"), now(), timeouts_));
   EXPECT_EQ(reads_in(false), 0u);
   EXPECT_EQ(loop().state().phase, Phase::kServing) << "the drain is not seen without a read";
-  EXPECT_FALSE(host_.sentinel);
   EXPECT_EQ(reads_in(true), 1u);
   EXPECT_EQ(loop().state().phase, Phase::kDraining);
-  EXPECT_TRUE(host_.sentinel);
 }
 
 TEST_F(AgentLoopTest, BusyIsReportedPromptlyFromTheRunnersOwnOutput) {
@@ -110,22 +108,20 @@ TEST_F(AgentLoopTest, BusyIsReportedPromptlyFromTheRunnersOwnOutput) {
   EXPECT_FALSE(record().busy);
 }
 
-TEST_F(AgentLoopTest, DrainCapableRunnerDrainsDeregistersCleansAndServesTheNextAssignment) {
+TEST_F(AgentLoopTest, ADrainLetsTheJobInHandFinishDeregistersCleansAndServesTheNextAssignment) {
   serve();
-  host_.busy_job = true;
   host_.say(RunnerEvent::kJobRequested, "7");
   ticks(1);
   step(pool::start_drain(record(), Secret("remove-1"), now(), timeouts_));
   ticks(1);
   EXPECT_EQ(loop().state().phase, Phase::kDraining);
-  EXPECT_TRUE(host_.sentinel);
+  EXPECT_EQ(host_.support_asks, 1) << "the runner's drain inputs are asked for at the drain";
   EXPECT_TRUE(host_.removes.empty()) << "no deregistration while the Listener runs its job";
   ticks(10);
   EXPECT_EQ(loop().state().phase, Phase::kDraining) << "the job in hand runs on";
   EXPECT_FALSE(host_.listener->interrupted);
-  // The job completes; the drain-capable Listener exits by itself.
+  // The job completes: deregistered, the Listener notices and exits.
   host_.say(RunnerEvent::kJobCompleted, "7");
-  host_.listener->exit = ExitStatus{false, 0};
   ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
   EXPECT_EQ(host_.removes, std::vector<std::string>{"remove-1"});
   EXPECT_EQ(host_.cleans, 2) << "once at the start, once after the drain";
@@ -146,18 +142,15 @@ TEST_F(AgentLoopTest, DrainCapableRunnerDrainsDeregistersCleansAndServesTheNextA
   EXPECT_EQ(host_.configures[1].name, std::string("ci-") + kId + "-g2");
   EXPECT_EQ(host_.configures[1].label, "run-2");
   EXPECT_EQ(host_.starts, 2);
-  EXPECT_FALSE(host_.sentinel);
 }
 
 TEST_F(AgentLoopTest, StockRunnerWaitsUntilIdleThenDeregistersAndTheListenerExits) {
-  drain_capable_ = false;
   serve();
   host_.say(RunnerEvent::kJobRequested, "7");
   ticks(1);
   step(pool::start_drain(record(), Secret("remove-1"), now(), timeouts_));
   ticks(10);
   EXPECT_TRUE(host_.removes.empty()) << "busy: no DELETE";
-  EXPECT_FALSE(host_.sentinel);
   host_.say(RunnerEvent::kJobCompleted, "7");
   ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
   EXPECT_EQ(host_.removes.size(), 1u) << "deregistered once, during the drain";
@@ -165,8 +158,35 @@ TEST_F(AgentLoopTest, StockRunnerWaitsUntilIdleThenDeregistersAndTheListenerExit
   EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kDrained));
 }
 
+TEST_F(AgentLoopTest, AnIdleRunnerIsDeregisteredOnlyAfterOneLongPollWhateverItsDrainInputs) {
+  host_.support = RunnerDrainSupport{true, true};  // a drain-file build: its inputs refuse this persistent runner
+  serve();
+  step(pool::start_drain(record(), Secret("remove-1"), now(), timeouts_));
+  ticks(4);  // 400 ms of the 500 ms poll wait
+  EXPECT_EQ(loop().state().phase, Phase::kDraining);
+  EXPECT_TRUE(host_.removes.empty()) << "a job dispatched to the open poll may still arrive";
+  EXPECT_TRUE(host_.signals.empty());
+  ASSERT_TRUE(tick_until([&] { return !host_.removes.empty(); }, 5));
+  ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
+  EXPECT_EQ(host_.support_asks, 1);
+  EXPECT_FALSE(host_.listener->interrupted) << "the Listener noticed the deletion by itself";
+  EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kDrained));
+}
+
+TEST_F(AgentLoopTest, AJobThatArrivesDuringThePollWaitRunsToItsEndBeforeTheDeregistration) {
+  serve();
+  step(pool::start_drain(record(), Secret("remove-1"), now(), timeouts_));
+  ticks(2);
+  host_.say(RunnerEvent::kJobRequested, "9");  // dispatched before the labels went
+  ticks(10);
+  EXPECT_TRUE(host_.removes.empty()) << "busy: no DELETE";
+  host_.say(RunnerEvent::kJobStarted, "late");
+  host_.say(RunnerEvent::kJobCompleted, "late");
+  ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
+  EXPECT_EQ(host_.removes.size(), 1u);
+}
+
 TEST_F(AgentLoopTest, StockRunnerRetriesARemoveRefusedAsBusyAndInterruptsAListenerThatDoesNotNotice) {
-  drain_capable_ = false;
   host_.remove_results = {1, 1};  // 422: GitHub saw the runner acquire a job the agent had not seen yet
   host_.remove_makes_listener_exit = false;
   serve();
@@ -175,18 +195,6 @@ TEST_F(AgentLoopTest, StockRunnerRetriesARemoveRefusedAsBusyAndInterruptsAListen
   ASSERT_TRUE(tick_until([&] { return host_.listener->interrupted; }, 20));
   ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
   EXPECT_EQ(host_.removes.size(), 3u);
-  EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kDrained));
-}
-
-TEST_F(AgentLoopTest, ASentinelTheRunnerIgnoresFallsBackToTheStockDrain) {
-  host_.honours_sentinel = false;
-  serve();
-  step(pool::start_drain(record(), Secret("remove-1"), now(), timeouts_));
-  ticks(5);
-  EXPECT_TRUE(host_.sentinel);
-  EXPECT_TRUE(host_.removes.empty());
-  ASSERT_TRUE(tick_until([&] { return !host_.removes.empty(); }, 40));  // after drain_timeout (3 s)
-  ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
   EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kDrained));
 }
 
@@ -266,7 +274,6 @@ TEST_F(AgentLoopTest, AnAssignmentWithoutTokenIsRefusedOnce) {
 }
 
 TEST_F(AgentLoopTest, TheRecordMovingOnWithoutADrainAbandonsQuietly) {
-  drain_capable_ = false;
   serve();
   // The controller rewrote the record for another generation (no drain, no remove token).
   ASSERT_TRUE(memory_.transition(kId, {}, {.state = State::kIdle, .generation = 5, .label = ""}));
@@ -301,7 +308,6 @@ TEST_F(AgentLoopTest, AFailedCleaningIsReportedAndRetriedUntilItWorks) {
 }
 
 TEST_F(AgentLoopTest, AnUnexpectedErrorInAStepDoesNotEndTheLoop) {
-  drain_capable_ = false;
   serve();
   ASSERT_TRUE(memory_.transition(kId, {}, {.state = State::kIdle, .generation = 5, .label = ""}));
   host_.remove_local_error = "Permission denied";
@@ -364,7 +370,6 @@ TEST_F(AgentLoopTest, DeadlinePassedWhileBusyDrainsFirstThenTerminates) {
   ticks(1);
   EXPECT_EQ(compute_.terminates, 0) << "never before a drain while a job runs";
   EXPECT_EQ(loop().state().phase, Phase::kDraining);
-  EXPECT_TRUE(host_.sentinel);
   host_.say(RunnerEvent::kJobCompleted, "7");
   host_.listener->exit = ExitStatus{false, 0};
   ASSERT_TRUE(tick_until([&] { return compute_.terminates == 1; }, 5));
@@ -386,7 +391,6 @@ TEST_F(AgentLoopTest, ASpotNoticeDrainsAtOnceIsReportedAndRefusesNewWork) {
   loop().notice({Notice::kSpotInterruption, "spot instance-action terminate at 2026-11-21T03:00:00Z"});
   ticks(1);
   EXPECT_EQ(loop().state().phase, Phase::kDraining);
-  EXPECT_TRUE(host_.sentinel);
   EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kInterrupted));
   EXPECT_NE(record().signal_detail.find("instance-action"), std::string::npos);
   ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kStopped; }));
@@ -419,7 +423,6 @@ TEST_F(AgentLoopTest, ResumesARunnerConfiguredForTheCurrentAssignment) {
 }
 
 TEST_F(AgentLoopTest, RetiresAStrayStockListenerOnlyOnceItsJobIsDone) {
-  drain_capable_ = false;
   launch();
   memory_.report(kId, {.signal = AgentSignal::kRegistered, .take_reg_token = true, .generation = 1});
   host_.identity = RunnerIdentity{77, std::string("ci-") + kId + "-g1", ""};
@@ -436,23 +439,7 @@ TEST_F(AgentLoopTest, RetiresAStrayStockListenerOnlyOnceItsJobIsDone) {
   EXPECT_FALSE(record().busy);
 }
 
-TEST_F(AgentLoopTest, RetiresAStrayDrainCapableListenerWithTheSentinel) {
-  launch();
-  memory_.report(kId, {.signal = AgentSignal::kRegistered, .take_reg_token = true, .generation = 1});
-  host_.identity = RunnerIdentity{77, std::string("ci-") + kId + "-g1", ""};
-  host_.strays = {4242};
-  ticks(3);
-  EXPECT_TRUE(host_.sentinel);
-  EXPECT_EQ(host_.starts, 0);
-  host_.strays.clear();  // it saw .drain and exited
-  ticks(1);
-  EXPECT_FALSE(host_.sentinel) << "removed before this agent's own Listener starts";
-  EXPECT_EQ(host_.starts, 1);
-  EXPECT_TRUE(host_.signals.empty());
-}
-
 TEST_F(AgentLoopTest, AStrayListenerOfAnAssignmentThatIsOverIsRetiredThenCleaned) {
-  drain_capable_ = false;
   launch();
   ASSERT_TRUE(memory_.transition(kId, {}, {.state = State::kIdle, .generation = 2, .label = ""}));
   host_.identity = RunnerIdentity{77, std::string("ci-") + kId + "-g1", ""};
@@ -476,7 +463,6 @@ TEST_F(AgentLoopTest, ResumesADrain) {
   host_.identity = RunnerIdentity{77, std::string("ci-") + kId + "-g1", ""};
   ticks(1);
   EXPECT_NE(loop().state().phase, Phase::kIdle);
-  EXPECT_TRUE(host_.sentinel);
   ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
   EXPECT_EQ(host_.removes, std::vector<std::string>{"remove-1"});
   EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kDrained));

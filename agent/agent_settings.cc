@@ -70,7 +70,9 @@ std::vector<KeySpec> agent_schema() {
       {"runner_template", KeyType::kString, "",
        "a runner installation copied into runner_root when it has no bin/Runner.Listener; empty: none"},
       {"runner_user", KeyType::kString, "runpool-runner", "the unprivileged user the runner runs as (must exist; never root)"},
-      {"drain_capable", KeyType::kBool, "false", "the runner honours the .drain sentinel in runner_root (exits after the job in hand)"},
+      {"drain_capable", KeyType::kBool, "false",
+       "ignored, kept so older configuration parses: how a runner drains is detected from `bin/Runner.Listener run "
+       "--help`, never configured"},
       {"runner_disable_update", KeyType::kBool, "true", "configure the runner with --disableupdate (the image pins its version)"},
       {"runner_group", KeyType::kString, "",
        "the runner group to register in (config.sh --runnergroup; organization or enterprise runners); empty: the Default group"},
@@ -111,19 +113,23 @@ std::vector<KeySpec> agent_schema() {
       {"listener_restart_backoff", KeyType::kDuration, "2s", "first wait before restarting a Listener (doubles, at most 32x)", 0, 10 * kMin},
       {"listener_max_restarts", KeyType::kInt, "10", "Listener restarts per assignment before it counts as failed", 0, 1000},
       {"drain_timeout", KeyType::kDuration, "5m",
-       "drain-capable runner idle this long after .drain without exiting: fall back to the stock drain; also the "
+       "a runner given its own drain signal and idle this long without exiting: fall back to the stock drain; also the "
        "job's bound after a deadline without a hard deadline", 50, kDay},
+      {"drain_poll_wait", KeyType::kDuration, "50s",
+       "stock drain: how long to wait after the drain request (the controller has removed the runner's labels) before "
+       "deregistering an idle runner, so a job already dispatched to its open long poll arrives; one long poll of "
+       "the runner (about 50 s on GitHub)", 0, kHour},
       {"stock_idle_wait", KeyType::kDuration, "60s",
        "stock runner: how long after deregistration to wait for the Listener to exit by itself before SIGINT", 0, kHour},
+      {"job_start_bound", KeyType::kDuration, "5m",
+       "a job request that shows no Worker and no completion this long after it arrived is over (the runner dropped "
+       "it: acquire refused, first renew failed, cancelled before it)", 1000, kHour},
       {"registration_timeout", KeyType::kDuration, "2m", "bound on config.sh (configure and remove) and their retries", 100, kHour},
       {"deregister_attempts", KeyType::kInt, "5",
        "config.sh remove runs per assignment before the runner is left registered for the controller to delete", 0, 100},
       {"cleanup_timeout", KeyType::kDuration, "30s", "SIGTERM to SIGKILL for leftover processes; also SIGINT to SIGKILL for the Listener", 50, kHour},
       {"terminate_wait", KeyType::kDuration, "2m", "after TerminateInstances, how long to wait before shutting the OS down", 50, kHour},
       {"metrics_file", KeyType::kString, "",
-      {"job_start_bound", KeyType::kDuration, "5m",
-       "a job request that shows no Worker and no completion this long after it arrived is over (the runner dropped "
-       "it: acquire refused, first renew failed, cancelled before it)", 1000, kHour},
        "append CloudWatch embedded-metric-format lines (registration, jobs, drains, cleaning, self-termination) to "
        "this file for the CloudWatch agent to ship; empty: no metrics"},
       {"metrics_namespace", KeyType::kString, "runpool", "the CloudWatch namespace of the agent's metrics"},
@@ -198,13 +204,14 @@ AgentSettings load_agent_settings(const Config& c) {
   s.listener_max_restarts = static_cast<int>(c.get_int("listener_max_restarts"));
   s.drain_timeout = c.get_duration("drain_timeout");
   s.stock_idle_wait = c.get_duration("stock_idle_wait");
+  s.drain_poll_wait = c.get_duration("drain_poll_wait");
+  s.job_start_bound = c.get_duration("job_start_bound");
   s.registration_timeout = c.get_duration("registration_timeout");
   s.deregister_attempts = static_cast<int>(c.get_int("deregister_attempts"));
   s.cleanup_timeout = c.get_duration("cleanup_timeout");
   s.terminate_wait = c.get_duration("terminate_wait");
   s.metrics_file = c.get_string("metrics_file");
   if (!s.metrics_file.empty() && !is_safe_absolute_path(s.metrics_file)) {
-  s.job_start_bound = c.get_duration("job_start_bound");
     c.reject("metrics_file", "must be an absolute path without . or .. parts");
   }
   s.metrics_namespace = c.get_string("metrics_namespace");

@@ -28,7 +28,7 @@ struct AgentSettings {
   std::string runner_root;      // may contain {instance_id}; expanded once the identity is known
   std::string runner_template;  // "" = none; copied into runner_root when it has no bin/Runner.Listener
   std::string runner_user;
-  bool drain_capable = false;
+  bool drain_capable = false;  // ignored (kept so older configuration parses): the drain follows detection
   bool runner_disable_update = true;
   std::string runner_group;  // config.sh --runnergroup; "": the Default group
   std::string runner_path;  // PATH of the runner's processes
@@ -53,6 +53,7 @@ struct AgentSettings {
   int listener_max_restarts = 10;
   Duration drain_timeout{std::chrono::minutes(5)};
   Duration stock_idle_wait{std::chrono::seconds(60)};
+  Duration drain_poll_wait{std::chrono::seconds(50)};
   Duration job_start_bound{std::chrono::minutes(5)};  // a job request with no Worker and no completion is over
   Duration registration_timeout{std::chrono::minutes(2)};
   int deregister_attempts = 5;  // config.sh remove runs per assignment, then the controller deletes the runner

@@ -250,11 +250,27 @@ SelfTermination decide_self_termination(const SelfTerminationFacts& f) {
 
 // ---- draining
 
-DrainStrategy choose_drain_strategy(bool drain_capable) {
-  return drain_capable ? DrainStrategy::kSentinel : DrainStrategy::kStock;
+RunnerDrainSupport parse_run_help(std::string_view help) {
+  // An option is listed as a word of its own: "--drain-file PATH", "--drain-on-sigusr1".
+  auto listed = [&](std::string_view opt) {
+    for (size_t at = help.find(opt); at != std::string_view::npos; at = help.find(opt, at + 1)) {
+      const size_t end = at + opt.size();
+      const bool starts = at == 0 || help[at - 1] == ' ' || help[at - 1] == '\t' || help[at - 1] == '\n' ||
+                          help[at - 1] == '[' || help[at - 1] == ',';
+      const bool ends = end == help.size() || !(std::isalnum(static_cast<unsigned char>(help[end])) || help[end] == '-');
+      if (starts && ends) return true;
+    }
+    return false;
+  };
+  return {listed("--drain-file"), listed("--drain-on-sigusr1")};
 }
 
-std::string_view strategy_name(DrainStrategy s) { return s == DrainStrategy::kSentinel ? "sentinel" : "stock"; }
+DrainStrategy choose_drain_strategy(const std::optional<RunnerDrainSupport>& detected, bool ephemeral) {
+  if (detected && detected->drain_on_sigusr1 && ephemeral) return DrainStrategy::kDrainSignal;
+  return DrainStrategy::kStock;
+}
+
+std::string_view strategy_name(DrainStrategy s) { return s == DrainStrategy::kDrainSignal ? "drain-signal" : "stock"; }
 
 std::string_view drain_step_name(DrainStep s) {
   switch (s) {
@@ -273,9 +289,11 @@ DrainStep drain_step(const DrainFacts& f) {
   if (f.since_interrupt) return *f.since_interrupt >= f.stop_timeout ? DrainStep::kKill : DrainStep::kWait;
   // A job in hand always runs to its end here; only the hard deadline (self-termination) ends it.
   if (f.busy) return DrainStep::kWait;
-  if (f.strategy == DrainStrategy::kSentinel) {
+  if (f.strategy == DrainStrategy::kDrainSignal) {
     return f.since_drain_start < f.drain_timeout ? DrainStep::kWait : DrainStep::kFallBackToStock;
   }
+  // A job the broker handed to the open poll before the labels went shows up within one poll.
+  if (!f.deregistered && f.since_drain_start < f.poll_wait) return DrainStep::kWait;
   if (!f.deregistered) {
     if (!f.has_remove_token || f.remove_exhausted) return DrainStep::kInterrupt;
     if (f.since_remove_attempt && *f.since_remove_attempt < f.remove_retry) return DrainStep::kWait;

@@ -101,11 +101,24 @@ int64_t job_bound_ms(const pool::InstanceRecord& record, Duration drain_bound);
 
 // ---- Draining --------------------------------------------------------------------------------
 
-enum class DrainStrategy {
-  kSentinel,  // drain-capable runner: .drain, then the Listener exits by itself after the job in hand
-  kStock,     // stock runner: wait until idle, deregister, the Listener exits (else SIGINT)
+// What the installed runner can do to drain, read from `bin/Runner.Listener run --help` (never
+// from configuration): actions/runner pull request #4708 adds `--drain-file PATH` and
+// `--drain-on-sigusr1`; released builds have neither. (Pull request #4461's `.drain` sentinel is
+// never used: when it fires it cancels the job in hand.)
+struct RunnerDrainSupport {
+  bool drain_file = false;
+  bool drain_on_sigusr1 = false;
+  bool operator==(const RunnerDrainSupport&) const = default;
 };
-DrainStrategy choose_drain_strategy(bool drain_capable);
+RunnerDrainSupport parse_run_help(std::string_view help);
+
+enum class DrainStrategy {
+  kDrainSignal,  // the runner's own drain input (SIGUSR1): it takes no new job and exits after the job in hand
+  kStock,        // labels removed by the controller; wait out a long poll, then until idle; deregister; SIGINT
+};
+// The runner's drain inputs only where it has them and accepts them: ephemeral (or JIT) runners
+// only. Not detected (nullopt: `run --help` failed) counts as a stock runner.
+DrainStrategy choose_drain_strategy(const std::optional<RunnerDrainSupport>& detected, bool ephemeral);
 std::string_view strategy_name(DrainStrategy s);
 
 struct DrainFacts {
@@ -121,13 +134,14 @@ struct DrainFacts {
   Duration since_drain_start{0};
   Duration drain_timeout{0};
   Duration stock_idle_wait{0};
+  Duration poll_wait{0};           // stock: one long poll, so a dispatch already in flight arrives
   Duration stop_timeout{0};        // SIGINT → SIGKILL
   Duration remove_retry{0};
 };
 
 enum class DrainStep {
   kWait,
-  kFallBackToStock,  // the sentinel was not honoured by an idle Listener in time
+  kFallBackToStock,  // the drain signal was not honoured by an idle Listener in time
   kDeregister,       // stock: config.sh remove --token (busy ⇒ it fails; retried)
   kInterrupt,        // SIGINT the Listener (it is idle)
   kKill,             // SIGKILL: it did not stop after SIGINT

@@ -447,13 +447,56 @@ DrainFacts drain(DrainStrategy s) {
   return f;
 }
 
-TEST(DrainStrategy, ChosenByCapability) {
-  EXPECT_EQ(choose_drain_strategy(true), DrainStrategy::kSentinel);
-  EXPECT_EQ(choose_drain_strategy(false), DrainStrategy::kStock);
+TEST(RunnerDrainSupport, ReadFromRunHelp) {
+  EXPECT_EQ(parse_run_help(""), (RunnerDrainSupport{}));
+  EXPECT_EQ(parse_run_help("Commands: configure [--url U]\n  run [--jitconfig B64 | --once]\n"), (RunnerDrainSupport{}));
+  EXPECT_EQ(parse_run_help(" --drain-file PATH    drain once PATH exists\n --drain-on-sigusr1   drain on SIGUSR1\n"),
+            (RunnerDrainSupport{true, true}));
+  EXPECT_EQ(parse_run_help("run [--drain-file PATH]"), (RunnerDrainSupport{true, false}));
+  EXPECT_EQ(parse_run_help("--drain-on-sigusr1"), (RunnerDrainSupport{false, true}));
+  // Other words that merely contain the option are not it.
+  EXPECT_EQ(parse_run_help("x--drain-file --drain-files --drain-on-sigusr12 no--drain-on-sigusr1"), (RunnerDrainSupport{}));
 }
 
-TEST(DrainStep, SentinelWaitsForTheListenerThenFallsBackWhenIgnored) {
-  DrainFacts f = drain(DrainStrategy::kSentinel);
+TEST(DrainStrategy, ChosenByDetectionAndOnlyForEphemeralRunners) {
+  for (bool file : {false, true}) {
+    for (bool sig : {false, true}) {
+      for (bool eph : {false, true}) {
+        const DrainStrategy want = sig && eph ? DrainStrategy::kDrainSignal : DrainStrategy::kStock;
+        EXPECT_EQ(choose_drain_strategy(RunnerDrainSupport{file, sig}, eph), want) << file << sig << eph;
+      }
+    }
+  }
+  // Not detected (run --help failed or timed out): stock, whatever else.
+  EXPECT_EQ(choose_drain_strategy(std::nullopt, true), DrainStrategy::kStock);
+  EXPECT_EQ(choose_drain_strategy(std::nullopt, false), DrainStrategy::kStock);
+  EXPECT_EQ(strategy_name(DrainStrategy::kStock), "stock");
+  EXPECT_EQ(strategy_name(DrainStrategy::kDrainSignal), "drain-signal");
+}
+
+TEST(DrainStep, StockWaitsOutOneLongPollBeforeDeregistering) {
+  DrainFacts f = drain(DrainStrategy::kStock);
+  f.has_remove_token = true;
+  f.poll_wait = Duration{700};
+  f.since_drain_start = Duration{699};
+  EXPECT_EQ(drain_step(f), DrainStep::kWait);  // idle, but a dispatch may still be on its way
+  f.since_drain_start = Duration{700};
+  EXPECT_EQ(drain_step(f), DrainStep::kDeregister);
+  f.since_drain_start = Duration{100};
+  f.has_remove_token = false;  // without a token too: no SIGINT before the poll is out
+  EXPECT_EQ(drain_step(f), DrainStep::kWait);
+  f.since_drain_start = Duration{700};
+  EXPECT_EQ(drain_step(f), DrainStep::kInterrupt);
+  // Once deregistered (a restarted agent resuming), the wait is over.
+  f.has_remove_token = true;
+  f.deregistered = true;
+  f.since_drain_start = Duration{0};
+  f.since_deregistered = Duration{500};
+  EXPECT_EQ(drain_step(f), DrainStep::kInterrupt);
+}
+
+TEST(DrainStep, DrainSignalWaitsForTheListenerThenFallsBackWhenIgnored) {
+  DrainFacts f = drain(DrainStrategy::kDrainSignal);
   EXPECT_EQ(drain_step(f), DrainStep::kWait);
   f.since_drain_start = Duration{999};
   EXPECT_EQ(drain_step(f), DrainStep::kWait);
@@ -501,7 +544,7 @@ TEST(DrainStep, StockWithoutRemoveTokenInterruptsOnceIdle) {
 }
 
 TEST(DrainStep, NeverInterruptsOrKillsABusyRunnerBeforeItWasAsked) {
-  for (DrainStrategy s : {DrainStrategy::kSentinel, DrainStrategy::kStock}) {
+  for (DrainStrategy s : {DrainStrategy::kDrainSignal, DrainStrategy::kStock}) {
     for (bool token : {false, true}) {
       for (bool dereg : {false, true}) {
         for (int64_t t : {0, 100, 10'000'000}) {

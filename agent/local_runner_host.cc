@@ -243,24 +243,15 @@ std::unique_ptr<ListenerProcess> LocalRunnerHost::start_listener() {
   return std::make_unique<LocalListener>(c, std::move(diag), std::move(perf));
 }
 
-void LocalRunnerHost::set_drain_sentinel(bool present) {
-  const std::string p = path(".drain");
-  if (!present) {
-    remove_path(p);
-    return;
+std::optional<RunnerDrainSupport> LocalRunnerHost::drain_support() {
+  // Read-only and token-free: the help text of the installed Listener, bounded like config.sh.
+  CommandResult r = run_as_runner({path("bin/Runner.Listener"), "run", "--help"}, {});
+  if (!r.ok()) {
+    spdlog::warn("cannot tell the runner's drain inputs (bin/Runner.Listener run --help {}): {}",
+                 r.timed_out ? "timed out" : "exit " + std::to_string(r.exit_code), r.output.substr(0, 300));
+    return std::nullopt;
   }
-  // O_NOFOLLOW: the root is writable by the runner, which could have planted a symlink here.
-  int fd = open(p.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0 && errno == ELOOP) {
-    remove_path(p);
-    fd = open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  }
-  must(fd >= 0, "create " + p);
-  int rc = fchown(fd, s_.user.uid, s_.user.gid);
-  int e = errno;
-  close(fd);
-  errno = e;
-  must(rc == 0, "chown " + p);
+  return parse_run_help(r.output);
 }
 
 std::vector<int> LocalRunnerHost::stray_listeners() {

@@ -45,7 +45,7 @@ class LocalRunnerHost final : public RunnerHost {
   CommandResult remove(const Secret& remove_token) override;
   void remove_local() override;
   std::unique_ptr<ListenerProcess> start_listener() override;
-  void set_drain_sentinel(bool present) override;
+  std::optional<RunnerDrainSupport> drain_support() override;
   std::vector<int> stray_listeners() override;
   bool worker_running() override;
   void signal_processes(const std::vector<int>& pids, int signal) override;

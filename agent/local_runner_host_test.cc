@@ -21,6 +21,11 @@ using namespace std::chrono_literals;
 
 const char* kListener = R"SH(#!/bin/bash
 cd "$(dirname "$0")/.." || exit 1
+if [ "$2" = --help ]; then
+  echo "uid=$(id -u)" > .help-call
+  [ "$(cat help.txt 2>/dev/null)" = hang ] && sleep 30
+  cat help.txt 2>/dev/null; echo "Commands: configure ... run [--jitconfig B64 | --once]"; exit 0
+fi
 mkdir -p _diag
 log="_diag/Runner_$(date +%Y%m%d-%H%M%S%N)-utc.log"
 echo "Current runner version: '2.336.0'"
@@ -65,7 +70,7 @@ class LocalRunnerHostTest : public ::testing::Test {
     std::ofstream(tpl_ / "config.sh") << kConfig;
     fs::permissions(tpl_ / "bin" / "Runner.Listener", fs::perms(0755));
     fs::permissions(tpl_ / "config.sh", fs::perms(0755));
-    std::ofstream(tpl_ / ".standin.json") << R"({"mode":"drain"})";
+    std::ofstream(tpl_ / ".standin.json") << R"({"mode":"stock"})";
   }
   void TearDown() override {
     if (!base_.empty()) fs::remove_all(base_);
@@ -241,26 +246,22 @@ TEST_F(LocalRunnerHostTest, JobsAreConfinedBeforeAnyRunnerProcessAndAFailedConfi
   EXPECT_EQ(calls, 3);
 }
 
-TEST_F(LocalRunnerHostTest, TheSentinelBelongsToTheRunnerAndAPlantedSymlinkIsNotFollowed) {
+TEST_F(LocalRunnerHostTest, DrainInputsAreReadFromRunHelpAsTheRunnerUserWithinABound) {
   const fs::path root = base_ / "runner";
-  LocalRunnerHost host(settings(root), nullptr);
+  RunnerHostSettings st = settings(root);
+  st.registration_timeout = 1s;
+  LocalRunnerHost host(st, nullptr);
   host.prepare();
-  host.set_drain_sentinel(true);
-  struct stat st {};
-  ASSERT_EQ(lstat((root / ".drain").c_str(), &st), 0);
-  EXPECT_TRUE(S_ISREG(st.st_mode));
-  EXPECT_EQ(st.st_uid, user_->uid);
-  host.set_drain_sentinel(false);
-  EXPECT_FALSE(fs::exists(root / ".drain"));
-
-  const fs::path target = base_ / "precious";
-  std::ofstream(target) << "root's";
-  fs::create_symlink(target, root / ".drain");
-  host.set_drain_sentinel(true);
-  ASSERT_EQ(lstat((root / ".drain").c_str(), &st), 0);
-  EXPECT_TRUE(S_ISREG(st.st_mode)) << "the link was replaced";
-  ASSERT_EQ(stat(target.c_str(), &st), 0);
-  EXPECT_EQ(st.st_uid, 0u) << "its target untouched";
+  std::optional<RunnerDrainSupport> none = host.drain_support();
+  ASSERT_TRUE(none.has_value());
+  EXPECT_EQ(*none, (RunnerDrainSupport{}));
+  EXPECT_EQ(read_file(root / ".help-call"), "uid=" + std::to_string(user_->uid) + "\n");
+  std::ofstream(root / "help.txt") << " --drain-file PATH    drain\n --drain-on-sigusr1   drain on SIGUSR1\n";
+  EXPECT_EQ(host.drain_support(), (RunnerDrainSupport{true, true}));
+  std::ofstream(root / "help.txt", std::ios::trunc) << "hang\n";  // a Listener that never answers
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(host.drain_support(), std::nullopt);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
 }
 
 TEST_F(LocalRunnerHostTest, CleanRemovesEverythingTheRunnerLeftAndKeepsTheInstallation) {
@@ -268,7 +269,7 @@ TEST_F(LocalRunnerHostTest, CleanRemovesEverythingTheRunnerLeftAndKeepsTheInstal
   LocalRunnerHost host(settings(root), nullptr);
   host.prepare();
   ASSERT_TRUE(host.configure({"https://github.com/o/r", "l", "ci-i-1-g1", Secret("t")}).ok());
-  host.set_drain_sentinel(true);
+  std::ofstream(root / ".drain") << "";  // a sentinel someone left
   fs::create_directories(root / "_diag" / "pages");
   fs::create_directories(root / "_work" / "repo" / "repo");
   std::ofstream(root / "_work" / "repo" / "repo" / "left-behind.txt") << "x";

@@ -1,5 +1,5 @@
 // What the agent does to the runner on this machine, behind small interfaces so that the loop can
-// be tested with fakes: the runner root (configure, remove, drain sentinel, cleaning) and one
+// be tested with fakes: the runner root (configure, remove, drain detection, cleaning) and one
 // running Listener. The real implementation is LocalRunnerHost (local_runner_host.h).
 #pragma once
 
@@ -60,8 +60,9 @@ class RunnerHost {
   // Deletes the runner's configuration and credential files only.
   virtual void remove_local() = 0;
   virtual std::unique_ptr<ListenerProcess> start_listener() = 0;
-  // Creates <root>/.drain (owned by the runner user), or removes it.
-  virtual void set_drain_sentinel(bool present) = 0;
+  // What the installed runner can do to drain: `bin/Runner.Listener run --help` as the runner
+  // user, bounded in time. nullopt when it could not tell (failed, timed out).
+  virtual std::optional<RunnerDrainSupport> drain_support() = 0;
   // Listener processes of the runner user that this agent did not start (left by an earlier agent).
   virtual std::vector<int> stray_listeners() = 0;
   virtual bool worker_running() = 0;  // a Runner.Worker process exists

@@ -68,6 +68,18 @@ bool hand_fresh_remove_token(Context& ctx, const pool::InstanceRecord& r, const 
   return true;
 }
 
+void make_unmatchable(Context& ctx, const pool::InstanceRecord& r) {
+  if (r.runner_id <= 0) return;
+  try {
+    if (ctx.github.remove_labels(r.runner_id)) {
+      spdlog::info("instance {}: removed the labels of runner {}: no new job is routed to it", r.instance_id, r.runner_id);
+    }
+  } catch (const std::exception& e) {
+    spdlog::warn("instance {}: could not remove the labels of runner {} ({}); its agent's drain goes on",
+                 r.instance_id, r.runner_id, e.what());
+  }
+}
+
 namespace {
 
 enum class Fate { kDraining, kReturned, kGone, kFailed };
@@ -96,6 +108,7 @@ Fate start(Context& ctx, pool::InstanceRecord& r, const std::function<Secret()>&
     if (ctx.table.transition(r.instance_id, step.expect, step.change)) {
       pool::apply(r, step.change);
       spdlog::info("instance {} draining (generation {})", r.instance_id, r.generation);
+      make_unmatchable(ctx, r);
       wake_agents(ctx.queue, {r.instance_id});
       return Fate::kDraining;
     }

@@ -41,6 +41,12 @@ struct DrainOptions {
   bool stop_on_cancel = true;        // a cancellation ends the wait (the rest is left for refresh)
 };
 
+// Right after a drain request: removes the record's runner's custom labels so that GitHub routes
+// it no new job (it matches no runs-on), before its agent waits out one long poll and deregisters
+// it. Best effort: a failure is logged and the drain goes on (the agent's wait still covers a job
+// already dispatched). Nothing to do for a record without a runner id yet.
+void make_unmatchable(Context& ctx, const pool::InstanceRecord& record);
+
 // `remove_token` is asked for at most once, and only when some record still has to start draining.
 DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>& records,
                            const std::function<Secret()>& remove_token, const DrainOptions& options);

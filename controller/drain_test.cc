@@ -26,6 +26,7 @@ class DeletingRunners final : public Runners {
   Secret remove_token() override { return inner_.remove_token(); }
   std::string registration_url() override { return inner_.registration_url(); }
   std::vector<github::Runner> list() override { return inner_.list(); }
+  bool remove_labels(int64_t id) override { return inner_.remove_labels(id); }
   // Runners' request count (no `override`: it builds with and without it in the interface); the
   // release under test sends only deletes through here that the wrapped GitHub does not see.
   long requests_sent(const std::string& operation) {
@@ -105,6 +106,25 @@ TEST(DrainRunner, DeregisteredByTheAgentNeedsNoDelete) {
   EXPECT_TRUE(contains(v["returned"], f.id)) << f.w.out.str();
   EXPECT_EQ(v["runners"][f.id]["fate"].asString(), "deregistered-by-agent");
   EXPECT_TRUE(f.gh.deleted.empty());
+}
+
+TEST(DrainRunner, TheDrainRequestRemovesTheRunnersLabelsSoNoNewJobIsRoutedToIt) {
+  Fixture f;
+  f.agent_drains("runner ci-x-g1 (id 77) deregistered");
+  f.release();
+  EXPECT_EQ(f.exit_code, kExitOk) << f.w.out.str();
+  EXPECT_EQ(f.w.github.unlabelled, std::vector<int64_t>{77});
+  EXPECT_EQ(f.w.github.requests_sent("RemoveAllRunnerLabels"), 1);
+}
+
+TEST(DrainRunner, ALabelRemovalGithubRefusesLeavesTheDrainToTheAgent) {
+  Fixture f;
+  f.w.github.fail_remove_labels = true;
+  f.agent_drains("runner ci-x-g1 (id 77) deregistered");
+  Json::Value v = f.release();
+  EXPECT_EQ(f.exit_code, kExitOk) << f.w.out.str();
+  EXPECT_TRUE(contains(v["returned"], f.id)) << f.w.out.str();
+  EXPECT_EQ(f.w.github.unlabelled, std::vector<int64_t>{77});
 }
 
 TEST(DrainRunner, ALeftRunnerIsDeletedByRunpoolctlBeforeTheInstanceReturns) {

@@ -57,6 +57,16 @@ std::vector<github::Runner> GithubRunners::list() { return client().list_runners
 github::DeleteOutcome GithubRunners::remove(int64_t runner_id) { return client().delete_runner(runner_id); }
 std::optional<github::Runner> GithubRunners::get(int64_t runner_id) { return client().get_runner(runner_id); }
 
+bool GithubRunners::remove_labels(int64_t runner_id) {
+  try {
+    client().remove_all_labels(runner_id);
+    return true;
+  } catch (const github::GithubError& e) {
+    if (e.status() == 404) return false;
+    throw;
+  }
+}
+
 long GithubRunners::requests_sent(const std::string& operation) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!caller_) return 0;  // GitHub not used yet

@@ -24,6 +24,7 @@ class GithubRunners final : public Runners {
   std::string registration_url() override;
   std::vector<github::Runner> list() override;
   github::DeleteOutcome remove(int64_t runner_id) override;
+  bool remove_labels(int64_t runner_id) override;
   std::optional<github::Runner> get(int64_t runner_id) override;
   long requests_sent(const std::string& operation) override;
 

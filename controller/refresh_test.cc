@@ -82,6 +82,11 @@ class FakeRunners final : public Runners {
     return Secret("remove-token");
   }
   std::string registration_url() override { return "https://github.com/o/r"; }
+  bool remove_labels(int64_t id) override {
+    unlabelled.push_back(id);
+    return true;
+  }
+  std::vector<int64_t> unlabelled;
   long requests_sent(const std::string& operation) override {
     if (operation == "ListRunners") return lists;
     if (operation == "CreateRemoveToken") return remove_tokens;

@@ -22,6 +22,10 @@ class Runners {
   virtual std::string registration_url() = 0;
   virtual std::vector<github::Runner> list() = 0;
   virtual github::DeleteOutcome remove(int64_t runner_id) = 0;
+  // Removes every custom label of the runner (DELETE …/runners/{id}/labels). Registered with
+  // --no-default-labels, it then matches no job's runs-on: what a drain does first, as the agent
+  // (holding only a remove token) cannot. False when GitHub no longer knows the runner.
+  virtual bool remove_labels(int64_t runner_id) = 0;
   // One runner by id (scale-down's last-chance check); nullopt when GitHub does not know it. The
   // default looks through list(); GithubRunners asks for the one runner.
   // HTTP requests sent to GitHub so far — each retry and redirect hop counts, as GithubCaller

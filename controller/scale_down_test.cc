@@ -38,6 +38,11 @@ class CountingRunners final : public Runners {
     return Secret("rm");
   }
   std::string registration_url() override { return "https://github.com/acme/app"; }
+  bool remove_labels(int64_t id) override {
+    unlabelled.push_back(id);
+    return true;
+  }
+  std::vector<int64_t> unlabelled;
   std::vector<github::Runner> list() override {
     ++lists;
     if (fail_list) throw std::runtime_error("GitHub is down");

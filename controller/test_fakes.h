@@ -228,6 +228,14 @@ class FakeRunners final : public Runners {
     ++requests["DeleteRunner"];
     return github::DeleteOutcome::kDeleted;
   }
+  bool remove_labels(int64_t id) override {
+    ++requests["RemoveAllRunnerLabels"];
+    unlabelled.push_back(id);
+    if (fail_remove_labels) throw std::runtime_error("GitHub is down");
+    return true;
+  }
+  std::vector<int64_t> unlabelled;  // runners whose labels a drain removed, in order
+  bool fail_remove_labels = false;
   // One request a call: this GitHub never fails one to be retried.
   long requests_sent(const std::string& operation) override {
     long n = 0;

@@ -86,10 +86,9 @@ class FakeHost final : public RunnerHost {
     ++starts;
     return std::make_unique<FakeListener>(listener);
   }
-  void set_drain_sentinel(bool present) override {
-    sentinel = present;
-    if (present) ++sentinels_set;
-    if (present && listener && honours_sentinel && !listener->exit && !busy_job) listener->exit = ExitStatus{false, 0};
+  std::optional<RunnerDrainSupport> drain_support() override {
+    ++support_asks;
+    return support;
   }
   std::vector<int> stray_listeners() override { return strays; }
   bool worker_running() override { return worker; }
@@ -102,7 +101,6 @@ class FakeHost final : public RunnerHost {
     ++cleans;
     if (!clean_error.empty()) throw std::runtime_error(clean_error);
     identity.reset();
-    sentinel = false;
   }
 
   // Helpers that play the runner's part.
@@ -120,13 +118,11 @@ class FakeHost final : public RunnerHost {
   std::vector<std::string> removes;
   std::deque<int> remove_results;
   bool remove_makes_listener_exit = true;
-  int remove_locals = 0, starts = 0, ends = 0, cleans = 0, prepares = 0, sentinels_set = 0;
+  int remove_locals = 0, starts = 0, ends = 0, cleans = 0, prepares = 0, support_asks = 0;
   std::string prepare_error, clean_error, remove_local_error;
   bool start_error = false;
   std::shared_ptr<FakeListener::Shared> listener;
-  bool sentinel = false;
-  bool honours_sentinel = true;
-  bool busy_job = false;
+  std::optional<RunnerDrainSupport> support = RunnerDrainSupport{};  // what `run --help` shows
   bool exit_on_interrupt = true;
   std::vector<int> strays;
   bool strays_exit_on_signal = true;
@@ -193,7 +189,6 @@ class AgentLoopTest : public ::testing::Test {
     s.instance_id = kId;
     s.pool = "ci";
     s.agent_version = "test";
-    s.drain_capable = drain_capable_;
     s.poll_interval = 100ms;
     s.boot_grace = 2s;
     s.deadline_grace = 0s;  // the controller is absent here: the agent acts at the deadline
@@ -202,6 +197,7 @@ class AgentLoopTest : public ::testing::Test {
     s.max_restarts = 3;
     s.drain_timeout = 3s;
     s.stock_idle_wait = 1s;
+    s.drain_poll_wait = 500ms;
     s.registration_timeout = 10s;
     s.cleanup_timeout = 1s;
     s.terminate_wait = 2s;
@@ -251,7 +247,6 @@ class AgentLoopTest : public ::testing::Test {
     step(pool::mark_running(record(), now(), timeouts_));
   }
 
-  bool drain_capable_ = true;
   FakeClock clock_;
   pool::MemoryStateTable memory_;
   FlakyTable table_;
