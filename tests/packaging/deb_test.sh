@@ -35,6 +35,7 @@ expect_file "$unitdir/runpool-agent.service" -rw-r--r--
 expect_file "$prefix/share/runpool/user-data.sh.in" -rw-r--r--
 expect_file /etc/runpool/agent.conf -rw-------
 expect_file /etc/runpool/runpoolctl.conf -rw-r-----
+expect_file /usr/share/doc/runpool/copyright -rw-r--r--
 if grep -q '/usr/local/' "$work/contents" && [ "$prefix" = /usr ]; then bad "a /usr package holds /usr/local files"; fi
 
 # 3. Control data: name, conffiles, dependencies.
@@ -44,6 +45,10 @@ dpkg-deb -I "$deb" conffiles > "$work/conffiles" 2>/dev/null || true
 for f in /etc/runpool/agent.conf /etc/runpool/runpoolctl.conf; do
   grep -qx "$f" "$work/conffiles" || bad "$f is not a conffile (an upgrade would overwrite an operator's edits)"
 done
+# A maintainer dpkg and apt show, reachable: "Name <address>", not a placeholder address.
+maintainer=$(dpkg-deb -f "$deb" Maintainer)
+[[ "$maintainer" =~ ^[^\<\>@]+\ \<[^\<\>@\ ]+@[a-z0-9.-]+\.[a-z]+\>$ ]] || bad "Maintainer '$maintainer' is not 'Name <address>'"
+case "$maintainer" in *@localhost* | *@example.* | *invalid*) bad "Maintainer '$maintainer' is a placeholder" ;; esac
 depends=$(dpkg-deb -f "$deb" Depends)
 declare -A declared=()
 IFS=',' read -r -a deps <<<"$depends"
@@ -86,6 +91,20 @@ tmpl=$(env -u RUNPOOL_USER_DATA_TEMPLATE "$root$prefix/bin/runpoolctl" config 2>
 [ "$tmpl" = "$prefix/share/runpool/user-data.sh.in" ] || bad "runpoolctl's user_data_template default is '$tmpl'"
 [ -f "$root$tmpl" ] || bad "the default user_data_template $tmpl is not in the package"
 cmp -s "$root$tmpl" "$src/cloud-init/user-data.sh.in" || bad "the packaged template differs from cloud-init/user-data.sh.in"
+
+# The licence: Debian's machine-readable copyright format, carrying LICENSE word for word.
+copyright=$root/usr/share/doc/runpool/copyright
+if [ -f "$copyright" ]; then
+  head -n 1 "$copyright" | grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' ||
+    bad "the copyright file does not start with the copyright-format 1.0 Format line"
+  grep -qx 'Files: \*' "$copyright" || bad "the copyright file has no 'Files: *' paragraph"
+  grep -qx 'Copyright: 2026 the runpool authors' "$copyright" || bad "the copyright file names no copyright holder"
+  grep -qx 'License: Expat' "$copyright" || bad "the copyright file's licence is not Expat (MIT)"
+  # The licence text: the continuation lines after "License:", " ." for a blank line.
+  sed -n '/^License: /,$ { /^License: /d; s/^ \.$//; s/^ //; p }' "$copyright" > "$work/license"
+  cmp -s "$work/license" "$src/LICENSE" || bad "the copyright file's licence text differs from LICENSE"
+  grep -q 'the runpool authors' "$src/LICENSE" || bad "LICENSE names no copyright holder"
+fi
 
 # 5. The unit: runs the packaged binary, keeps what the agent's lifecycle relies on, and nothing
 # in it keeps the agent from switching to the runner user, ending its processes or writing the
