@@ -365,11 +365,13 @@ TEST_F(AgentLoopTest, TableUnreachableBeyondTheLimit) {
 TEST_F(AgentLoopTest, DeadlinePassedWhileBusyDrainsFirstThenTerminates) {
   serve();
   host_.say(RunnerEvent::kJobRequested, "7");
+  host_.worker = true;  // a job that runs for hours has its Runner.Worker
   ticks(1);
   clock_.advance(std::chrono::milliseconds(timeouts_.max_runtime_ms));
   ticks(1);
   EXPECT_EQ(compute_.terminates, 0) << "never before a drain while a job runs";
   EXPECT_EQ(loop().state().phase, Phase::kDraining);
+  host_.worker = false;
   host_.say(RunnerEvent::kJobCompleted, "7");
   host_.listener->exit = ExitStatus{false, 0};
   ASSERT_TRUE(tick_until([&] { return compute_.terminates == 1; }, 5));
