@@ -243,3 +243,27 @@ test('time factor: the GitHub side scales long poll, lock and conflict; the runn
   l1.p.kill('SIGINT');
   assert.equal(await l1.exit(3000), 0);
 });
+
+test('labels removed (REST DELETE …/labels) make a listening runner unmatchable: the broker stops dispatching to it', async () => {
+  const root = await newRoot('unlabel1');
+  await configure(root, 'unlabel1', { extra: ['--no-default-labels'] });
+  const l = listen(root);
+  await listening(l);
+  await openPoll('unlabel1');
+  const id = (await runner('unlabel1')).id;
+  const r = await octo.request('DELETE /repos/{owner}/{repo}/actions/runners/{runner_id}/labels', { owner: 'acme', repo: 'app', runner_id: id });
+  assert.equal(r.status, 200);
+  // GitHub's shape: the labels left (the read-only ones), each {id, name, type}.
+  assert.equal(r.data.total_count, r.data.labels.length);
+  assert.ok(r.data.labels.every((x) => Number.isInteger(x.id) && typeof x.name === 'string' && x.type === 'read-only'));
+  assert.ok(!r.data.labels.some((x) => x.name === 'unlabel1'));
+  const j = await ctl('POST', '/jobs', { labels: ['unlabel1'], name: 'nobody', durationMs: 0 });
+  await sleep(SETTINGS.pollMs * 3); // several polls of the runner
+  assert.equal((await jobOf(j.id)).state, 'queued');
+  assert.doesNotMatch(l.out, /Running job/);
+  // Labelled again (PUT), it takes the job.
+  await octo.request('PUT /repos/{owner}/{repo}/actions/runners/{runner_id}/labels', { owner: 'acme', repo: 'app', runner_id: id, labels: ['unlabel1'] });
+  await l.waitFor(/Job nobody completed with result: Succeeded/, 5000);
+  l.p.kill('SIGINT');
+  assert.equal(await l.exit(3000), 0);
+});
