@@ -114,7 +114,7 @@ class BenchPool : public controller::e2e::E2eTest {
     if (HasFatalFailure() || !pool_ || !table_) throw std::runtime_error("could not set the benchmark's pool up");
     opened_ = true;
     Json::Value standin;
-    standin["mode"] = "drain";
+    standin["mode"] = "stock";  // the runner as released: the stock drain (labels, one poll, deregister)
     if (!fresh_keys_) standin["rsaKey"] = rsa_key_pem();
     std::ofstream(std::filesystem::path(base_) / "runner-template" / ".standin.json", std::ios::trunc)
         << write_json(standin);

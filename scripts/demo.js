@@ -117,7 +117,9 @@ async function main() {
 
     const template = path.join(work, 'runner-template');
     fs.cpSync(path.join(repo, 'tests/localcloud/runner'), template, { recursive: true });
-    fs.writeFileSync(path.join(template, '.standin.json'), JSON.stringify({ mode: 'drain' }));
+    // The runner as released (no drain of its own): runpoolctl removes its labels at the drain, the
+    // agent waits out one long poll (1 s here), then deregisters it once idle.
+    fs.writeFileSync(path.join(template, '.standin.json'), JSON.stringify({ mode: 'stock' }));
 
     const config = path.join(work, 'pool.conf');
     fs.writeFileSync(config, [
@@ -131,7 +133,7 @@ async function main() {
       `instance_profile = runpool-agent`, `instance_role_id = ${ready.instanceRoleId}`,
       `user_data_template = ${path.join(repo, 'cloud-init/user-data.sh.in')}`, `agent_binary = ${agent}`,
       `agent_runner_root = ${work}/{instance_id}/runner`, `agent_runner_template = ${template}`,
-      `agent_drain_capable = true`, `agent_heartbeat_interval = 1s`, `agent_assignment_poll_interval = 200ms`,
+      `agent_extra = drain_poll_wait=1s`, `agent_heartbeat_interval = 1s`, `agent_assignment_poll_interval = 200ms`,
       `poll_interval = 200ms`, `claim_wait = 1s`, `max_heartbeat_age = 10s`, `claim_min_remaining = 2s`,
       `idle_ttl = 25s`, `orphan_grace = 30s`,
     ].join('\n') + '\n');

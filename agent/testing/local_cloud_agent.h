@@ -52,7 +52,9 @@ inline bool eventually(const std::function<bool()>& pred, Duration timeout) {
 }
 
 struct AgentOptions {
-  bool drain_capable = true;
+  // The runner build the stand-in models (tests/localcloud/runner/README.md): stock, pr4461 or
+  // drain-file. The agent detects what it can do; nothing is configured.
+  std::string runner_mode = "stock";
   bool spot = false;
   std::string extra_config{};  // more `key = value` lines (later lines win)
 };
@@ -95,7 +97,7 @@ class AgentCloud {
     char tmpl[] = "/tmp/agent-itest-XXXXXX";
     base_ = mkdtemp(tmpl);
     chmod(base_.c_str(), 0755);  // the runner user must reach the runner roots below
-    for (const char* mode : {"drain", "stock"}) {
+    for (const char* mode : {"stock", "pr4461", "drain-file"}) {
       fs::path t = base_ / (std::string("template-") + mode);
       fs::copy(fs::path(RUNPOOL_SOURCE_DIR) / "tests" / "localcloud" / "runner", t, fs::copy_options::recursive);
       std::ofstream(t / ".standin.json") << "{\"mode\": \"" << mode << "\"}\n";
@@ -134,9 +136,10 @@ class AgentCloud {
       << "endpoint_ec2 = " << cloud_.ec2() << "\n"
       << "endpoint_sqs = " << cloud_.sqs() << "\n"
       << "runner_root = " << (base_ / "{instance_id}" / "runner").string() << "\n"
-      << "runner_template = " << (base_ / (o.drain_capable ? "template-drain" : "template-stock")).string() << "\n"
+      << "runner_template = " << (base_ / ("template-" + o.runner_mode)).string() << "\n"
       << "runner_user = runpool-runner\n"
-      << "drain_capable = " << (o.drain_capable ? "true" : "false") << "\n"
+      // One long poll of the GitHub stand-in (pollMs above).
+      << "drain_poll_wait = 1s\n"
       << "heartbeat_interval = 200ms\nassignment_poll_interval = 100ms\nnotice_poll_interval = 100ms\n"
       // Tests write records directly, without runpoolctl's wake-ups: idle agents poll fast too
       // (agent_wake_test.cc sets a long idle poll to show the wake-up at work).

@@ -59,16 +59,14 @@ class DrainTimeline {
   std::thread thread_;
 };
 
-// The steps after the drain write, in the order a runner kind takes them: a drain-capable
-// Listener exits by itself, then the agent deregisters; a stock runner is deregistered (the
-// DELETE), then its Listener notices and exits.
+// The steps after the drain write, in the order the stock drain takes them (every runner build is
+// drained that way): the runner is deregistered (the DELETE), then its Listener notices and exits.
 struct Steps {
   const char* first;
   const char* second;
   int64_t DrainTimes::*first_at;
   int64_t DrainTimes::*second_at;
 };
-constexpr Steps kSentinelSteps{"Listener exit", "deregistration", &DrainTimes::listener_gone, &DrainTimes::deregistered};
 constexpr Steps kStockSteps{"deregistration", "Listener exit", &DrainTimes::deregistered, &DrainTimes::listener_gone};
 
 // The phase a moment falls in: before the drain write, drain write .. first step, first .. second

@@ -57,12 +57,12 @@ class E2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
     // The runner roots live under a directory the runner user can reach; the runner template is
-    // the local cloud's stand-in runner, drain-capable.
+    // the local cloud's stand-in runner, as released (stock: no drain of its own).
     base_ = testing::make_temp_dir("runpool-e2e");
     chmod(base_.c_str(), 0755);
     const fs::path tmpl = fs::path(base_) / "runner-template";
     fs::copy(fs::path(RUNPOOL_SOURCE_DIR) / "tests" / "localcloud" / "runner", tmpl, fs::copy_options::recursive);
-    std::ofstream(tmpl / ".standin.json") << "{\"mode\": \"drain\"}\n";
+    std::ofstream(tmpl / ".standin.json") << "{\"mode\": \"stock\"}\n";
     hang_registration_for(tmpl / "config.sh", kNeverRegisters);
     Json::Value gh;
     gh["pollMs"] = 1000;
@@ -75,10 +75,11 @@ class E2eTest : public ::testing::Test {
                         "agent_binary = " + RUNPOOL_AGENT_BINARY + "\n" +
                         "agent_runner_root = " + base_ + "/{instance_id}/runner\n" +
                         "agent_runner_template = " + tmpl.string() + "\n" +
-                        "agent_runner_user = runpool-runner\n" + "agent_drain_capable = true\n" +
+                        "agent_runner_user = runpool-runner\n" +
                         "agent_heartbeat_interval = 500ms\n" + "agent_assignment_poll_interval = 200ms\n" +
                         "agent_extra = notice_poll_interval=500ms; boot_grace=60s; drain_timeout=60s; "
-                        "registration_timeout=60s; cleanup_timeout=2s; terminate_wait=5s; listener_restart_backoff=200ms\n" +
+                        "registration_timeout=60s; cleanup_timeout=2s; terminate_wait=5s; listener_restart_backoff=200ms; "
+                        "drain_poll_wait=1s\n" +
                         "provision_timeout = 120s\nrelease_timeout = 90s\nmax_heartbeat_age = 30s\n" + more_config();
     // A pool and table of its own per test: nothing of one test is claimable by the next.
     static int n = 0;

@@ -351,7 +351,6 @@ TEST_F(Security, NoSecretReachesAJobALogOrAnArgvAndTheRunnerIsUnprivileged) {
 // while the Listener idles, so what a job left running is ended around the Listener.
 class SecurityStock : public Security {
  protected:
-  std::string more_config() const override { return "agent_drain_capable = false\n"; }
   void SetUp() override {
     Security::SetUp();
     std::ofstream(fs::path(base_) / "runner-template" / ".standin.json", std::ios::trunc) << "{\"mode\": \"stock\"}\n";

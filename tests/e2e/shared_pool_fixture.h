@@ -315,9 +315,9 @@ class SharedPoolStock : public SharedPoolWindow {
   // Before init: it renders the agent's configuration into the launch template.
   std::string more_config() const override {
     return SharedPoolWindow::more_config() +
-           "agent_drain_capable = false\n"
            "agent_extra = notice_poll_interval=500ms; boot_grace=60s; drain_timeout=60s; registration_timeout=60s; "
-           "cleanup_timeout=2s; terminate_wait=5s; listener_restart_backoff=200ms; stock_idle_wait=3s\n";
+           "cleanup_timeout=2s; terminate_wait=5s; listener_restart_backoff=200ms; stock_idle_wait=3s; "
+           "drain_poll_wait=1s\n";
   }
 
   // The job's fate, with a fresh runner to take it should it be back in the queue; one line for the

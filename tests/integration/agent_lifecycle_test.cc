@@ -1,7 +1,7 @@
 // runpool-agent on a real local-cloud instance, driven through whole assignments the way the
 // controller drives it (the pure steps of transitions.h on the real table): it registers with the
 // assignment's label only, takes the token, serves jobs from the broker and reports busy, drains
-// (drain-capable runner and stock runner), really deregisters, leaves no file or process of the
+// (stock, pull request #4461 and drain-file runner builds: the stock drain, as detected), really deregisters, leaves no file or process of the
 // job behind, reports drained — and serves the next assignment.
 #include <gtest/gtest.h>
 
@@ -85,11 +85,14 @@ void serve_one_assignment(AgentCloud& env, const std::string& id, const std::str
   EXPECT_TRUE(fs::exists(env.root_of(id) / "bin" / "Runner.Listener")) << "the installation stays";
 }
 
-TEST_F(AgentLifecycle, DrainCapableRunnerServesTwoAssignmentsAndLeavesNothingBetween) {
-  const std::string id = env_->launch({.drain_capable = true});
+TEST_F(AgentLifecycle, ADrainFileRunnerServesTwoAssignmentsAndLeavesNothingBetween) {
+  const std::string id = env_->launch({.runner_mode = "drain-file"});
   env_->write_launched_record(id, "run-drain-1");
   serve_one_assignment(*env_, id, "run-drain-1", 1);
-  EXPECT_NE(env_->console(id).find("drain (sentinel)"), std::string::npos) << "drained with .drain";
+  const std::string console = env_->console(id);
+  EXPECT_NE(console.find("runner drain inputs: --drain-file --drain-on-sigusr1"), std::string::npos) << console;
+  // Its drain inputs take ephemeral runners only; the agent's are persistent: the stock drain.
+  EXPECT_NE(console.find("drain (stock)"), std::string::npos) << console;
 
   // Back to the pool, claimed by the next workflow run.
   const int64_t now = to_epoch_ms(system_clock().now());
@@ -101,12 +104,24 @@ TEST_F(AgentLifecycle, DrainCapableRunnerServesTwoAssignmentsAndLeavesNothingBet
 }
 
 TEST_F(AgentLifecycle, StockRunnerDrainsByDeregisteringWhenIdle) {
-  const std::string id = env_->launch({.drain_capable = false});
+  const std::string id = env_->launch({.runner_mode = "stock"});
   env_->write_launched_record(id, "run-stock-1");
   serve_one_assignment(*env_, id, "run-stock-1", 1);
   const std::string console = env_->console(id);
+  EXPECT_NE(console.find("runner drain inputs: none (a stock runner)"), std::string::npos) << console;
   EXPECT_NE(console.find("drain (stock)"), std::string::npos) << console;
   EXPECT_NE(console.find("deregistered the runner; waiting for the Listener to notice"), std::string::npos);
+}
+
+TEST_F(AgentLifecycle, APr4461RunnerIsDrainedTheStockWayNeverWithItsSentinel) {
+  // Its .drain sentinel cancels the job in hand when it fires: the agent never writes it.
+  const std::string id = env_->launch({.runner_mode = "pr4461"});
+  env_->write_launched_record(id, "run-pr-1");
+  serve_one_assignment(*env_, id, "run-pr-1", 1);
+  const std::string console = env_->console(id);
+  EXPECT_NE(console.find("runner drain inputs: none (a stock runner)"), std::string::npos) << console;
+  EXPECT_NE(console.find("drain (stock)"), std::string::npos) << console;
+  EXPECT_EQ(console.find("Canceled"), std::string::npos) << console;
 }
 
 }  // namespace

@@ -71,7 +71,7 @@ TEST_F(AgentResilience, TerminateInstancesFailingFallsBackToTheOsShutdown) {
 }
 
 TEST_F(AgentResilience, ATableUnreachableBeyondTheLimitTerminatesTheInstance) {
-  const std::string id = env_->launch({.drain_capable = true, .extra_config = "table_unreachable_limit = 3s\n"});
+  const std::string id = env_->launch({.extra_config = "table_unreachable_limit = 3s\n"});
   env_->write_launched_record(id, "run-unreachable");
   env_->wait_registered_and_mark_running(id, 1);
   Json::Value fault;
@@ -142,7 +142,7 @@ TEST_F(AgentResilience, AKilledAgentIsRestartedAndResumesItsAssignment) {
 }
 
 TEST_F(AgentResilience, ASpotInterruptionDrainsAtOnceAndIsReported) {
-  const std::string id = env_->launch({.drain_capable = true, .spot = true});
+  const std::string id = env_->launch({.spot = true});
   env_->write_launched_record(id, "run-spot");
   env_->wait_registered_and_mark_running(id, 1);
   env_->cloud().control("POST", "/_control/ec2/instances/" + id + "/spot-interruption",

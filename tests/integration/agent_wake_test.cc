@@ -21,8 +21,7 @@ TEST(AgentWake, AnAssignmentIsSeenAtTheWakeUpNotAtTheNextPoll) {
 
   // Every record poll a minute apart: only the wake-up can make it answer within seconds.
   const std::string id = env.launch(
-      {.drain_capable = true,
-       .extra_config = "idle_poll_interval = 60s\nassignment_poll_interval = 60s\nboot_grace = 5m\n"});
+      {.extra_config = "idle_poll_interval = 60s\nassignment_poll_interval = 60s\nboot_grace = 5m\n"});
 
   // Its queue, as runpoolctl makes it at launch (here a little later: the agent looks again).
   const std::string name = *pool::wake_queue_name(AgentCloud::kPool, id);
