@@ -40,7 +40,9 @@ LocalCloud& LocalCloud::shared() {
   return cloud;
 }
 
-LocalCloud::LocalCloud() {
+LocalCloud::LocalCloud() : LocalCloud(std::string(RUNPOOL_LOCALCLOUD_DIR) + "/localcloud.js") {}
+
+LocalCloud::LocalCloud(const std::string& script) {
   char tmpl[] = "/tmp/runpool-localcloud-stderr-XXXXXX";
   int err_fd = mkstemp(tmpl);
   if (err_fd < 0) throw std::runtime_error("mkstemp failed");
@@ -49,7 +51,6 @@ LocalCloud::LocalCloud() {
   int in_pipe[2], out_pipe[2];
   if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   // The child's argv, built before the fork.
-  const std::string script = std::string(RUNPOOL_LOCALCLOUD_DIR) + "/localcloud.js";
   std::vector<const char*> argv = {"node", script.c_str(), "--quiet"};
   // The IAM tier (tests/localcloud/iam/): every signed AWS request appended to this file, one JSON
   // line each; the local clouds of one test binary may share it.

@@ -20,6 +20,7 @@ class LocalCloud {
   static LocalCloud& shared();
 
   LocalCloud();  // starts it; throws std::runtime_error with the child's stderr tail on failure
+  explicit LocalCloud(const std::string& script);  // the same, from another localcloud.js
   ~LocalCloud();
   LocalCloud(const LocalCloud&) = delete;
   LocalCloud& operator=(const LocalCloud&) = delete;
