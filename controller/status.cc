@@ -122,7 +122,9 @@ Json::Value status_json(const StatusView& v) {
     if (r.signal != pool::AgentSignal::kNone) {
       j["signal"] = std::string(pool::agent_signal_name(r.signal));
       j["signal_generation"] = static_cast<Json::Int64>(r.signal_generation);
-      if (!r.signal_detail.empty() && r.signal_detail != "-") j["signal_detail"] = r.signal_detail;
+      // An agent's detail is a line of its own words; a record's may be anything up to DynamoDB's
+      // 400 KB: bounded, as every echo of outside input is.
+      if (!r.signal_detail.empty() && r.signal_detail != "-") j["signal_detail"] = printable(r.signal_detail, 800);
     }
     // What the instance runs (runpoolctl retire compares these), "" when not reported.
     j["ami_id"] = r.ami_id;
@@ -131,7 +133,7 @@ Json::Value status_json(const StatusView& v) {
     j["retire_pending"] = r.retire_pending;
     if (r.pre_run != pool::PreRun::kNone) {
       j["pre_run"] = std::string(pool::pre_run_name(r.pre_run));
-      j["pre_run_detail"] = r.pre_run_detail;
+      j["pre_run_detail"] = printable(r.pre_run_detail, 800);
     }
     root["instances"].append(j);
   }
