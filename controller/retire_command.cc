@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include "common/json.h"
+#include "common/log.h"
 #include "common/pool/memory_state_table.h"  // pool::apply
 #include "common/pool/transitions.h"
 
@@ -70,10 +74,39 @@ void mark(Context& ctx, Row& row, bool& failed) {
   }
 }
 
+// The current values are compared with what records say and echoed in reports: an AMI id as EC2
+// spells it, a version of letters, digits and . _ + - only. Anything else is a mistake (or hostile),
+// and a mistaken current value would retire the whole pool.
+void check_current_values(const pool::RetireCriteria& c) {
+  auto version_ok = [](const std::string& v) {
+    return !v.empty() && v.size() <= 64 && std::all_of(v.begin(), v.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '+' || ch == '-';
+    });
+  };
+  if (c.ami_id) {
+    const std::string& a = *c.ami_id;
+    const bool hex = a.size() > 4 && std::all_of(a.begin() + 4, a.end(), [](char ch) {
+      return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+    });
+    if (a.rfind("ami-", 0) != 0 || !hex || (a.size() != 12 && a.size() != 21)) {
+      throw UsageError("retire: --ami '" + printable(a, 64) + "' is not an AMI id (ami- and 8 or 17 hex digits)");
+    }
+  }
+  if (c.runner_version && !version_ok(*c.runner_version)) {
+    throw UsageError("retire: --runner-version '" + printable(*c.runner_version, 64) +
+                     "' is not a version (letters, digits and . _ + - only)");
+  }
+  if (c.agent_version && !version_ok(*c.agent_version)) {
+    throw UsageError("retire: --agent-version '" + printable(*c.agent_version, 64) +
+                     "' is not a version (letters, digits and . _ + - only)");
+  }
+}
+
 }  // namespace
 
 int run_retire(Context& ctx, const RetireOptions& o) {
   if (!o.criteria.any()) throw UsageError("retire: name at least one of --ami, --runner-version, --agent-version");
+  check_current_values(o.criteria);
   std::vector<Row> rows;
   ctx.table.scan([&](const pool::InstanceRecord& r) {
     if (r.pool != ctx.settings.pool || r.state == pool::State::kTerminating || pool::is_terminal(r.state)) return;

@@ -66,6 +66,30 @@ TEST(Retire, WithoutACriterionItIsAUsageError) {
   EXPECT_THROW(run_retire(w.ctx, RetireOptions{}), UsageError);
 }
 
+// A mistaken current value would retire the whole pool: what cannot be an AMI id or a version is
+// refused before anything is read or changed.
+TEST(Retire, CurrentValuesThatCannotBeOneAreUsageErrors) {
+  World w;
+  versioned(w, "i-00000000000000c1", "2.336.0");
+  for (const char* bad : {"2.336.0\n", "$(touch x)", "", "a b", "\x1b[31m"}) {
+    EXPECT_THROW(run_retire(w.ctx, runner_is(bad)), UsageError) << bad;
+    RetireOptions agent;
+    agent.criteria.agent_version = bad;
+    EXPECT_THROW(run_retire(w.ctx, agent), UsageError) << bad;
+  }
+  for (const char* bad : {"ami-", "ami-xyz12345", "i-0123456789abcdef0", "ami-0123456", "ami-0123456789abcdef0\n"}) {
+    RetireOptions ami;
+    ami.criteria.ami_id = bad;
+    EXPECT_THROW(run_retire(w.ctx, ami), UsageError) << bad;
+  }
+  EXPECT_EQ(w.record("i-00000000000000c1").state, State::kIdle);
+  RetireOptions ok;
+  ok.criteria.ami_id = "ami-0123456789abcdef0";
+  ok.criteria.agent_version = "0.1.0+g1a2b3c";
+  ok.dry_run = true;
+  EXPECT_EQ(run_retire(w.ctx, ok), kExitOk);
+}
+
 TEST(Retire, AnAssignedInstanceIsMarkedAndItsReleaseRetiresItInsteadOfReturningIt) {
   World w;
   w.settings.image_id = "ami-00000000000000001";
