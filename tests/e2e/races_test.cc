@@ -97,6 +97,9 @@ class AssignmentSampler {
         }
         by_instance[id].push_back(name);
         if (run["session"].isObject() && run["session"]["live"].asBool()) online[id].push_back(name);
+        // runpoolctl removes a runner's labels when it asks for its drain: with none, nothing more
+        // can be routed to it, whatever the table's label still says.
+        if (custom.empty()) continue;
         auto it = label_of_.find({id, gen});
         if (it != label_of_.end() && custom.count(it->second) == 0) {
           violations_.push_back("github: " + name + " registered for " + write_json(run["labels"]) +
