@@ -14,6 +14,8 @@ const { createGithub } = require('../github');
 const TEMPLATE = path.join(__dirname, '..', 'runner');
 const PAT = 'ghp_runner_busy_pat';
 const SETTINGS = { pollMs: 300, lockExpiryMs: 1500, sessionIdleMs: 2000, sessionConflictMs: 1000, channelTimeoutMs: 500 };
+// Bounds on waits, generous: CI runs this file beside the sanitizer suites on two cores.
+const BOUND_MS = 20000;
 let gh;
 let octo;
 let tmp;
@@ -53,7 +55,7 @@ async function startRunner(name) {
   p.stdout.on('data', (d) => { l.out += d; });
   p.stderr.on('data', (d) => { l.out += d; });
   p.on('exit', () => children.delete(p));
-  l.waitFor = (re, ms = 5000) => until(() => re.test(l.out), ms, `${re} in:\n${l.out}`);
+  l.waitFor = (re, ms = BOUND_MS) => until(() => re.test(l.out), ms, `${re} in:\n${l.out}`);
   l.perf = () => { try { return fs.readFileSync(path.join(root, 'perf', 'Runner.perf'), 'utf8'); } catch { return ''; } };
   l.diag = () => fs.readdirSync(path.join(root, '_diag')).filter((f) => /^Runner_.*\.log$/.test(f))
     .map((f) => fs.readFileSync(path.join(root, '_diag', f), 'utf8')).join('');
@@ -128,9 +130,9 @@ for (const status of [404, 409, 422]) {
     const name = `acq-${status}`;
     const l = await startRunner(name);
     const j = await ctl('POST', '/jobs', { label: name, fault: `acquire${status}` });
-    await until(async () => (await jobOf(j.id)).state === 'refused', 5000, 'refused');
+    await until(async () => (await jobOf(j.id)).state === 'refused', BOUND_MS, 'refused');
     assert.equal((await jobOf(j.id)).refusedWith, status);
-    await until(() => /Skipping message Job/.test(l.diag()), 3000, 'Skipping message Job');
+    await until(() => /Skipping message Job/.test(l.diag()), BOUND_MS, 'Skipping message Job');
     assert.deepEqual(counters(l.perf()), ['SessionCreated', 'MessageReceived_RunnerJobRequest']);
     assert.doesNotMatch(l.out, /Running job|completed with result/);
     const next = await ctl('POST', '/jobs', { label: name, durationMs: 50 });
@@ -144,12 +146,12 @@ test('the first renew failing: "Running job", no Worker, no "completed"; the job
   const r = await startRunner('renew-fails');
   const f = await ctl('POST', '/jobs', { label: 'renew-fails', fault: 'renewFails' });
   await r.waitFor(/Running job: /);
-  await until(() => /Unable to renew job request .* for the first time/.test(r.diag()), 3000, 'first renew failure');
+  await until(() => /Unable to renew job request .* for the first time/.test(r.diag()), BOUND_MS, 'first renew failure');
   await sleep(300);
   assert.doesNotMatch(r.out, /completed with result/);
   assert.deepEqual(workers(r.root), []);
   assert.ok(!r.perf().includes('SentJobToWorker_'), 'no Worker was sent the job');
-  await until(async () => (await jobOf(f.id)).state === 'lost', 5000, 'lost after its lock');
+  await until(async () => (await jobOf(f.id)).state === 'lost', BOUND_MS, 'lost after its lock');
   r.p.kill('SIGINT');
 });
 
@@ -157,7 +159,7 @@ test('a cancel before the first renew: "Running job", no Worker, no "completed";
   const l = await startRunner('cancel-early');
   const j = await ctl('POST', '/jobs', { label: 'cancel-early', fault: 'cancelBeforeRenew', durationMs: 5000 });
   await l.waitFor(/Running job: /);
-  await until(async () => (await jobOf(j.id)).state === 'completed', 5000, 'completed');
+  await until(async () => (await jobOf(j.id)).state === 'completed', BOUND_MS, 'completed');
   assert.equal((await jobOf(j.id)).result, 'Canceled');
   await sleep(300);
   assert.doesNotMatch(l.out, /completed with result/);
@@ -170,9 +172,9 @@ test('a send-to-worker timeout: the Worker runs, is killed after the channel tim
   const l = await startRunner('send-timeout');
   const j = await ctl('POST', '/jobs', { label: 'send-timeout', fault: 'workerSendTimeout', durationMs: 5000 });
   await l.waitFor(/Running job: /);
-  await until(() => workers(l.root).length === 1, 3000, 'the Worker');
-  await until(() => workers(l.root).length === 0, 3000, 'the Worker killed');
-  await until(() => /been cancelled, kill running worker/.test(l.diag()), 3000, 'the send timeout');
+  await until(() => workers(l.root).length === 1, BOUND_MS, 'the Worker');
+  await until(() => workers(l.root).length === 0, BOUND_MS, 'the Worker killed');
+  await until(() => /been cancelled, kill running worker/.test(l.diag()), BOUND_MS, 'the send timeout');
   assert.doesNotMatch(l.out, /completed with result/);
   assert.ok(!l.perf().includes(`SentJobToWorker_${j.id}`));
   assert.equal((await jobOf(j.id)).state, 'running', 'no result goes to the server');
