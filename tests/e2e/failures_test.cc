@@ -1,7 +1,8 @@
 // Things dying mid-assignment, end to end: an instance terminated from outside while it runs a
 // job, the agent killed (kill -9) while its runner runs a job, the Listener killed likewise. The
 // broker says what became of each job; the run still releases; nothing is left registered; and a
-// crashed-but-recovered instance is clean and claimed warm by the next provision.
+// crashed-but-recovered instance is clean and claimed warm by the next provision. And a runner GitHub
+// will not let its agent deregister, deleted by release instead.
 #include "tests/e2e/e2e_fixture.h"
 
 namespace runpool::controller::e2e {
@@ -175,6 +176,38 @@ TEST_F(Failures, AListenerKilledWhileAJobRuns) {
   EXPECT_EQ(instance_of_runner(next["runnerName"].asString()), id);
 
   released_clean_and_reused(id, "listener-crash-1", "listener-crash-2");
+}
+
+// GitHub refuses every deregistration by the runner itself (500 on config.sh remove): the agent
+// gives up after its attempts and says so in `drained`; release deletes the runner with its own
+// token before the instance goes back to the pool, and its report says who removed it. The next
+// assignment registers afresh.
+TEST_F(Failures, ARunnerItsAgentCannotDeregisterIsDeletedByReleaseAndTheReportSaysSo) {
+  Json::Value p = provision("refused-removal-1", 1);
+  ASSERT_EQ(ids_of(p).size(), 1u) << write_json(p);
+  const std::string id = ids_of(p)[0];
+  const int64_t runner_id = record(id).runner_id;
+  ASSERT_GT(runner_id, 0);
+  Json::Value errors;
+  errors["count"] = 100;
+  errors["status"] = 500;
+  errors["via"] = "runner";
+  cloud_.control("POST", "/_control/github/runners/" + std::to_string(runner_id) + "/removal-errors", errors);
+
+  Json::Value rel = release("refused-removal-1");
+  ASSERT_EQ(rel["returned"].size(), 1u) << write_json(rel) << console(id);
+  EXPECT_EQ(rel["runners"][id]["fate"].asString(), "deleted-by-runpoolctl") << write_json(rel);
+  EXPECT_NE(rel["runners"][id]["detail"].asString().find("runner left registered"), std::string::npos)
+      << "the agent's evidence is in the report: " << write_json(rel);
+  EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
+  EXPECT_EQ(record(id).state, State::kIdle);
+
+  Json::Value again = provision("refused-removal-2", 1);
+  ASSERT_EQ(ids_of(again), std::vector<std::string>{id}) << write_json(again);
+  EXPECT_NE(record(id).runner_id, runner_id) << "registered afresh";
+  Json::Value rel2 = release("refused-removal-2");
+  EXPECT_EQ(rel2["runners"][id]["fate"].asString(), "deregistered-by-agent") << write_json(rel2);
+  EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
 }
 
 }  // namespace
