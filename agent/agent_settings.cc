@@ -73,7 +73,9 @@ std::vector<KeySpec> agent_schema() {
       {"drain_capable", KeyType::kBool, "false",
        "ignored, kept so older configuration parses: how a runner drains is detected from `bin/Runner.Listener run "
        "--help`, never configured"},
-      {"runner_disable_update", KeyType::kBool, "true", "configure the runner with --disableupdate (the image pins its version)"},
+      {"runner_disable_update", KeyType::kBool, "true",
+       "configure the runner with --disableupdate: the image pins its version (false is refused: the runner's "
+       "self-update rewrites bin/, which no job may be able to change for the next tenant)"},
       {"runner_group", KeyType::kString, "",
        "the runner group to register in (config.sh --runnergroup; organization or enterprise runners); empty: the Default group"},
       {"runner_path", KeyType::kString, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -177,6 +179,14 @@ AgentSettings load_agent_settings(const Config& c) {
   if (s.runner_user == "root") c.reject("runner_user", "must not be root: the runner runs unprivileged");
   s.drain_capable = c.get_bool("drain_capable");
   s.runner_disable_update = c.get_bool("runner_disable_update");
+  if (!s.runner_disable_update) {
+    // update.sh runs as the runner user and swaps bin/ and externals/: a root that allowed it would let a
+    // job replace the runner the next tenant's job runs in. Versions rotate with the image instead.
+    c.reject("runner_disable_update",
+             "must be true: a runner that updates itself needs its bin/ writable by the runner user, so one job "
+             "could replace the runner for the next; pin the version in the image and roll images "
+             "(runpoolctl's max_instance_age and retire --runner-version)");
+  }
   s.runner_group = c.get_string("runner_group");
   if (!s.runner_group.empty() && !github::valid_runner_group(s.runner_group)) {
     c.reject("runner_group", "letters, digits, spaces and - _ . only, starting with a letter or digit, at most 100");

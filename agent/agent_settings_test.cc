@@ -133,6 +133,7 @@ TEST(AgentSettings, BadValuesNameTheKeyAndWhereTheyCameFrom) {
       {"table = runpool\n", "pool"},
       {"table = runpool\npool = has space\n", "pool"},
       {kMinimal + "runner_user = root\n", "runner_user"},
+      {kMinimal + "runner_disable_update = false\n", "runner_disable_update"},
       {kMinimal + "runner_user = Bad User\n", "runner_user"},
       {kMinimal + "runner_user = 9lives\n", "runner_user"},
       {kMinimal + "runner_root = relative/path\n", "runner_root"},
