@@ -6,6 +6,7 @@
 
 #include "common/pool/memory_state_table.h"  // pool::apply
 #include "common/pool/transitions.h"
+#include "controller/await_agents.h"
 #include "controller/retire.h"
 
 namespace runpool::controller {
@@ -120,37 +121,6 @@ Fate start(Context& ctx, pool::InstanceRecord& r, const std::function<Secret()>&
   return Fate::kFailed;
 }
 
-// How often the wait asks EC2 whether an instance it waits for is still there.
-constexpr Duration kEc2LookInterval{std::chrono::seconds(5)};
-
-// An instance EC2 reports gone or stopped has no agent to drain it: waiting for its `drained`
-// would only wait out the whole timeout. Its record is closed (a stopped instance terminated)
-// now, and it leaves the wait.
-void settle_dead(Context& ctx, std::map<std::string, pool::InstanceRecord>& draining, DrainOutcome& out) {
-  std::vector<std::string> ids;
-  for (const auto& [id, r] : draining) ids.push_back(id);
-  std::map<std::string, std::string> dead;  // id → EC2 state
-  try {
-    for (const auto& i : ctx.compute.describe(ids)) {
-      if (aws::instance_gone(i.state.name) || aws::instance_stopped(i.state.name)) dead[i.instance_id] = i.state.name;
-    }
-  } catch (const std::exception& e) {
-    spdlog::warn("could not look at the draining instances in EC2 ({}); waiting on", e.what());
-    return;
-  }
-  if (dead.empty()) return;
-  std::vector<pool::InstanceRecord> records;
-  for (const auto& [id, state] : dead) {
-    spdlog::warn("instance {} is {} in EC2: it cannot drain; closing its record", id, state);
-    records.push_back(draining.at(id));
-    draining.erase(id);
-  }
-  RetireOutcome ro = retire(ctx, records, "gone from EC2 while draining");
-  for (const auto& id : ro.terminated) (aws::instance_gone(dead.at(id)) ? out.gone : out.terminated).push_back(id);
-  for (const auto& id : ro.pending) out.errors.push_back(id + ": TerminateInstances failed; refresh retries");
-  out.gone.insert(out.gone.end(), ro.skipped.begin(), ro.skipped.end());
-}
-
 }  // namespace
 
 DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>& records,
@@ -178,93 +148,82 @@ DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>
     }
   }
 
-  const auto deadline = ctx.clock.steady_now() + options.wait;
-  auto next_ec2_look = ctx.clock.steady_now() + kEc2LookInterval;
+  // Wait for each agent's `drained` (controller/await_agents.h).
+  std::vector<AwaitItem> items;
+  for (const auto& [id, r] : draining) items.push_back(AwaitItem{r, false});
+  AwaitOptions o;
+  o.awaited = pool::Awaited::kDrained;
+  o.deadline = ctx.clock.steady_now() + options.wait;
+  o.stop_on_cancel = options.stop_on_cancel;
   std::vector<pool::InstanceRecord> stragglers;
-  bool timed_out = false;
-  while (!draining.empty()) {
-    // One batch read of every draining record per round; a failed read is tried again next round.
-    std::map<std::string, pool::InstanceRecord> now;
-    bool read = false;
-    try {
-      std::vector<std::string> ids;
-      for (const auto& [id, r] : draining) ids.push_back(id);
-      now = ctx.table.get_many(ids);
-      read = true;
-    } catch (const std::exception& e) {
-      spdlog::warn("reading {} draining record(s): {}; trying again", draining.size(), e.what());
-    }
-    for (auto it = draining.begin(); read && it != draining.end();) {
-      const pool::InstanceRecord& mine = it->second;
-      auto found = now.find(mine.instance_id);
-      const pool::InstanceRecord* r = found == now.end() ? nullptr : &found->second;
-      try {
-        bool resolved = true;
-        if (!r) {
+  AwaitResult res = await_agents(ctx, std::move(items), o,
+                                 [&](const pool::HandshakeFacts& f, const pool::HandshakeDecision& d) {
+    const pool::InstanceRecord& mine = *f.written;
+    const pool::InstanceRecord* r = f.current;
+    switch (d.verdict) {
+      case pool::Verdict::kMovedOn:
+        out.returned.push_back(mine.instance_id);  // a concurrent release returned it
+        return AwaitAction::kResolve;
+      case pool::Verdict::kGone:
+        if (!d.close_record) {
           out.gone.push_back(mine.instance_id);
-        } else if (r->generation != mine.generation || r->state == State::kIdle) {
-          out.returned.push_back(mine.instance_id);  // a concurrent release returned it
-        } else if (r->state == State::kTerminating || r->state == State::kTerminated) {
-          out.gone.push_back(mine.instance_id);
-        } else if (r->state == State::kDraining && pool::agent_reported(*r, pool::AgentSignal::kDrained)) {
-          // Back to the pool only with its runner gone from GitHub: a runner left registered
-          // under the run's label would be a ghost of this run.
-          pool::RunnerFateDecision fate = settle_runner(ctx, *r, pool::runner_left_registered(*r), false);
-          out.runners.emplace(mine.instance_id, DrainOutcome::Runner{fate.fate, fate.detail});
-          if (!fate.proceed) {
-            out.left.push_back(mine.instance_id);
-          } else if (r->retire_pending) {
-            // Outdated (`runpoolctl retire`): its job is done and its runner gone, so it ends here.
-            RetireOutcome ro = retire(ctx, {*r}, "retired: outdated");
-            if (ro.skipped.empty()) out.retired.push_back(mine.instance_id);
-            else resolved = false;  // moved under us: look again next round
-          } else if (return_drained(ctx, *r)) {
-            out.returned.push_back(mine.instance_id);
-          } else {
-            resolved = false;  // moved under us: look again next round
-          }
-        } else if (pool::agent_reported(*r, pool::AgentSignal::kFailed)) {
-          spdlog::warn("instance {}: its agent failed while draining ({})", r->instance_id, r->signal_detail);
-          pool::RunnerFateDecision fate = settle_runner(ctx, *r, true, false);
-          out.runners.emplace(mine.instance_id, DrainOutcome::Runner{fate.fate, fate.detail});
-          if (fate.proceed) stragglers.push_back(*r);
-          else out.left.push_back(mine.instance_id);
-        } else if (pool::wants_remove_token(*r)) {
-          hand_fresh_remove_token(ctx, *r, remove_token);
-          resolved = false;  // the agent goes on deregistering with it
-        } else {
-          resolved = false;
+          return AwaitAction::kResolve;
         }
-        it = resolved ? draining.erase(it) : std::next(it);
-      } catch (const std::exception& e) {
-        spdlog::warn("instance {}: {}; trying again", mine.instance_id, e.what());
-        ++it;
+        {
+          // Closed now, while the others are waited for (a stopped instance is terminated).
+          spdlog::warn("instance {} is {} in EC2: it cannot drain; closing its record", mine.instance_id, f.ec2_state);
+          RetireOutcome ro = retire(ctx, {mine}, "gone from EC2 while draining");
+          for (const auto& id : ro.terminated) (aws::instance_gone(f.ec2_state) ? out.gone : out.terminated).push_back(id);
+          for (const auto& id : ro.pending) out.errors.push_back(id + ": TerminateInstances failed; refresh retries");
+          out.gone.insert(out.gone.end(), ro.skipped.begin(), ro.skipped.end());
+        }
+        return AwaitAction::kResolve;
+      case pool::Verdict::kDone: {
+        // Back to the pool only with its runner gone from GitHub: a runner left registered
+        // under the run's label would be a ghost of this run.
+        pool::RunnerFateDecision fate = settle_runner(ctx, *r, pool::runner_left_registered(*r), false);
+        out.runners.emplace(mine.instance_id, DrainOutcome::Runner{fate.fate, fate.detail});
+        if (!fate.proceed) {
+          out.left.push_back(mine.instance_id);
+        } else if (r->retire_pending) {
+          // Outdated (`runpoolctl retire`): its job is done and its runner gone, so it ends here.
+          RetireOutcome ro = retire(ctx, {*r}, "retired: outdated");
+          if (!ro.skipped.empty()) return AwaitAction::kKeep;  // moved under us: look again next round
+          out.retired.push_back(mine.instance_id);
+        } else if (return_drained(ctx, *r)) {
+          out.returned.push_back(mine.instance_id);
+        } else {
+          return AwaitAction::kKeep;  // moved under us: look again next round
+        }
+        return AwaitAction::kResolve;
       }
+      case pool::Verdict::kFail: {
+        spdlog::warn("instance {}: {}", r->instance_id, d.reason);
+        pool::RunnerFateDecision fate = settle_runner(ctx, *r, true, false);
+        out.runners.emplace(mine.instance_id, DrainOutcome::Runner{fate.fate, fate.detail});
+        if (fate.proceed) stragglers.push_back(*r);
+        else out.left.push_back(mine.instance_id);
+        return AwaitAction::kResolve;
+      }
+      case pool::Verdict::kWrite:
+        hand_fresh_remove_token(ctx, *r, remove_token);
+        return AwaitAction::kKeep;  // the agent goes on deregistering with it
+      case pool::Verdict::kWait:
+        return AwaitAction::kKeep;
     }
-    if (!draining.empty() && ctx.clock.steady_now() >= next_ec2_look) {
-      next_ec2_look = ctx.clock.steady_now() + kEc2LookInterval;
-      settle_dead(ctx, draining, out);
-    }
-    if (draining.empty()) break;
-    if (ctx.clock.steady_now() >= deadline) {
-      timed_out = true;
-      break;
-    }
-    if (options.stop_on_cancel && ctx.cancelled.load()) break;
-    ctx.clock.sleep_for(std::min<Duration>(ctx.settings.poll_interval,
-                                           std::chrono::duration_cast<Duration>(deadline - ctx.clock.steady_now()) +
-                                               Duration{1}));
-  }
+    return AwaitAction::kKeep;
+  });
 
-  for (const auto& [id, r] : draining) {
-    if (options.terminate_stragglers && timed_out) {
-      spdlog::warn("instance {}: not drained within {}; terminating it", id, format_duration(options.wait));
+  for (const auto& i : res.pending) {
+    const pool::InstanceRecord& r = i.written;
+    if (options.terminate_stragglers && res.end == AwaitEnd::kTimedOut) {
+      spdlog::warn("instance {}: not drained within {}; terminating it", r.instance_id, format_duration(options.wait));
       // The wait is the bound: the instance goes, its runner deleted first when GitHub lets us.
       pool::RunnerFateDecision fate = settle_runner(ctx, r, true, true);
-      out.runners.emplace(id, DrainOutcome::Runner{fate.fate, fate.detail});
+      out.runners.emplace(r.instance_id, DrainOutcome::Runner{fate.fate, fate.detail});
       stragglers.push_back(r);
     } else {
-      out.left.push_back(id);
+      out.left.push_back(r.instance_id);
     }
   }
   if (!stragglers.empty()) {

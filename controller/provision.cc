@@ -9,6 +9,7 @@
 
 #include "common/json.h"
 #include "common/pool/transitions.h"
+#include "controller/await_agents.h"
 #include "controller/claim_pool.h"
 #include "controller/drain.h"
 #include "controller/label.h"
@@ -137,43 +138,56 @@ class Provision {
   }
 
   // Waits until every instance's agent reported `registered` for its generation, marking each
-  // running as it does. "" when all are running, else why not.
+  // running as it does. "" when all are running, else why not: the first instance that cannot get
+  // there (controller/await_agents.h: a failed agent, a takeover, gone from EC2) ends the wait.
   std::string wait_running(Steady deadline) {
-    Steady next_ec2_look = ctx_.clock.steady_now();
-    while (true) {
-      // One batch read of every record still waited for (a failure fails the wait, as a GetItem's did).
-      std::vector<std::string> ids;
-      for (const Tracked& t : tracked_) {
-        if (!t.running) ids.push_back(t.record.instance_id);
-      }
-      if (ids.empty()) return "";
-      std::map<std::string, pool::InstanceRecord> now = ctx_.table.get_many(ids);
-      bool all = true;
-      for (Tracked& t : tracked_) {
-        if (t.running) continue;
-        auto found = now.find(t.record.instance_id);
-        std::string problem = check(t, found == now.end() ? nullptr : &found->second);
-        if (!problem.empty()) return problem;
-        all = all && t.running;
-      }
-      if (all) return "";
-      // An instance that died (spot reclaimed, killed, its agent's self-termination) never
-      // registers: EC2 says so long before the deadline does.
-      if (ctx_.clock.steady_now() >= next_ec2_look) {
-        next_ec2_look = ctx_.clock.steady_now() + kEc2LookInterval;
-        if (std::string dead = dead_instances(); !dead.empty()) return dead;
-      }
-      if (ctx_.cancelled.load()) return "cancelled";
-      if (ctx_.clock.steady_now() >= deadline) {
-        std::vector<std::string> waiting;
-        for (const auto& t : tracked_) {
-          if (!t.running) waiting.push_back(t.record.instance_id);
-        }
-        return fmt::format("timed out after {} waiting for {} instance(s) to register: {}", seconds(elapsed_ms()),
-                           waiting.size(), fmt::join(waiting, ", "));
-      }
-      ctx_.clock.sleep_for(ctx_.settings.poll_interval);
+    std::vector<AwaitItem> items;
+    for (const Tracked& t : tracked_) {
+      if (!t.running) items.push_back(AwaitItem{t.record, t.warm});
     }
+    if (items.empty()) return "";
+    AwaitOptions o;
+    o.awaited = pool::Awaited::kRegistered;
+    o.deadline = deadline;
+    o.retry_failed_reads = false;  // a failed read fails the wait, as a GetItem's did
+    o.look_at_ec2_first = true;    // a launch that died at birth is known at once
+    o.ec2_look_interval = kEc2LookInterval;
+    std::string problem;
+    AwaitResult res = await_agents(ctx_, std::move(items), o,
+                                   [&](const pool::HandshakeFacts& f, const pool::HandshakeDecision& d) {
+      Tracked& t = find_tracked(f.written->instance_id);
+      switch (d.verdict) {
+        case pool::Verdict::kDone:
+          mark(t, *f.current);
+          return AwaitAction::kResolve;
+        case pool::Verdict::kWrite: {
+          pool::Step step = pool::mark_running(*f.current, ctx_.now_ms(), ctx_.settings.timeouts);
+          if (!ctx_.table.transition(f.current->instance_id, step.expect, step.change)) {
+            return AwaitAction::kKeep;  // it moved: the next look tells
+          }
+          mark(t, *f.current);
+          return AwaitAction::kResolve;
+        }
+        case pool::Verdict::kWait:
+          return AwaitAction::kKeep;
+        case pool::Verdict::kFail:
+        case pool::Verdict::kGone:
+        case pool::Verdict::kMovedOn:
+          problem = pool::handshake_problem(f.written->instance_id, d);
+          return AwaitAction::kStop;
+      }
+      return AwaitAction::kKeep;
+    });
+    switch (res.end) {
+      case AwaitEnd::kAllResolved: return "";
+      case AwaitEnd::kStopped: return problem;
+      case AwaitEnd::kCancelled: return "cancelled";
+      case AwaitEnd::kTimedOut: break;
+    }
+    std::vector<std::string> waiting;
+    for (const auto& i : res.pending) waiting.push_back(i.written.instance_id);
+    return fmt::format("timed out after {} waiting for {} instance(s) to register: {}", seconds(elapsed_ms()),
+                       waiting.size(), fmt::join(waiting, ", "));
   }
 
   // Nothing stays assigned to a failed provision: launched instances are terminated, claimed ones
@@ -216,62 +230,11 @@ class Provision {
  private:
   static constexpr Duration kEc2LookInterval{std::chrono::seconds(5)};
 
-  // "" unless EC2 reports a waited-for instance stopped or gone.
-  std::string dead_instances() {
-    std::vector<std::string> ids;
-    for (const auto& t : tracked_) {
-      if (!t.running) ids.push_back(t.record.instance_id);
+  Tracked& find_tracked(const std::string& instance_id) {
+    for (Tracked& t : tracked_) {
+      if (t.record.instance_id == instance_id) return t;
     }
-    std::vector<aws::Instance> seen;
-    try {
-      seen = ctx_.compute.describe(ids);
-    } catch (const std::exception& e) {
-      spdlog::warn("could not look at the instances in EC2 ({}); waiting on", e.what());
-      return "";
-    }
-    for (const auto& i : seen) {
-      const std::string& st = i.state.name;
-      if (aws::instance_gone(st) || aws::instance_stopped(st)) {
-        return "instance " + i.instance_id + " is " + st + " in EC2";
-      }
-    }
-    return "";
-  }
-
-  // One look at one instance's record as just read (null: no item); "" unless it can no longer
-  // become running.
-  std::string check(Tracked& t, const pool::InstanceRecord* r) {
-    const std::string& id = t.record.instance_id;
-    if (!r) return "instance " + id + ": its record disappeared";
-    if (r->generation != t.record.generation || r->label != report_.label) {
-      return "instance " + id + " was taken over by another assignment";
-    }
-    if (r->state == State::kRunning) {
-      mark(t, *r);
-      return "";
-    }
-    if (r->state != State::kCreated && r->state != State::kClaimed) {
-      return fmt::format("instance {} is {} ({})", id, pool::state_name(r->state),
-                         r->signal_detail.empty() ? "before registering" : r->signal_detail);
-    }
-    if (pool::agent_reported(*r, pool::AgentSignal::kFailed)) {
-      return fmt::format("instance {}: its agent failed to register: {}", id, r->signal_detail);
-    }
-    if (pool::agent_reported(*r, pool::AgentSignal::kInterrupted)) {
-      return fmt::format("instance {} was interrupted before registering: {}", id, r->signal_detail);
-    }
-    if (!pool::agent_reported(*r, pool::AgentSignal::kRegistered)) {
-      // A claimed instance's agent was beating when we claimed it: silence now means it is gone.
-      if (t.warm && r->heartbeat_ms != 0 &&
-          ctx_.now_ms() - r->heartbeat_ms > ctx_.settings.max_heartbeat_age.count()) {
-        return fmt::format("instance {}: its agent has been silent for {}", id,
-                           seconds(ctx_.now_ms() - r->heartbeat_ms));
-      }
-      return "";
-    }
-    pool::Step step = pool::mark_running(*r, ctx_.now_ms(), ctx_.settings.timeouts);
-    if (ctx_.table.transition(id, step.expect, step.change)) mark(t, *r);
-    return "";  // else it moved: the next look tells
+    throw std::logic_error("not tracked: " + instance_id);
   }
 
   void mark(Tracked& t, const pool::InstanceRecord& r) {

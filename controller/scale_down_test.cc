@@ -471,5 +471,26 @@ TEST_F(ScaleDownTest, ScaleUpLaunchesTheShortfallAsSharedRunnersWithOneRegistrat
   EXPECT_THROW(run_scale_up(ctx, {.to = 3}), UsageError);
 }
 
+// The wait for the new runners ends as soon as each can no longer register — its agent failed, or
+// EC2 says its instance is gone — instead of waiting out the whole timeout; each is named with why.
+TEST_F(ScaleDownTest, ScaleUpStopsWaitingForAFailedAgentOrADeadInstanceAndSaysWhy) {
+  // The fleet's ids are i-00000000000000001 and …2 (FakeCompute): one agent fails, one instance dies.
+  w.agents.failing.insert("i-00000000000000001");
+  w.agents.register_ok = false;
+  w.on_tick = [&] {
+    if (w.compute.launched.size() == 2) w.compute.terminated.insert(w.compute.launched[1]);
+  };
+  out.str("");
+  const int64_t start = w.now();
+  ASSERT_EQ(run_scale_up(ctx, {.to = 2, .timeout = std::chrono::minutes(10), .json = true}), kExitFailed) << out.str();
+  EXPECT_LT(w.now() - start, 10'000) << "settled at the first EC2 look, not at the timeout";
+  Json::Value up = parse_json(out.str(), "scale-up --json");
+  ASSERT_EQ(w.compute.launched.size(), 2u);
+  ASSERT_EQ(up["unregistered"].size(), 2u) << out.str();
+  EXPECT_EQ(up["unregistered_reasons"][w.compute.launched[0]].asString(), "its agent failed to register: config.sh failed");
+  EXPECT_EQ(up["unregistered_reasons"][w.compute.launched[1]].asString(), "is terminated in EC2");
+  EXPECT_FALSE(up["ok"].asBool());
+}
+
 }  // namespace
 }  // namespace runpool::controller

@@ -5,7 +5,7 @@
 #include "controller/scale_up.h"
 
 #include <algorithm>
-#include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -13,6 +13,7 @@
 #include "common/json.h"
 #include "common/pool/scale_down_plan.h"
 #include "common/pool/transitions.h"
+#include "controller/await_agents.h"
 #include "controller/label.h"
 #include "controller/launch.h"
 #include "controller/launch_plan.h"
@@ -29,34 +30,49 @@ struct ClassResult {
 };
 
 // Waits until each launched record is running (marking it so once its agent registered); returns
-// the ids that did not get there.
-std::vector<std::string> wait_running(Context& ctx, std::vector<pool::InstanceRecord> pending, Duration timeout) {
-  const auto until = ctx.clock.steady_now() + timeout;
-  while (!pending.empty() && !ctx.cancelled.load()) {
-    std::erase_if(pending, [&](const pool::InstanceRecord& launched) {
-      std::optional<pool::InstanceRecord> r;
-      try {
-        r = ctx.table.get(launched.instance_id);
-      } catch (const std::exception& e) {
-        spdlog::warn("reading {}: {}", launched.instance_id, e.what());
-        return false;
+// the instances that will not get there in time, each with why (a failed agent, an instance gone
+// from EC2, the deadline).
+std::vector<std::pair<std::string, std::string>> wait_running(Context& ctx,
+                                                              const std::vector<pool::InstanceRecord>& launched,
+                                                              Duration timeout) {
+  std::vector<AwaitItem> items;
+  for (const auto& r : launched) items.push_back(AwaitItem{r, false});
+  AwaitOptions o;
+  o.awaited = pool::Awaited::kRegistered;
+  o.deadline = ctx.clock.steady_now() + timeout;
+  std::vector<std::pair<std::string, std::string>> failed;
+  AwaitResult res = await_agents(ctx, std::move(items), o,
+                                 [&](const pool::HandshakeFacts& f, const pool::HandshakeDecision& d) {
+    const std::string& id = f.written->instance_id;
+    const pool::InstanceRecord* r = f.current;
+    switch (d.verdict) {
+      case pool::Verdict::kDone:
+        return AwaitAction::kResolve;
+      case pool::Verdict::kWrite: {
+        pool::Step step = pool::mark_running(*r, ctx.now_ms(), ctx.settings.timeouts);
+        if (ctx.table.transition(id, step.expect, step.change)) {
+          spdlog::info("instance {} registered as a shared runner ({})", id, r->label);
+        }
+        return AwaitAction::kKeep;  // the next look confirms running
       }
-      if (!r || r->generation != launched.generation) return true;  // gone or moved on: not ours to wait for
-      if (r->state == pool::State::kRunning) return true;
-      if (r->state != pool::State::kCreated) return false;
-      if (!pool::agent_reported(*r, pool::AgentSignal::kRegistered)) return false;
-      pool::Step step = pool::mark_running(*r, ctx.now_ms(), ctx.settings.timeouts);
-      if (ctx.table.transition(r->instance_id, step.expect, step.change)) {
-        spdlog::info("instance {} registered as a shared runner ({})", r->instance_id, r->label);
-      }
-      return false;  // the next look confirms running
-    });
-    if (pending.empty() || ctx.clock.steady_now() >= until) break;
-    ctx.clock.sleep_for(ctx.settings.poll_interval);
+      case pool::Verdict::kWait:
+        return AwaitAction::kKeep;
+      case pool::Verdict::kMovedOn:
+        return AwaitAction::kResolve;  // not ours to wait for
+      case pool::Verdict::kGone:
+        if (!r) return AwaitAction::kResolve;  // its record closed by another runpoolctl
+        [[fallthrough]];
+      case pool::Verdict::kFail:
+        spdlog::warn("{}: it will not register (refresh settles it)", pool::handshake_problem(id, d));
+        failed.emplace_back(id, d.reason);
+        return AwaitAction::kResolve;
+    }
+    return AwaitAction::kKeep;
+  });
+  for (const auto& i : res.pending) {
+    failed.emplace_back(i.written.instance_id, ctx.cancelled.load() ? "cancelled" : "not registered in time");
   }
-  std::vector<std::string> ids;
-  for (const auto& r : pending) ids.push_back(r.instance_id);
-  return ids;
+  return failed;
 }
 
 }  // namespace
@@ -129,7 +145,7 @@ int run_scale_up(Context& ctx, const ScaleUpOptions& o) {
                    c.launched.size(), c.shortfall);
     }
   }
-  std::vector<std::string> unregistered;
+  std::vector<std::pair<std::string, std::string>> unregistered;
   if (o.wait && !launched.empty()) {
     unregistered = wait_running(ctx, launched, o.timeout.value_or(s.provision_timeout));
     if (!unregistered.empty()) ok = false;
@@ -153,7 +169,11 @@ int run_scale_up(Context& ctx, const ScaleUpOptions& o) {
       doc["classes"].append(j);
     }
     doc["unregistered"] = Json::Value(Json::arrayValue);
-    for (const auto& id : unregistered) doc["unregistered"].append(id);
+    doc["unregistered_reasons"] = Json::Value(Json::objectValue);
+    for (const auto& [id, why] : unregistered) {
+      doc["unregistered"].append(id);
+      doc["unregistered_reasons"][id] = why;
+    }
     doc["ok"] = ok;
     ctx.out << write_json(doc) << "\n";
   } else {
@@ -163,7 +183,7 @@ int run_scale_up(Context& ctx, const ScaleUpOptions& o) {
       for (const auto& p : c.problems) ctx.out << "; " << p;
       ctx.out << "\n";
     }
-    for (const auto& id : unregistered) ctx.out << "not registered in time: " << id << " (refresh settles it)\n";
+    for (const auto& [id, why] : unregistered) ctx.out << "not registered: " << id << ": " << why << " (refresh settles it)\n";
   }
   return ok ? kExitOk : kExitFailed;
 }
