@@ -35,9 +35,11 @@ struct Figures {
 };
 
 // The agent of a stock runner (later lines of the pool's configuration win).
-constexpr const char* kStockAgent =
-    "agent_extra = notice_poll_interval=500ms; boot_grace=60s; drain_timeout=60s; registration_timeout=60s; "
-    "cleanup_timeout=2s; terminate_wait=5s; listener_restart_backoff=200ms; stock_idle_wait=3s; drain_poll_wait=1s\n";
+std::string stock_agent() {
+  return "agent_extra = notice_poll_interval=500ms; boot_grace=60s; drain_timeout=60s; registration_timeout=60s; "
+         "cleanup_timeout=2s; terminate_wait=5s; listener_restart_backoff=200ms; stock_idle_wait=3s; drain_poll_wait=" +
+         drain_poll_wait() + "\n";
+}
 
 class DrainRace : public E2eTest {
  protected:
@@ -46,11 +48,10 @@ class DrainRace : public E2eTest {
   void SetUp() override {
     E2eTest::SetUp();
     if (HasFatalFailure()) return;
-    std::ofstream(fs::path(base_) / "runner-template" / ".standin.json", std::ios::trunc)
-        << "{\"mode\": \"" << kind() << "\"}\n";
+    use_runner_build(kind());
   }
   // Before init: it renders the agent's configuration into the launch template.
-  std::string more_config() const override { return kStockAgent; }
+  std::string more_config() const override { return stock_agent(); }
 
   // Both builds drain the stock way (above).
   const Steps& steps() const { return kStockSteps; }

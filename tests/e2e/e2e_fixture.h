@@ -1,6 +1,7 @@
 // The e2e harness: a pool of its own per test, driven by the real runpoolctl, whose instances run
 // the real runpool-agent on the local cloud (user-data rendered from cloud-init/user-data.sh.in),
-// serving jobs from the GitHub stand-in's broker with the stand-in runner (drain-capable). The
+// serving jobs from the GitHub stand-in's broker with the stand-in runner (a stock build unless a
+// test picks another). The
 // test looks at the world through the same table, queues, EC2 and broker, and plays "the outside"
 // (an operator killing an instance, a process crashing) where a test needs it.
 #pragma once
@@ -11,10 +12,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -53,8 +59,35 @@ inline bool eventually(const std::function<bool()>& pred, std::chrono::milliseco
 // for labels containing it (an agent stuck in registration, e.g. GitHub unreachable).
 inline constexpr const char* kNeverRegisters = "never-registers";
 
+// RUNPOOL_TIME_FACTOR=f runs the suites at GitHub's real timings scaled by f, their ratios kept:
+// the broker's long poll 50 s·f, job lock 10 min·f, session conflict 4 min·f (the GitHub stand-in's
+// `timeFactor`), the runner's own retries likewise, and the agent's poll wait one long poll. Unset:
+// the quick CI timings (1 s polls, a 3 s lock).
+inline std::optional<double> time_factor() {
+  const char* v = std::getenv("RUNPOOL_TIME_FACTOR");
+  if (!v || !*v) return std::nullopt;
+  char* end = nullptr;
+  const double f = std::strtod(v, &end);
+  if (*end || !(f > 0 && f <= 1)) throw std::runtime_error("RUNPOOL_TIME_FACTOR must be a number in (0, 1]");
+  return f;
+}
+// The agent's wait for a dispatch already on the runner's long poll: one poll of the broker.
+inline std::string drain_poll_wait() {
+  const auto f = time_factor();
+  return f ? std::to_string(std::llround(50000 * *f)) + "ms" : "1s";
+}
+
 class E2eTest : public ::testing::Test {
  protected:
+  // The stand-in runner build every instance runs (tests/localcloud/runner/README.md), at the
+  // suite's time factor.
+  void use_runner_build(const std::string& mode) {
+    std::ofstream out(fs::path(base_) / "runner-template" / ".standin.json", std::ios::trunc);
+    out << "{\"mode\": \"" << mode << "\"";
+    if (auto f = time_factor()) out << ", \"timeFactor\": " << *f;
+    out << "}\n";
+  }
+
   void SetUp() override {
     // The runner roots live under a directory the runner user can reach; the runner template is
     // the local cloud's stand-in runner, as released (stock: no drain of its own).
@@ -62,14 +95,26 @@ class E2eTest : public ::testing::Test {
     chmod(base_.c_str(), 0755);
     const fs::path tmpl = fs::path(base_) / "runner-template";
     fs::copy(fs::path(RUNPOOL_SOURCE_DIR) / "tests" / "localcloud" / "runner", tmpl, fs::copy_options::recursive);
-    std::ofstream(tmpl / ".standin.json") << "{\"mode\": \"stock\"}\n";
+    // RUNPOOL_RUNNER_BUILD=drain-file|pr4461 runs a suite against another build (default stock).
+    const char* build = std::getenv("RUNPOOL_RUNNER_BUILD");
+    use_runner_build(build && *build ? build : "stock");
     hang_registration_for(tmpl / "config.sh", kNeverRegisters);
     Json::Value gh;
-    gh["pollMs"] = 1000;
     gh["sessionIdleMs"] = 3000;
-    gh["sessionConflictMs"] = 4000;
-    gh["lockExpiryMs"] = 3000;
-    cloud_.control("POST", "/_control/github/settings", gh);
+    if (auto f = time_factor()) {
+      gh["timeFactor"] = *f;
+    } else {
+      gh["pollMs"] = 1000;
+      gh["sessionConflictMs"] = 4000;
+      gh["lockExpiryMs"] = 3000;
+    }
+    const Json::Value timings = cloud_.control("POST", "/_control/github/settings", gh);
+    if (time_factor()) {
+      std::printf("GitHub's timings at factor %g: long poll %lld ms, job lock %lld ms, session conflict %lld ms\n",
+                  *time_factor(), static_cast<long long>(timings["pollMs"].asInt64()),
+                  static_cast<long long>(timings["lockExpiryMs"].asInt64()),
+                  static_cast<long long>(timings["sessionConflictMs"].asInt64()));
+    }
 
     std::string extra = std::string("user_data_template = ") + RUNPOOL_SOURCE_DIR + "/cloud-init/user-data.sh.in\n" +
                         "agent_binary = " + RUNPOOL_AGENT_BINARY + "\n" +
@@ -79,7 +124,7 @@ class E2eTest : public ::testing::Test {
                         "agent_heartbeat_interval = 500ms\n" + "agent_assignment_poll_interval = 200ms\n" +
                         "agent_extra = notice_poll_interval=500ms; boot_grace=60s; drain_timeout=60s; "
                         "registration_timeout=60s; cleanup_timeout=2s; terminate_wait=5s; listener_restart_backoff=200ms; "
-                        "drain_poll_wait=1s\n" +
+                        "drain_poll_wait=" + drain_poll_wait() + "\n" +
                         "provision_timeout = 120s\nrelease_timeout = 90s\nmax_heartbeat_age = 30s\n" + more_config();
     // A pool and table of its own per test: nothing of one test is claimable by the next.
     static int n = 0;

@@ -353,7 +353,7 @@ class SecurityStock : public Security {
  protected:
   void SetUp() override {
     Security::SetUp();
-    std::ofstream(fs::path(base_) / "runner-template" / ".standin.json", std::ios::trunc) << "{\"mode\": \"stock\"}\n";
+    use_runner_build("stock");
   }
 };
 

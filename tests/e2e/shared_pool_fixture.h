@@ -310,14 +310,14 @@ class SharedPoolStock : public SharedPoolWindow {
   void SetUp() override {
     SharedPoolWindow::SetUp();
     if (HasFatalFailure()) return;
-    std::ofstream(fs::path(base_) / "runner-template" / ".standin.json", std::ios::trunc) << "{\"mode\": \"stock\"}\n";
+    use_runner_build("stock");
   }
   // Before init: it renders the agent's configuration into the launch template.
   std::string more_config() const override {
     return SharedPoolWindow::more_config() +
            "agent_extra = notice_poll_interval=500ms; boot_grace=60s; drain_timeout=60s; registration_timeout=60s; "
            "cleanup_timeout=2s; terminate_wait=5s; listener_restart_backoff=200ms; stock_idle_wait=3s; "
-           "drain_poll_wait=1s\n";
+           "drain_poll_wait=" + drain_poll_wait() + "\n";
   }
 
   // The job's fate, with a fresh runner to take it should it be back in the queue; one line for the
