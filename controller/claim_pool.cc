@@ -7,7 +7,7 @@
 #include <set>
 
 #include "common/pool/claim.h"
-#include "common/pool/memory_state_table.h"  // pool::apply
+#include "common/pool/record_update.h"
 #include "common/pool/transitions.h"
 
 namespace runpool::controller {

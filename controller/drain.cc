@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "common/pool/memory_state_table.h"  // pool::apply
+#include "common/pool/record_update.h"
 #include "common/pool/transitions.h"
 #include "controller/await_agents.h"
 #include "controller/retire.h"

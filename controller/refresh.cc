@@ -11,8 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include "common/json.h"
-#include "common/pool/memory_state_table.h"
 #include "common/pool/pool_message.h"
+#include "common/pool/record_update.h"
 #include "common/pool/refresh_plan.h"
 #include "common/pool/wake_queue.h"
 #include "controller/metrics_events.h"

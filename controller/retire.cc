@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/pool/memory_state_table.h"  // pool::apply
+#include "common/pool/record_update.h"
 #include "common/pool/transitions.h"
 
 namespace runpool::controller {

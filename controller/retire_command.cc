@@ -8,7 +8,7 @@
 
 #include "common/json.h"
 #include "common/log.h"
-#include "common/pool/memory_state_table.h"  // pool::apply
+#include "common/pool/record_update.h"
 #include "common/pool/transitions.h"
 
 namespace runpool::controller {

@@ -12,7 +12,7 @@
 
 #include "common/json.h"
 #include "common/log.h"
-#include "common/pool/memory_state_table.h"
+#include "common/pool/record_update.h"
 #include "common/pool/scale_down_plan.h"
 #include "common/pool/transitions.h"
 #include "controller/drain.h"

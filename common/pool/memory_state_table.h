@@ -5,16 +5,10 @@
 #include <map>
 #include <mutex>
 
+#include "common/pool/record_update.h"
 #include "common/pool/state_table.h"
 
 namespace runpool::pool {
-
-// Whether `r` meets `e` (the item exists: `r` is it).
-bool meets(const InstanceRecord& r, const Expect& e);
-// Applies a lifecycle change to a record.
-void apply(InstanceRecord& r, const LifecycleChange& c);
-// Applies an agent report to a record (the caller checked the generation).
-void apply(InstanceRecord& r, const AgentReport& a);
 
 class MemoryStateTable final : public StateTable {
  public:
