@@ -17,15 +17,13 @@
 #include "controller/label.h"
 #include "controller/metrics.h"
 #include "controller/provision.h"
+#include "controller/refresh.h"
 #include "controller/release.h"
+#include "controller/retire_command.h"
 #include "controller/scale_down.h"
 #include "controller/scale_up.h"
 #include "controller/status.h"
 #include "controller/user_data.h"
-#ifdef RUNPOOL_HAVE_REFRESH
-#include "controller/refresh.h"
-#include "controller/retire_command.h"
-#endif
 
 #ifndef RUNPOOL_VERSION
 #define RUNPOOL_VERSION "dev"
@@ -365,14 +363,7 @@ int main(int argc, char** argv) {
       o.json = json;
       return run_retire(ctx, o);
     }
-    if (*refresh) {
-#ifdef RUNPOOL_HAVE_REFRESH
-      return run_refresh(ctx, RefreshOptions{dry_run, json});
-#else
-      std::cerr << "runpoolctl: refresh is not part of this build\n";
-      return kExitFailed;
-#endif
-    }
+    if (*refresh) return run_refresh(ctx, RefreshOptions{dry_run, json});
   } catch (const ConfigError& e) {
     // Every error may quote outside input (an argument, a value from the table or an answer):
     // printed printable and short, one line.

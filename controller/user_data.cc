@@ -1,6 +1,6 @@
 #include "controller/user_data.h"
 
-#include "agent/user_data.h"
+#include "common/cloud_init/user_data.h"
 
 #include <algorithm>
 #include <cctype>
@@ -34,7 +34,7 @@ std::string render_user_data(const std::string& template_text, const std::string
                              const std::string& agent_binary) {
   // The template's own renderer (cloud-init's side) knows which characters may go where; the limit
   // is on the whole document.
-  std::string out = agent::render_user_data(template_text, agent_config, agent_binary);
+  std::string out = cloud_init::render_user_data(template_text, agent_config, agent_binary);
   if (out.size() > 16 * 1024) {
     throw std::invalid_argument("the rendered user-data is " + std::to_string(out.size()) +
                                 " bytes, more than EC2's 16 KiB");

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent/user_data.h"
+#include "common/cloud_init/user_data.h"
 #include "common/config.h"
 #include "controller/settings.h"
 
@@ -39,13 +39,13 @@ TEST(UserData, ConfigTextRefusesWhatWouldNotReadBack) {
 TEST(UserData, Render) {
   std::string t = "#!/bin/bash\ncat > /etc/runpool/agent.conf <<'EOF'\n@AGENT_CONFIG@\nEOF\nexec @AGENT_BINARY@ --config /etc/runpool/agent.conf\n";
   std::string out = render_user_data(t, "table = t\npool = p\n", "/usr/bin/runpool-agent");
-  EXPECT_EQ(out, agent::cloud_config("#!/bin/bash\ncat > /etc/runpool/agent.conf <<'EOF'\ntable = t\npool = p\nEOF\n"
+  EXPECT_EQ(out, cloud_init::cloud_config("#!/bin/bash\ncat > /etc/runpool/agent.conf <<'EOF'\ntable = t\npool = p\nEOF\n"
                                      "exec /usr/bin/runpool-agent --config /etc/runpool/agent.conf\n"));
   EXPECT_THROW(render_user_data("#!/bin/sh\n", "a = b\n", "/x"), std::invalid_argument);
   EXPECT_THROW(render_user_data("@AGENT_CONFIG@ @AGENT_BINARY@", std::string(17 * 1024, 'a'), "/x"),
                std::invalid_argument);
   // The limit is on the document: a script just under 16 KiB does not fit once wrapped.
-  const std::string wrapped_empty = agent::cloud_config("");
+  const std::string wrapped_empty = cloud_init::cloud_config("");
   EXPECT_THROW(render_user_data("@AGENT_CONFIG@@AGENT_BINARY@", std::string(16 * 1024 - 16, 'a'), ""), std::invalid_argument);
   EXPECT_EQ(render_user_data("@AGENT_CONFIG@@AGENT_BINARY@", std::string(16 * 1024 - wrapped_empty.size() - 7, 'a'), "").size(),
             16u * 1024);
@@ -53,7 +53,7 @@ TEST(UserData, Render) {
   EXPECT_THROW(render_user_data("@AGENT_CONFIG@ @AGENT_BINARY@", "", "/x'; rm -rf /'"), std::invalid_argument);
   EXPECT_THROW(render_user_data("@AGENT_CONFIG@ @AGENT_BINARY@", "a = b\nRUNPOOL_AGENT_CONFIG_EOF\n", ""),
                std::invalid_argument);
-  EXPECT_EQ(render_user_data("@AGENT_CONFIG@|@AGENT_BINARY@", "a = b\n", ""), agent::cloud_config("a = b|"));
+  EXPECT_EQ(render_user_data("@AGENT_CONFIG@|@AGENT_BINARY@", "a = b\n", ""), cloud_init::cloud_config("a = b|"));
   EXPECT_THROW(read_template("/nonexistent/user-data.sh.in"), std::runtime_error);
 }
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "agent/process.h"
-#include "agent/user_data.h"
+#include "common/cloud_init/user_data.h"
 #include "common/aws/dynamodb.h"
 #include "common/aws/ec2.h"
 #include "common/github/github_client.h"
@@ -156,7 +156,7 @@ class AgentCloud {
     aws::RunInstancesRequest r;
     r.image_id = "ami-0123456789abcdef0";
     r.instance_type = "c7i.large";
-    r.user_data = render_user_data(read_text(fs::path(RUNPOOL_SOURCE_DIR) / "cloud-init" / "user-data.sh.in"),
+    r.user_data = cloud_init::render_user_data(read_text(fs::path(RUNPOOL_SOURCE_DIR) / "cloud-init" / "user-data.sh.in"),
                                    agent_config(o), RUNPOOL_AGENT_BINARY);
     r.iam_instance_profile_name = "runpool-agent";
     // As the controller tags a launch (controller/launch_plan.cc); the class matches

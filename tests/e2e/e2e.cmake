@@ -12,7 +12,7 @@ set(RUNPOOL_E2E_TARGETS)
 foreach(source IN LISTS RUNPOOL_E2E_TESTS)
   get_filename_component(name ${source} NAME_WE)
   add_executable(e2e_${name} ${source})
-  target_link_libraries(e2e_${name} PRIVATE runpool_test_support runpool_controller_lib GTest::gtest_main)
+  target_link_libraries(e2e_${name} PRIVATE runpool_test_support runpool_controller_lib runpool_agent_lib GTest::gtest_main)
   target_compile_definitions(e2e_${name} PRIVATE
     RUNPOOL_CTL_BINARY="$<TARGET_FILE:runpoolctl>"
     RUNPOOL_AGENT_BINARY="$<TARGET_FILE:runpool-agent>"

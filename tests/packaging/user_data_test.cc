@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "agent/user_data.h"
+#include "common/cloud_init/user_data.h"
 #include "common/config.h"
 #include "controller/settings.h"
 #include "controller/user_data.h"
@@ -118,7 +118,7 @@ TEST_F(RenderedUserData, IsAValidCloudConfigThatFitsEc2sLimit) {
               "/var/lib/runpool/boot.sh 0700 root:root | \"${RUNPOOL_LOCALCLOUD_INSTANCE_DIR:-}/var/lib/runpool/boot.sh\"\n");
     const std::string script = read_file(dir_ / "boot.sh");
     EXPECT_EQ(script.rfind("#!/bin/bash\n", 0), 0u) << "the boot script runs by its shebang";
-    EXPECT_EQ(script, agent::render_boot_script(read_template(s.user_data_template), agent_config_text(s.agent_config), binary))
+    EXPECT_EQ(script, cloud_init::render_boot_script(read_template(s.user_data_template), agent_config_text(s.agent_config), binary))
         << "the document carries the script byte for byte";
   }
 }

@@ -1,7 +1,7 @@
 // cloud-init/user-data.sh.in rendered and run by bash in local-cloud mode, with a fake agent and
 // stubbed `id`/`useradd` on PATH; its systemd unit kept identical to agent/runpool-agent.service;
 // and the #cloud-config wrapper read back by PyYAML (cloud-init's parser) and `cloud-init schema`.
-#include "agent/user_data.h"
+#include "common/cloud_init/user_data.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -13,7 +13,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace runpool::agent {
+namespace runpool::cloud_init {
 namespace {
 
 namespace fs = std::filesystem;
@@ -206,4 +206,4 @@ TEST_F(UserDataTest, TheRenderedTemplateIsAValidCloudConfigAroundTheScript) {
 }
 
 }  // namespace
-}  // namespace runpool::agent
+}  // namespace runpool::cloud_init

@@ -1,11 +1,11 @@
-#include "agent/user_data.h"
+#include "common/cloud_init/user_data.h"
 
 #include <algorithm>
 #include <cctype>
 #include <sstream>
 #include <stdexcept>
 
-namespace runpool::agent {
+namespace runpool::cloud_init {
 namespace {
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
@@ -99,4 +99,4 @@ std::string render_user_data(const std::string& tmpl, const std::string& config,
   return cloud_config(render_boot_script(tmpl, config, binary));
 }
 
-}  // namespace runpool::agent
+}  // namespace runpool::cloud_init

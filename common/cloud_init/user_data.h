@@ -5,7 +5,7 @@
 
 #include <string>
 
-namespace runpool::agent {
+namespace runpool::cloud_init {
 
 // The heredoc delimiter the template uses around @AGENT_CONFIG@.
 inline constexpr const char* kConfigDelimiter = "RUNPOOL_AGENT_CONFIG_EOF";
@@ -26,4 +26,4 @@ std::string cloud_config(const std::string& script);
 // cloud_config(render_boot_script(...)): the instance's user-data.
 std::string render_user_data(const std::string& tmpl, const std::string& agent_config, const std::string& agent_binary);
 
-}  // namespace runpool::agent
+}  // namespace runpool::cloud_init
