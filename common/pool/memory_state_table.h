@@ -1,5 +1,12 @@
 // StateTable in memory, with the same conditional semantics as DynamoStateTable, for fast tests
-// of the controller's and agent's logic. Thread-safe.
+// of the controller's and agent's logic. Thread-safe. tests/integration/state_table_test.cc runs
+// one contract suite against both.
+//
+// What it does not model: items that are not records (DynamoStateTable skips them in scans and
+// reads); the key's instance-id check (`record_key` refuses what cannot be an instance id); requests
+// and their limits (100 keys per BatchGetItem, scan and query pages: a scan is always one page);
+// throttling, transient errors and lost answers (tests inject those with a wrapping table or the
+// local cloud's faults); the table's creation and existence; item size limits.
 #pragma once
 
 #include <map>

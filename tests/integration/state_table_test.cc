@@ -1,8 +1,14 @@
-// The state table's conditional writes against dynalite, through the SigV4-checking proxy.
+// The state table's contract, run against both implementations: DynamoStateTable on dynalite
+// (through the SigV4-checking proxy) and MemoryStateTable, the in-memory one the unit tests use —
+// so the fake is shown to answer every conditional write, report and read as the real one does.
+// What only DynamoDB has (foreign items in the table, batching into requests) is tested on it alone.
 #include "common/pool/dynamo_state_table.h"
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
+#include "common/pool/memory_state_table.h"
 #include "common/pool/record_codec.h"
 #include "common/pool/record_key.h"
 #include "tests/support/local_cloud.h"
@@ -10,161 +16,203 @@
 namespace runpool::pool {
 namespace {
 
-class StateTableTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
+class DynamoTable {
+ public:
+  static void start() {
+    if (db_) return;
     auto& cloud = testing::LocalCloud::shared();
     creds_ = std::make_unique<aws::StaticCredentialsProvider>(cloud.controller_credentials());
     caller_ = std::make_unique<aws::AwsCaller>(http_, *creds_, system_clock(),
                                                aws::ServiceSettings{"dynamodb", cloud.dynamodb(), cloud.region()});
     db_ = std::make_unique<aws::DynamoDbClient>(*caller_);
-    db_->create_table(DynamoStateTable::create_table_request("state-table-test"));
-    db_->wait_until_active("state-table-test", std::chrono::seconds(10));
+    db_->create_table(DynamoStateTable::create_table_request(kTable));
+    db_->wait_until_active(kTable, std::chrono::seconds(10));
   }
-  static void TearDownTestSuite() {
-    db_.reset();
-    caller_.reset();
-    creds_.reset();
-  }
-
-  InstanceRecord record(const std::string& id, State s, int64_t gen, const std::string& label = "") {
-    InstanceRecord r;
-    r.instance_id = id;
-    r.state = s;
-    r.generation = gen;
-    r.label = label;
-    r.pool = "test";
-    r.resource_class = "small";
-    r.deadline_ms = 1'900'000'000'000;
-    return r;
-  }
-
+  static constexpr const char* kTable = "state-table-test";
   static inline CurlHttpClient http_;
   static inline std::unique_ptr<aws::StaticCredentialsProvider> creds_;
   static inline std::unique_ptr<aws::AwsCaller> caller_;
   static inline std::unique_ptr<aws::DynamoDbClient> db_;
-  DynamoStateTable table_{*db_, "state-table-test", testing::LocalCloud::shared().instance_role_id()};
 };
 
-TEST_F(StateTableTest, CreateIsOnceOnly) {
-  EXPECT_TRUE(table_.create(record("i-create1", State::kCreated, 1, "L1")));
-  EXPECT_FALSE(table_.create(record("i-create1", State::kIdle, 5)));
-  EXPECT_EQ(table_.get("i-create1")->state, State::kCreated);
-  EXPECT_FALSE(table_.get("i-missing"));
+InstanceRecord record(const std::string& id, State s, int64_t gen, const std::string& label = "") {
+  InstanceRecord r;
+  r.instance_id = id;
+  r.state = s;
+  r.generation = gen;
+  r.label = label;
+  r.pool = "test";
+  r.resource_class = "small";
+  r.deadline_ms = 1'900'000'000'000;
+  return r;
 }
 
-TEST_F(StateTableTest, ClaimWinsOnceAndStaleGenerationsLose) {
-  ASSERT_TRUE(table_.create(record("i-claim1", State::kIdle, 3)));
+// The contract: each test runs once per implementation ("dynamo", "memory").
+class StateTableTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "dynamo") {
+      DynamoTable::start();
+      table_ = std::make_unique<DynamoStateTable>(*DynamoTable::db_, DynamoTable::kTable,
+                                                  testing::LocalCloud::shared().instance_role_id());
+    } else {
+      table_ = std::make_unique<MemoryStateTable>();
+    }
+  }
+  std::unique_ptr<StateTable> table_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Implementations, StateTableTest, ::testing::Values("dynamo", "memory"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+TEST_P(StateTableTest, CreateIsOnceOnly) {
+  EXPECT_TRUE(table_->create(record("i-create1", State::kCreated, 1, "L1")));
+  EXPECT_FALSE(table_->create(record("i-create1", State::kIdle, 5)));
+  EXPECT_EQ(table_->get("i-create1")->state, State::kCreated);
+  EXPECT_FALSE(table_->get("i-missing"));
+}
+
+TEST_P(StateTableTest, ClaimWinsOnceAndStaleGenerationsLose) {
+  ASSERT_TRUE(table_->create(record("i-claim1", State::kIdle, 3)));
   Expect idle_at_3{.states = {State::kIdle}, .generation = 3};
   LifecycleChange claim{.state = State::kClaimed, .generation = 4, .label = "run-a", .reg_token = Secret("tok")};
-  EXPECT_TRUE(table_.transition("i-claim1", idle_at_3, claim));
+  EXPECT_TRUE(table_->transition("i-claim1", idle_at_3, claim));
   // A second claimer that read the same idle record loses.
   LifecycleChange other = claim;
   other.label = "run-b";
-  EXPECT_FALSE(table_.transition("i-claim1", idle_at_3, other));
-  auto r = table_.get("i-claim1");
+  EXPECT_FALSE(table_->transition("i-claim1", idle_at_3, other));
+  auto r = table_->get("i-claim1");
   EXPECT_EQ(r->label, "run-a");
   EXPECT_EQ(r->generation, 4);
   EXPECT_EQ(r->reg_token.reveal(), "tok");
-  EXPECT_FALSE(table_.transition("i-absent", idle_at_3, claim)) << "a missing item never meets a condition";
+  EXPECT_FALSE(table_->transition("i-absent", idle_at_3, claim)) << "a missing item never meets a condition";
 }
 
-TEST_F(StateTableTest, LabelIndexAndRemovingTheLabel) {
-  ASSERT_TRUE(table_.create(record("i-lab1", State::kRunning, 1, "run-lab")));
-  ASSERT_TRUE(table_.create(record("i-lab2", State::kRunning, 1, "run-lab")));
-  ASSERT_TRUE(table_.create(record("i-lab3", State::kRunning, 1, "run-other")));
-  EXPECT_EQ(table_.by_label("run-lab").size(), 2u);
-  ASSERT_TRUE(table_.transition("i-lab2", {.states = {State::kRunning}, .label = "run-lab"},
+TEST_P(StateTableTest, LabelIndexAndRemovingTheLabel) {
+  ASSERT_TRUE(table_->create(record("i-lab1", State::kRunning, 1, "run-lab")));
+  ASSERT_TRUE(table_->create(record("i-lab2", State::kRunning, 1, "run-lab")));
+  ASSERT_TRUE(table_->create(record("i-lab3", State::kRunning, 1, "run-other")));
+  EXPECT_EQ(table_->by_label("run-lab").size(), 2u);
+  ASSERT_TRUE(table_->transition("i-lab2", {.states = {State::kRunning}, .label = "run-lab"},
                                 {.state = State::kIdle, .label = ""}));
-  auto left = table_.by_label("run-lab");
+  auto left = table_->by_label("run-lab");
   ASSERT_EQ(left.size(), 1u);
   EXPECT_EQ(left[0].instance_id, "i-lab1");
-  EXPECT_TRUE(table_.get("i-lab2")->label.empty());
+  EXPECT_TRUE(table_->get("i-lab2")->label.empty());
 }
 
-TEST_F(StateTableTest, AgentReportsAreBoundToTheGeneration) {
-  ASSERT_TRUE(table_.create(record("i-agent1", State::kClaimed, 2, "run-x")));
-  ASSERT_TRUE(table_.transition("i-agent1", {.states = {State::kClaimed}}, {.reg_token = Secret("reg")}));
-  EXPECT_TRUE(table_.report("i-agent1", {.heartbeat_ms = 123, .busy = false}));
+TEST_P(StateTableTest, AgentReportsAreBoundToTheGeneration) {
+  ASSERT_TRUE(table_->create(record("i-agent1", State::kClaimed, 2, "run-x")));
+  ASSERT_TRUE(table_->transition("i-agent1", {.states = {State::kClaimed}}, {.reg_token = Secret("reg")}));
+  EXPECT_TRUE(table_->report("i-agent1", {.heartbeat_ms = 123, .busy = false}));
   // An agent still acting on generation 1 fails.
-  EXPECT_FALSE(table_.report("i-agent1", {.signal = AgentSignal::kRegistered, .generation = 1}));
-  EXPECT_TRUE(table_.report("i-agent1", {.signal = AgentSignal::kRegistered, .runner_id = 99,
+  EXPECT_FALSE(table_->report("i-agent1", {.signal = AgentSignal::kRegistered, .generation = 1}));
+  EXPECT_TRUE(table_->report("i-agent1", {.signal = AgentSignal::kRegistered, .runner_id = 99,
                                          .runner_name = "n", .take_reg_token = true, .generation = 2}));
-  auto r = table_.get("i-agent1");
+  auto r = table_->get("i-agent1");
   EXPECT_EQ(r->signal, AgentSignal::kRegistered);
   EXPECT_EQ(r->signal_generation, 2);
   EXPECT_EQ(r->runner_id, 99);
   EXPECT_TRUE(r->reg_token.empty());
   EXPECT_EQ(r->heartbeat_ms, 123);
   // The controller's transition can require the signal.
-  EXPECT_TRUE(table_.transition("i-agent1",
+  EXPECT_TRUE(table_->transition("i-agent1",
                                 {.states = {State::kClaimed}, .generation = 2, .signal = AgentSignal::kRegistered,
                                  .signal_generation = 2},
                                 {.state = State::kRunning}));
-  EXPECT_FALSE(table_.report("i-gone", {.heartbeat_ms = 1})) << "no item, no write";
+  EXPECT_FALSE(table_->report("i-gone", {.heartbeat_ms = 1})) << "no item, no write";
 }
 
-TEST_F(StateTableTest, AgentNotBusyOrphanMarkAndBypass) {
+TEST_P(StateTableTest, AgentNotBusyOrphanMarkAndBypass) {
   InstanceRecord shared = record("i-shared1", State::kRunning, 1, "self-hosted,linux,small");
   shared.shared = true;
   shared.os = "linux";
-  ASSERT_TRUE(table_.create(shared));
+  ASSERT_TRUE(table_->create(shared));
   const Expect idle_runner{.states = {State::kRunning}, .generation = 1, .agent_not_busy = true};
   // busy absent counts as not busy; the agent's busy report makes the same write fail.
-  ASSERT_TRUE(table_.transition("i-shared1", idle_runner, {.orphan_since_ms = 1'700'000'000'000}));
-  ASSERT_TRUE(table_.report("i-shared1", {.busy = true}));
-  EXPECT_FALSE(table_.transition("i-shared1", idle_runner, {.state = State::kDraining}));
-  ASSERT_TRUE(table_.report("i-shared1", {.busy = false}));
-  EXPECT_TRUE(table_.transition("i-shared1", idle_runner, {.orphan_since_ms = 0, .bypass_removal = true}));
-  auto r = table_.get("i-shared1");
+  ASSERT_TRUE(table_->transition("i-shared1", idle_runner, {.orphan_since_ms = 1'700'000'000'000}));
+  ASSERT_TRUE(table_->report("i-shared1", {.busy = true}));
+  EXPECT_FALSE(table_->transition("i-shared1", idle_runner, {.state = State::kDraining}));
+  ASSERT_TRUE(table_->report("i-shared1", {.busy = false}));
+  EXPECT_TRUE(table_->transition("i-shared1", idle_runner, {.orphan_since_ms = 0, .bypass_removal = true}));
+  auto r = table_->get("i-shared1");
   EXPECT_TRUE(r->shared);
   EXPECT_EQ(r->os, "linux");
   EXPECT_EQ(r->orphan_since_ms, 0) << "0 removes the mark";
   EXPECT_TRUE(r->bypass_removal);
-  ASSERT_TRUE(table_.transition("i-shared1", {.states = {State::kRunning}}, {.bypass_removal = false}));
-  EXPECT_FALSE(table_.get("i-shared1")->bypass_removal);
+  ASSERT_TRUE(table_->transition("i-shared1", {.states = {State::kRunning}}, {.bypass_removal = false}));
+  EXPECT_FALSE(table_->get("i-shared1")->bypass_removal);
 }
 
-TEST_F(StateTableTest, ScanSkipsForeignItemsAndRemoveIsConditional) {
-  ASSERT_TRUE(table_.create(record("i-scan1", State::kTerminated, 1)));
-  aws::Item foreign{{attr::kInstanceId, aws::AttributeValue::string("not-ours")},
-                    {"whatever", aws::AttributeValue::number(1)}};
-  db_->put_item({.table = "state-table-test", .item = foreign});
-  int seen = 0;
-  ScanStats stats = table_.scan([&](const InstanceRecord&) { ++seen; });
-  EXPECT_GE(stats.skipped, 1);
-  EXPECT_EQ(stats.items, seen + stats.skipped);
-  EXPECT_FALSE(table_.remove("i-scan1", {.states = {State::kIdle}}));
-  EXPECT_TRUE(table_.remove("i-scan1", {.states = {State::kTerminated}}));
-  EXPECT_FALSE(table_.get("i-scan1"));
+TEST_P(StateTableTest, ScanSeesEveryRecordAndRemoveIsConditional) {
+  ASSERT_TRUE(table_->create(record("i-scan1", State::kTerminated, 1)));
+  bool seen = false;
+  ScanStats stats = table_->scan([&](const InstanceRecord& r) { seen = seen || r.instance_id == "i-scan1"; });
+  EXPECT_TRUE(seen);
+  EXPECT_GE(stats.items, 1);
+  EXPECT_FALSE(table_->remove("i-scan1", {.states = {State::kIdle}}));
+  EXPECT_TRUE(table_->remove("i-scan1", {.states = {State::kTerminated}}));
+  EXPECT_FALSE(table_->get("i-scan1"));
+  EXPECT_FALSE(table_->remove("i-scan1", {.states = {State::kTerminated}})) << "gone: nothing meets a condition";
 }
 
-TEST_F(StateTableTest, GetManyReadsAHundredRecordsPerRequestAsGetReadsThem) {
+TEST_P(StateTableTest, GetManyAnswersAsGetDoesPerIdAndSeesTheLatestWrite) {
   std::vector<std::string> ids;
   for (int i = 0; i < 130; ++i) {
     std::string id = "i-many" + std::to_string(i);
-    ASSERT_TRUE(table_.create(record(id, State::kRunning, 1 + i % 4, "run-many")));
+    ASSERT_TRUE(table_->create(record(id, State::kRunning, 1 + i % 4, "run-many")));
     ids.push_back(id);
   }
   for (int i = 0; i < 20; ++i) ids.push_back("i-manyabsent" + std::to_string(i));
-  aws::Item foreign{{attr::kInstanceId, aws::AttributeValue::string(record_key(table_.instance_role_id(), "i-manyforeign"))},
-                    {"whatever", aws::AttributeValue::number(1)}};
-  db_->put_item({.table = "state-table-test", .item = foreign});
-  ids.push_back("i-manyforeign");
   ids.push_back("i-many0");  // twice
-
-  long sent_before = caller_->requests_sent();
-  std::map<std::string, InstanceRecord> got = table_.get_many(ids);
-  EXPECT_EQ(caller_->requests_sent() - sent_before, 2) << "151 distinct ids: two BatchGetItem requests";
-  ASSERT_EQ(got.size(), 130u) << "absent ids and the foreign item have no entry";
+  std::map<std::string, InstanceRecord> got = table_->get_many(ids);
+  ASSERT_EQ(got.size(), 130u) << "absent ids have no entry";
   for (int i = 0; i < 130; ++i) {
     std::string id = "i-many" + std::to_string(i);
     ASSERT_TRUE(got.count(id)) << id;
-    EXPECT_EQ(encode_record(got.at(id)), encode_record(*table_.get(id))) << id;
+    EXPECT_EQ(encode_record(got.at(id)), encode_record(*table_->get(id))) << id;
   }
+  EXPECT_TRUE(table_->get_many({}).empty());
   // Strongly consistent: a transition is seen by the next batch read.
-  ASSERT_TRUE(table_.transition("i-many7", {.states = {State::kRunning}}, {.state = State::kDraining}));
-  EXPECT_EQ(table_.get_many({"i-many7"}).at("i-many7").state, State::kDraining);
+  ASSERT_TRUE(table_->transition("i-many7", {.states = {State::kRunning}}, {.state = State::kDraining}));
+  EXPECT_EQ(table_->get_many({"i-many7"}).at("i-many7").state, State::kDraining);
+}
+
+// ---- DynamoDB only: what the in-memory table has no notion of
+
+class DynamoOnly : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { DynamoTable::start(); }
+  DynamoStateTable table_{*DynamoTable::db_, DynamoTable::kTable, testing::LocalCloud::shared().instance_role_id()};
+};
+
+TEST_F(DynamoOnly, ScanAndReadsSkipItemsThatAreNotRecords) {
+  ASSERT_TRUE(table_.create(record("i-foreignneighbour", State::kIdle, 1)));
+  aws::Item foreign{{attr::kInstanceId, aws::AttributeValue::string("not-ours")},
+                    {"whatever", aws::AttributeValue::number(1)}};
+  DynamoTable::db_->put_item({.table = DynamoTable::kTable, .item = foreign});
+  aws::Item keyed{{attr::kInstanceId, aws::AttributeValue::string(record_key(table_.instance_role_id(), "i-foreign"))},
+                  {"whatever", aws::AttributeValue::number(1)}};
+  DynamoTable::db_->put_item({.table = DynamoTable::kTable, .item = keyed});
+  int seen = 0;
+  ScanStats stats = table_.scan([&](const InstanceRecord&) { ++seen; });
+  EXPECT_GE(stats.skipped, 2);
+  EXPECT_EQ(stats.items, seen + stats.skipped);
+  EXPECT_FALSE(table_.get_many({"i-foreign", "i-foreignneighbour"}).count("i-foreign"));
+  EXPECT_EQ(table_.get_many({"i-foreign", "i-foreignneighbour"}).size(), 1u);
+}
+
+TEST_F(DynamoOnly, GetManyAsksForAHundredKeysPerRequest) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 130; ++i) {
+    std::string id = "i-batch" + std::to_string(i);
+    ASSERT_TRUE(table_.create(record(id, State::kRunning, 1, "run-batch")));
+    ids.push_back(id);
+  }
+  for (int i = 0; i < 21; ++i) ids.push_back("i-batchabsent" + std::to_string(i));
+  long sent_before = DynamoTable::caller_->requests_sent();
+  EXPECT_EQ(table_.get_many(ids).size(), 130u);
+  EXPECT_EQ(DynamoTable::caller_->requests_sent() - sent_before, 2) << "151 distinct ids: two BatchGetItem requests";
 }
 
 }  // namespace
