@@ -260,6 +260,7 @@ class E2eTest : public ::testing::Test {
 
   std::vector<InstanceRecord> records() {
     std::vector<InstanceRecord> all;
+    if (!table_) return all;  // SetUp failed before the table existed
     table_->scan([&](const InstanceRecord& r) { all.push_back(r); });
     return all;
   }
