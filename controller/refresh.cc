@@ -16,6 +16,7 @@
 #include "common/pool/refresh_plan.h"
 #include "common/pool/wake_queue.h"
 #include "controller/metrics_events.h"
+#include "controller/pass_report.h"
 
 namespace runpool::controller {
 namespace {
@@ -92,7 +93,7 @@ class Refresh {
     snap.now_ms = ctx_.now_ms();
 
     pool::RefreshPlan plan = pool::plan_refresh(snap, policy_);
-    notes_ = plan.notes;
+    report_.notes = plan.notes;
     std::vector<Result> results;
     if (options_.dry_run) {
       for (auto& a : plan.actions) results.push_back({std::move(a), {}});
@@ -108,7 +109,7 @@ class Refresh {
  private:
   void error(const std::string& what, const std::string& message) {
     spdlog::error("refresh: {}: {}", what, message);
-    errors_.push_back({what, message});
+    report_.errors.push_back({what, message});
   }
 
   // ---- the snapshot
@@ -434,7 +435,7 @@ class Refresh {
     }
     if (stale.empty()) return;
     if (options_.dry_run) {
-      notes_.push_back("would delete " + std::to_string(stale.size()) + " wake-up queue(s) of instances that are gone");
+      report_.notes.push_back("would delete " + std::to_string(stale.size()) + " wake-up queue(s) of instances that are gone");
       return;
     }
     int deleted = 0;
@@ -446,26 +447,27 @@ class Refresh {
         error("deleting the wake-up queue " + url, e.what());
       }
     }
-    notes_.push_back("deleted " + std::to_string(deleted) + " wake-up queue(s) of instances that are gone");
+    report_.notes.push_back("deleted " + std::to_string(deleted) + " wake-up queue(s) of instances that are gone");
   }
 
   // ---- the report
 
   int finish(const std::vector<Result>& results) {
-    int failed = static_cast<int>(errors_.size());
+    report_.failed = static_cast<int>(report_.errors.size());
     std::map<std::string, int> done, planned;
     for (const auto& r : results) {
-      if (r.outcome.kind == Outcome::kFailed) ++failed;
+      if (r.outcome.kind == Outcome::kFailed) ++report_.failed;
       if (r.outcome.kind == Outcome::kDone) ++done[std::string(pool::action_name(r.action.kind))];
       ++planned[std::string(pool::action_name(r.action.kind))];
     }
-    emit_metrics(results, failed);
+    report_.summary = options_.dry_run ? planned : done;
+    emit_metrics(results, report_.failed);
     if (options_.json) {
-      print_json(results, options_.dry_run ? planned : done, failed);
+      print_json(results);
     } else {
-      print_text(results, options_.dry_run ? planned : done, failed);
+      print_text(results);
     }
-    return failed ? kExitFailed : kExitOk;
+    return report_.failed ? kExitFailed : kExitOk;
   }
 
   void emit_metrics(const std::vector<Result>& results, int failed) {
@@ -481,7 +483,7 @@ class Refresh {
     }
   }
 
-  void print_json(const std::vector<Result>& results, const std::map<std::string, int>& counts, int failed) {
+  void print_json(const std::vector<Result>& results) {
     Json::Value doc(Json::objectValue);
     doc["pool"] = s_.pool;
     doc["table"] = s_.table;
@@ -503,22 +505,11 @@ class Refresh {
       if (!a.message.message_id.empty()) j["message_id"] = a.message.message_id;
       doc["actions"].append(j);
     }
-    doc["summary"] = Json::Value(Json::objectValue);
-    for (const auto& [name, n] : counts) doc["summary"][name] = n;
-    doc["notes"] = Json::Value(Json::arrayValue);
-    for (const auto& n : notes_) doc["notes"].append(n);
-    doc["errors"] = Json::Value(Json::arrayValue);
-    for (const auto& [what, message] : errors_) {
-      Json::Value e(Json::objectValue);
-      e["what"] = what;
-      e["error"] = message;
-      doc["errors"].append(e);
-    }
-    doc["failed"] = failed;
+    report_.add_to_json(doc);
     ctx_.out << write_json(doc) << "\n";
   }
 
-  void print_text(const std::vector<Result>& results, const std::map<std::string, int>& counts, int failed) {
+  void print_text(const std::vector<Result>& results) {
     for (const auto& r : results) {
       std::string line = pool::describe(r.action);
       if (options_.dry_run) {
@@ -529,20 +520,7 @@ class Refresh {
         ctx_.out << line << "\n";
       }
     }
-    for (const auto& n : notes_) ctx_.out << "note: " << n << "\n";
-    for (const auto& [what, message] : errors_) ctx_.out << "error: " << what << ": " << message << "\n";
-    ctx_.out << "refresh " << s_.pool << (options_.dry_run ? " (dry run): " : ": ");
-    if (counts.empty()) {
-      ctx_.out << "nothing to do";
-    } else {
-      bool first = true;
-      for (const auto& [name, n] : counts) {
-        ctx_.out << (first ? "" : ", ") << n << " " << name;
-        first = false;
-      }
-    }
-    if (failed) ctx_.out << "; " << failed << " failed";
-    ctx_.out << "\n";
+    report_.print_text_tail(ctx_.out, "refresh", s_.pool, options_.dry_run, "nothing to do");
   }
 
   Context& ctx_;
@@ -550,9 +528,8 @@ class Refresh {
   RefreshOptions options_;
   pool::RefreshPolicy policy_;
   std::vector<std::pair<std::string, std::string>> swept_;  // (class, receipt) of every received message
-  std::vector<std::string> notes_;
   std::vector<PoolDepthSample> depths_;  // per class, as the sweep check saw it
-  std::vector<std::pair<std::string, std::string>> errors_;  // snapshot-level failures
+  PassReport report_;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <map>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "common/json.h"
@@ -17,6 +18,7 @@
 #include "common/pool/transitions.h"
 #include "controller/drain.h"
 #include "controller/metrics_events.h"
+#include "controller/pass_report.h"
 
 namespace runpool::controller {
 namespace {
@@ -78,7 +80,7 @@ class ScaleDown {
     set_quotas(snap);
 
     pool::ScaleDownPlan plan = pool::plan_scale_down(snap, s_.scale_down);
-    notes_.insert(notes_.end(), plan.notes.begin(), plan.notes.end());
+    report_.notes.insert(report_.notes.end(), plan.notes.begin(), plan.notes.end());
     std::vector<Result> results;
     for (auto& d : plan.decisions) results.push_back({std::move(d), {}});
     fail_lookups(results, snap);
@@ -89,7 +91,7 @@ class ScaleDown {
  private:
   void error(const std::string& what, const std::string& message) {
     spdlog::error("scale-down: {}: {}", what, message);
-    errors_.push_back({what, message});
+    report_.errors.push_back({what, message});
   }
 
   // ---- the snapshot
@@ -114,7 +116,7 @@ class ScaleDown {
       try {
         if (mine.empty()) mine = pool::owner_scope(ctx_.github.registration_url());
         if (owner != mine) {
-          notes_.push_back("owner " + owner + " is not github_owner (" + mine + "): its instances are kept");
+          report_.notes.push_back("owner " + owner + " is not github_owner (" + mine + "): its instances are kept");
           continue;
         }
         std::vector<pool::RunnerView> runners;
@@ -393,23 +395,22 @@ class ScaleDown {
   // ---- the report
 
   int finish(const std::vector<Result>& results) {
-    int failed = static_cast<int>(errors_.size());
-    std::map<std::string, int> counts;
+    report_.failed = static_cast<int>(report_.errors.size());
     for (const auto& r : results) {
-      if (r.outcome.kind == Outcome::kFailed) ++failed;
-      ++counts[std::string(pool::scale_down_kind_name(r.decision.kind))];
+      if (r.outcome.kind == Outcome::kFailed) ++report_.failed;
+      ++report_.summary[std::string(pool::scale_down_kind_name(r.decision.kind))];
     }
     const GithubCalls now = github_calls(ctx_.github);
     calls_ = {now.lists - calls_before_.lists, now.gets - calls_before_.gets,
               now.remove_tokens - calls_before_.remove_tokens, now.deletes - calls_before_.deletes,
               now.total - calls_before_.total};
-    emit_metrics(results, failed);
+    emit_metrics(results, report_.failed);
     if (o_.json) {
-      print_json(results, counts, failed);
+      print_json(results);
     } else {
-      print_text(results, counts, failed);
+      print_text(results);
     }
-    return failed ? kExitFailed : kExitOk;
+    return report_.failed ? kExitFailed : kExitOk;
   }
 
   void emit_metrics(const std::vector<Result>& results, int failed) {
@@ -433,7 +434,7 @@ class ScaleDown {
     for (const auto& e : scale_down_events(s_, ctx_.now_ms(), d, o_.dry_run)) ctx_.metrics.emit(e);
   }
 
-  void print_json(const std::vector<Result>& results, const std::map<std::string, int>& counts, int failed) {
+  void print_json(const std::vector<Result>& results) {
     Json::Value doc(Json::objectValue);
     doc["pool"] = s_.pool;
     doc["dry_run"] = o_.dry_run;
@@ -456,8 +457,6 @@ class ScaleDown {
       if (!r.outcome.runner_fate.empty()) j["runner_fate"] = r.outcome.runner_fate;
       doc["decisions"].append(j);
     }
-    doc["summary"] = Json::Value(Json::objectValue);
-    for (const auto& [name, n] : counts) doc["summary"][name] = n;
     Json::Value calls(Json::objectValue);
     calls["list_runners"] = calls_.lists;
     calls["get_runner"] = calls_.gets;
@@ -465,20 +464,11 @@ class ScaleDown {
     calls["delete_runner"] = calls_.deletes;
     calls["total"] = calls_.total;
     doc["github_calls"] = calls;
-    doc["notes"] = Json::Value(Json::arrayValue);
-    for (const auto& n : notes_) doc["notes"].append(n);
-    doc["errors"] = Json::Value(Json::arrayValue);
-    for (const auto& [what, message] : errors_) {
-      Json::Value e(Json::objectValue);
-      e["what"] = what;
-      e["error"] = message;
-      doc["errors"].append(e);
-    }
-    doc["failed"] = failed;
+    report_.add_to_json(doc);
     ctx_.out << write_json(doc) << "\n";
   }
 
-  void print_text(const std::vector<Result>& results, const std::map<std::string, int>& counts, int failed) {
+  void print_text(const std::vector<Result>& results) {
     for (const auto& r : results) {
       std::string line = pool::describe(r.decision);
       if (o_.dry_run || r.outcome.kind == Outcome::kPlanned || r.outcome.kind == Outcome::kDone) {
@@ -487,19 +477,9 @@ class ScaleDown {
         ctx_.out << outcome_name(r.outcome.kind) << ": " << line << " (" << r.outcome.detail << ")\n";
       }
     }
-    for (const auto& n : notes_) ctx_.out << "note: " << n << "\n";
-    for (const auto& [what, message] : errors_) ctx_.out << "error: " << what << ": " << message << "\n";
-    ctx_.out << "scale-down " << s_.pool << (o_.dry_run ? " (dry run): " : ": ");
-    bool first = true;
-    for (const auto& [name, n] : counts) {
-      ctx_.out << (first ? "" : ", ") << n << " " << name;
-      first = false;
-    }
-    if (first) ctx_.out << "no instances";
-    ctx_.out << "; GitHub requests: " << calls_.lists << " list, " << calls_.gets << " get, " << calls_.remove_tokens
-             << " remove-token, " << calls_.deletes << " delete, " << calls_.total << " in all";
-    if (failed) ctx_.out << "; " << failed << " failed";
-    ctx_.out << "\n";
+    report_.print_text_tail(ctx_.out, "scale-down", s_.pool, o_.dry_run, "no instances",
+                            fmt::format("; GitHub requests: {} list, {} get, {} remove-token, {} delete, {} in all",
+                                        calls_.lists, calls_.gets, calls_.remove_tokens, calls_.deletes, calls_.total));
   }
 
   Context& ctx_;
@@ -510,8 +490,7 @@ class ScaleDown {
   std::vector<Result*> to_terminate_;  // written terminating, TerminateInstances still to go
   GithubCalls calls_before_, calls_;  // the caller's counts when the pass began; this pass's
   std::map<std::string, int> quotas_;  // the idle quota applied, by class
-  std::vector<std::string> notes_;
-  std::vector<std::pair<std::string, std::string>> errors_;
+  PassReport report_;
 };
 
 }  // namespace
