@@ -9,7 +9,7 @@ packages=(
   libcurl4-openssl-dev libjsoncpp-dev libspdlog-dev libsystemd-dev libcli11-dev
   libpugixml-dev libssl-dev libhowardhinnant-date-dev tzdata libgtest-dev libgmock-dev
   nodejs npm util-linux procps shellcheck python3-yaml python3-venv cloud-init
-  clang libclang-rt-14-dev nftables
+  clang libclang-rt-14-dev nftables patchelf
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The release tarball runs where runpool's build dependencies are not: scripts/release.sh builds it
+# (its own Release build in WORK_DIR/build, RUNPOOL_PORTABLE, no .deb), then, independently of the
+# script's own check:
+#   - objdump -T: no binary or bundled library needs a GLIBC symbol newer than 2.34 (Amazon Linux
+#     2023's glibc) or a GLIBCXX one newer than 3.4.29 (GCC 11's libstdc++, Amazon Linux 2023's);
+#   - SHA256SUMS matches; the tarball carries LICENSE, the default configurations, the systemd unit,
+#     the user-data template, the IAM policies and the CloudFormation template;
+#   - unpacked elsewhere, run from another directory with an empty environment (no LD_LIBRARY_PATH):
+#     every library resolves to the tarball's lib/ or the system's glibc / libstdc++ / libgcc_s,
+#     and runpoolctl --version / --help / provision --help and runpool-agent --version work;
+#   - as root: the same commands in a chroot holding nothing but the tarball and the glibc,
+#     libstdc++ and libgcc_s files the loader opens (no curl, OpenSSL, jsoncpp... of the system's).
+#
+# The Release build takes several minutes on two cores, so the test runs only when
+# RUNPOOL_RELEASE_CHECK=1 (scripts/test.sh passes the environment through); otherwise it exits 77,
+# which ctest reports as skipped.
+#
+# Usage: portable_test.sh SOURCE_DIR WORK_DIR VERSION
+set -euo pipefail
+src=$1 work=$2 version=$3
+if [ "${RUNPOOL_RELEASE_CHECK:-}" != 1 ]; then
+  echo "portable_test: skipped (RUNPOOL_RELEASE_CHECK=1 runs it: a Release build of both binaries)"
+  exit 77
+fi
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+mkdir -p "$work"
+rm -rf "$work/out" "$work/unpacked" "$work/root"
+RUNPOOL_RELEASE_BUILD_DIR=$work/build RUNPOOL_RELEASE_NO_DEB=1 "$src/scripts/release.sh" "$work/out"
+
+arch=$(uname -m); [ "$arch" = aarch64 ] && arch=arm64
+name=runpool-$version-linux-$arch
+tarball=$work/out/$name.tar.gz
+[ -f "$tarball" ] || fail "release.sh made no $name.tar.gz"
+(cd "$work/out" && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not match"
+grep -q "  $name.tar.gz\$" "$work/out/SHA256SUMS" || fail "SHA256SUMS does not list $name.tar.gz"
+
+mkdir -p "$work/unpacked"
+tar -C "$work/unpacked" -xzf "$tarball"
+top=$work/unpacked/$name
+for f in LICENSE bin/runpoolctl bin/runpool-agent etc/runpool/agent.conf etc/runpool/runpoolctl.conf \
+         share/runpool/systemd/runpool-agent.service share/runpool/user-data.sh.in \
+         share/runpool/iam/controller-policy.json share/runpool/runpool.yaml share/doc/runpool/copyright; do
+  [ -f "$top/$f" ] || fail "the tarball has no $f"
+done
+cmp -s "$src/LICENSE" "$top/LICENSE" || fail "LICENSE differs from the source's"
+
+# GLIBC / GLIBCXX: the newest version any file references (undefined symbols only).
+newest() {
+  objdump -T "$top"/bin/* "$top"/lib/* | awk '$0 ~ /\*UND\*/' | grep -oE "\(${1}_[0-9.]+\)" | tr -d '()' \
+    | sed "s/^${1}_//" | sort -uV | tail -1
+}
+glibc=$(newest GLIBC) glibcxx=$(newest GLIBCXX)
+[ -n "$glibc" ] || fail "objdump -T found no GLIBC symbol at all"
+[ "$(printf '%s\n2.34\n' "$glibc" | sort -V | tail -1)" = 2.34 ] || fail "a file needs GLIBC_$glibc (at most 2.34)"
+[ "$(printf '%s\n3.4.29\n' "$glibcxx" | sort -V | tail -1)" = 3.4.29 ] || fail "a file needs GLIBCXX_$glibcxx (at most 3.4.29)"
+echo "portable_test: newest GLIBC_$glibc, GLIBCXX_$glibcxx; $(du -k "$tarball" | cut -f1) KiB"
+
+# Outside the tarball only the system set: glibc, libstdc++, libgcc_s.
+system='^/(usr/)?lib(64)?/([a-z0-9_-]+/)?(ld-linux[^/]*|libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s)\.so[.0-9]*$'
+cd "$work"  # not the tarball's directory: RUNPATH is $ORIGIN-relative, not cwd-relative
+for bin in "$top"/bin/*; do
+  while read -r soname path; do
+    path=$(realpath -m "$path")
+    case "$path" in
+      "$top/lib/"*) ;;
+      *) [[ $path =~ $system ]] || fail "${bin##*/} loads $soname from $path, outside the tarball" ;;
+    esac
+  done < <(env -i "$(command -v ldd)" "$bin" | awk '$2 == "=>" {print $1, $3}')
+done
+for args in "--version" "--help" "provision --help"; do
+  # shellcheck disable=SC2086
+  out=$(env -i "$top/bin/runpoolctl" $args 2>&1) || fail "runpoolctl $args: $out"
+done
+[ "$(env -i "$top/bin/runpoolctl" --version)" = "$version" ] || fail "runpoolctl --version is not $version"
+[ "$(env -i "$top/bin/runpool-agent" --version)" = "$version" ] || fail "runpool-agent --version is not $version"
+env -i "$top/bin/runpoolctl" provision --help | grep -q -- "--count" || fail "provision --help lists no --count"
+
+# A root without the system's libraries: the tarball and only the files the loader opens from
+# the system set.
+if [ "$(id -u)" != 0 ]; then
+  echo "portable_test: not root, the chroot check is left out"
+  exit 0
+fi
+root=$work/root
+chroot=$(command -v chroot) unshare=$(command -v unshare)
+mkdir -p "$root/opt" "$root/tmp" "$root/proc"
+# /proc as in any container: the loader finds $ORIGIN through /proc/self/exe. The mount lives in
+# a mount namespace of its own and is gone with it.
+in_root() { env -i "$unshare" --mount --pid --fork --mount-proc="$root/proc" "$chroot" "$root" "$@"; }
+cp -a "$top" "$root/opt/runpool"
+for path in $(env -i "$(command -v ldd)" "$top/bin/runpoolctl" "$top/bin/runpool-agent" \
+                | awk '$2 == "=>" {print $3} $1 ~ /^\// {print $1}' | sort -u); do
+  case "$path" in "$top/"*) continue ;; esac
+  mkdir -p "$root$(dirname "$path")"
+  cp -L "$path" "$root$path"
+done
+find "$root" -name 'libcurl*' -not -path "$root/opt/*" | grep -q . && fail "the chroot has the system's libcurl"
+for args in "--version" "--help" "provision --help"; do
+  # shellcheck disable=SC2086
+  out=$(in_root /opt/runpool/bin/runpoolctl $args 2>&1) || fail "chroot: runpoolctl $args: $out"
+done
+out=$(in_root /opt/runpool/bin/runpool-agent --version 2>&1) || fail "chroot: runpool-agent --version: $out"
+[ "$out" = "$version" ] || fail "chroot: runpool-agent --version printed $out"
+echo "portable_test: OK (and in a chroot of $(find "$root" -type f -not -path "$root/opt/*" | wc -l) system files)"
