@@ -12,7 +12,21 @@ if [ -n "${JOB_GITHUB_API_URL:-}" ]; then export GITHUB_API_URL=$JOB_GITHUB_API_
 if [ -n "${JOB_GITHUB_SERVER_URL:-}" ]; then export GITHUB_SERVER_URL=$JOB_GITHUB_SERVER_URL; fi
 unset JOB_GITHUB_API_URL JOB_GITHUB_SERVER_URL
 
-bin=${INPUT_RUNPOOLCTL:-runpoolctl}
+# runpoolctl: the runpoolctl input when given (an explicit binary wins), else the release that
+# runpoolctl-version names, installed (checksum verified) into the runner's tool cache and put on
+# PATH for this step and the job's later steps, else runpoolctl on PATH.
+if [ -n "${INPUT_RUNPOOLCTL:-}" ]; then
+  bin=$INPUT_RUNPOOLCTL
+elif [ -n "${INPUT_RUNPOOLCTL_VERSION:-}" ]; then
+  dir=$("$(dirname "$0")/install.sh")
+  export PATH=$dir:$PATH
+  [ -z "${GITHUB_PATH:-}" ] || echo "$dir" >>"$GITHUB_PATH"
+  bin=$dir/runpoolctl
+else
+  [ -z "${INPUT_RUNPOOLCTL_URL:-}" ] || { echo "::error::runpoolctl-url needs runpoolctl-version" >&2; exit 2; }
+  bin=runpoolctl
+fi
+unset INPUT_RUNPOOLCTL_VERSION INPUT_RUNPOOLCTL_URL
 args=()
 [ -z "${INPUT_CONFIG:-}" ] || args+=(--config "$INPUT_CONFIG")
 
