@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "controller/integration_harness.h"
+#include "tests/support/runpoolctl_harness.h"
 
 namespace runpool::bench {
 

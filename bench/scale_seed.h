@@ -18,7 +18,7 @@
 #include "common/pool/record_key.h"
 #include "common/pool/runner_name.h"
 #include "controller/compute.h"
-#include "controller/integration_harness.h"
+#include "tests/support/runpoolctl_harness.h"
 
 namespace runpool::bench {
 

@@ -30,7 +30,7 @@
 #include "common/aws/ec2_query.h"
 #include "common/json.h"
 #include "common/pool/pool_message.h"
-#include "controller/integration_harness.h"
+#include "tests/support/runpoolctl_harness.h"
 
 namespace runpool::controller::e2e {
 

@@ -7,9 +7,9 @@
 // `drained` that the runner is left registered, and nothing overwrites that evidence.
 #include <gtest/gtest.h>
 
-#include "agent/testing/local_cloud_agent.h"
 #include "common/json.h"
 #include "common/pool/runner_fate.h"
+#include "tests/support/agent_cloud.h"
 
 namespace runpool::agent::testing {
 namespace {

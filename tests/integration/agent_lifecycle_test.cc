@@ -7,7 +7,7 @@
 
 #include <cstdlib>
 
-#include "agent/testing/local_cloud_agent.h"
+#include "tests/support/agent_cloud.h"
 
 namespace runpool::agent::testing {
 namespace {

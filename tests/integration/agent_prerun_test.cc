@@ -8,7 +8,7 @@
 #include <cstdlib>
 
 #include "agent/pre_run_boot.h"
-#include "agent/testing/local_cloud_agent.h"
+#include "tests/support/agent_cloud.h"
 
 namespace runpool::agent::testing {
 namespace {

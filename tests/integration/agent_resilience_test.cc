@@ -4,8 +4,8 @@
 // recovers without losing the assignment.
 #include <gtest/gtest.h>
 
-#include "agent/testing/local_cloud_agent.h"
 #include "common/json.h"
+#include "tests/support/agent_cloud.h"
 
 namespace runpool::agent::testing {
 namespace {

@@ -3,9 +3,9 @@
 // agent found its queue (made after it started) and consumed the wake-up.
 #include <gtest/gtest.h>
 
-#include "agent/testing/local_cloud_agent.h"
 #include "common/aws/sqs.h"
 #include "common/pool/wake_queue.h"
+#include "tests/support/agent_cloud.h"
 
 namespace runpool::agent::testing {
 namespace {

@@ -9,11 +9,11 @@
 #include <map>
 #include <regex>
 
-#include "agent/testing/local_cloud_agent.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/pool/record_key.h"
 #include "tests/integration/bad_input_support.h"
+#include "tests/support/agent_cloud.h"
 
 namespace runpool::bad_input {
 namespace {

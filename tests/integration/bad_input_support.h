@@ -15,7 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "common/aws/dynamodb.h"
-#include "controller/integration_harness.h"
+#include "tests/support/runpoolctl_harness.h"
 
 namespace runpool::bad_input {
 

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "common/json.h"
-#include "controller/integration_harness.h"
+#include "tests/support/runpoolctl_harness.h"
 
 namespace runpool::controller {
 namespace {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/json.h"
-#include "controller/integration_harness.h"
+#include "tests/support/runpoolctl_harness.h"
 
 namespace runpool::controller {
 namespace {

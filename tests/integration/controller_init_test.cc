@@ -7,7 +7,7 @@
 #include "common/pool/dynamo_state_table.h"
 #include "common/pool/record_codec.h"
 #include "common/pool/record_key.h"
-#include "controller/integration_harness.h"
+#include "tests/support/runpoolctl_harness.h"
 
 namespace runpool::controller {
 namespace {

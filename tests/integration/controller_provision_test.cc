@@ -9,7 +9,7 @@
 
 #include "common/json.h"
 #include "common/pool/pool_message.h"
-#include "controller/integration_harness.h"
+#include "tests/support/runpoolctl_harness.h"
 
 namespace runpool::controller {
 namespace {

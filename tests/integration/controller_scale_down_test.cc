@@ -19,7 +19,7 @@
 #ifndef RUNPOOL_CTL_BINARY
 #define RUNPOOL_CTL_BINARY ""
 #endif
-#include "controller/integration_harness.h"
+#include "tests/support/runpoolctl_harness.h"
 
 namespace runpool {
 namespace {
