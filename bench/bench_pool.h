@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cctype>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -233,6 +234,16 @@ inline int fill_largest(BenchPool& pool, int want) {
     }
   }
   return 0;
+}
+
+// fill_largest for the largest of `sizes` (ascending): the sizes beyond what was filled are
+// dropped and the size filled ends the list. 0 (nothing filled) leaves `sizes` as it was.
+inline int fill_for_sizes(BenchPool& pool, std::vector<int>& sizes) {
+  const int filled = fill_largest(pool, sizes.back());
+  if (filled == 0) return 0;
+  sizes.erase(std::remove_if(sizes.begin(), sizes.end(), [&](int s) { return s > filled; }), sizes.end());
+  if (sizes.empty() || sizes.back() != filled) sizes.push_back(filled);
+  return filled;
 }
 
 // What the processes cost: runpoolctl per run (`ctl_cpu`: one sample per run), the agents of the

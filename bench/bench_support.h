@@ -277,4 +277,15 @@ inline void print_requests(const RequestTally& sum, int ops, const std::string& 
   }
 }
 
+// Every benchmark's main: `run` with the command line's options; a failure is one line on stderr
+// naming the benchmark, and exit 1.
+inline int bench_main(int argc, char** argv, const char* name, int (*run)(const Options&)) {
+  try {
+    return run(Options(argc, argv));
+  } catch (const std::exception& e) {
+    std::cerr << name << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
 }  // namespace runpool::bench

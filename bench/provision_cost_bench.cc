@@ -113,10 +113,5 @@ int run(const Options& o) {
 }  // namespace runpool::bench
 
 int main(int argc, char** argv) {
-  try {
-    return runpool::bench::run(runpool::bench::Options(argc, argv));
-  } catch (const std::exception& e) {
-    std::cerr << "provision_cost_bench: " << e.what() << "\n";
-    return 1;
-  }
+  return runpool::bench::bench_main(argc, argv, "provision_cost_bench", runpool::bench::run);
 }

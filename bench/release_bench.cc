@@ -46,13 +46,11 @@ int run(const Options& o) {
 
   BenchPool pool(o.config(), o.get("stand-in-keys", "shared") == "fresh");
   pool.open();
-  const int filled = fill_largest(pool, sizes.back());
+  const int filled = fill_for_sizes(pool, sizes);
   if (filled == 0) {
     print_summary(kBench, "could not fill a pool of even one instance on this machine");
     return 1;
   }
-  sizes.erase(std::remove_if(sizes.begin(), sizes.end(), [&](int s) { return s > filled; }), sizes.end());
-  if (sizes.empty() || sizes.back() != filled) sizes.push_back(filled);
 
   std::string summary;
   std::vector<double> ctl_cpu;
@@ -132,10 +130,5 @@ int run(const Options& o) {
 }  // namespace runpool::bench
 
 int main(int argc, char** argv) {
-  try {
-    return runpool::bench::run(runpool::bench::Options(argc, argv));
-  } catch (const std::exception& e) {
-    std::cerr << "release_bench: " << e.what() << "\n";
-    return 1;
-  }
+  return runpool::bench::bench_main(argc, argv, "release_bench", runpool::bench::run);
 }
