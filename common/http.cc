@@ -2,6 +2,8 @@
 
 #include <curl/curl.h>
 
+#include "common/ca_bundle.h"
+
 #include <algorithm>
 #include <stdexcept>
 #include <cctype>
@@ -96,6 +98,8 @@ HttpResponse CurlHttpClient::send(const HttpRequest& request) {
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response);
   curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  // The system's CA bundle where it differs from libcurl's compiled-in one (common/ca_bundle.h).
+  if (const std::string& ca = system_ca_bundle(); !ca.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, ca.c_str());
   if (cancel_) {
     if (cancel_->load()) throw HttpTransportError(request.method + " " + request.url + ": cancelled", false);
     curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);

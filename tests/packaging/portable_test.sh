@@ -103,4 +103,47 @@ for args in "--version" "--help" "provision --help"; do
 done
 out=$(in_root /opt/runpool/bin/runpool-agent --version 2>&1) || fail "chroot: runpool-agent --version: $out"
 [ "$out" = "$version" ] || fail "chroot: runpool-agent --version printed $out"
+# TLS where the CA bundle is not Debian's: Amazon Linux 2023 keeps it at
+# /etc/pki/tls/certs/ca-bundle.crt, not at the /etc/ssl/certs/ca-certificates.crt that Debian's
+# libcurl (the tarball's) names. An HTTPS stand-in for DynamoDB on 127.0.0.1 with a certificate
+# trusted only through that file must see runpoolctl's request; with no bundle in the root at all,
+# the TLS handshake must fail and it must see none (the check can tell the two apart).
+command -v openssl >/dev/null || fail "openssl is missing (Debian's openssl package)"
+tls=$work/tls
+rm -rf "$tls" && mkdir -p "$tls"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+  -keyout "$tls/key.pem" -out "$tls/cert.pem" 2>/dev/null || fail "openssl could not make a certificate"
+timeout 120 python3 -c '
+import http.server, ssl, sys
+d = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        open(d + "/requests", "a").write(self.headers.get("X-Amz-Target", "?") + "\n")
+        body = b"{\"__type\":\"com.amazonaws.dynamodb.v20120810#ResourceNotFoundException\",\"message\":\"stand-in\"}"
+        self.send_response(400); self.send_header("Content-Type", "application/x-amz-json-1.0")
+        self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); c.load_cert_chain(d + "/cert.pem", d + "/key.pem")
+s.socket = c.wrap_socket(s.socket, server_side=True)
+open(d + "/port.tmp", "w").write(str(s.server_address[1])); __import__("os").rename(d + "/port.tmp", d + "/port")
+s.serve_forever()' "$tls" &
+server=$!
+trap 'kill "$server" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do [ -f "$tls/port" ] && break; sleep 0.1; done
+[ -f "$tls/port" ] || fail "the HTTPS stand-in did not start"
+printf 'table = runpool\npool = ci\nregion = us-east-1\ninstance_role_id = AROAEXAMPLEEXAMPLE1\n' >"$root/tmp/runpool.conf"
+status_in_root() {
+  env -i AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=example RUNPOOL_ENDPOINT_DYNAMODB="https://127.0.0.1:$(cat "$tls/port")" \
+    timeout 60 "$unshare" --mount --pid --fork --mount-proc="$root/proc" "$chroot" "$root" \
+    /opt/runpool/bin/runpoolctl --config /tmp/runpool.conf status 2>&1 || true
+}
+out=$(status_in_root)
+[ ! -e "$tls/requests" ] || fail "TLS without any CA bundle reached the stand-in: $out"
+mkdir -p "$root/etc/pki/tls/certs"
+cp "$tls/cert.pem" "$root/etc/pki/tls/certs/ca-bundle.crt"
+out=$(status_in_root)
+grep -q Scan "$tls/requests" 2>/dev/null ||
+  fail "runpoolctl did not reach the HTTPS stand-in with /etc/pki/tls/certs/ca-bundle.crt as the only bundle: $out"
 echo "portable_test: OK (and in a chroot of $(find "$root" -type f -not -path "$root/opt/*" | wc -l) system files)"
