@@ -10,7 +10,9 @@
 #     every library resolves to the tarball's lib/ or the system's glibc / libstdc++ / libgcc_s,
 #     and runpoolctl --version / --help / provision --help and runpool-agent --version work;
 #   - as root: the same commands in a chroot holding nothing but the tarball and the glibc,
-#     libstdc++ and libgcc_s files the loader opens (no curl, OpenSSL, jsoncpp... of the system's).
+#     libstdc++ and libgcc_s files the loader opens (no curl, OpenSSL, jsoncpp... of the system's),
+#     and there runpoolctl reaches an HTTPS server on 127.0.0.1 trusted through Amazon Linux's CA
+#     bundle path alone.
 #
 # The Release build takes several minutes on two cores, so the test runs only when
 # RUNPOOL_RELEASE_CHECK=1 (scripts/test.sh passes the environment through); otherwise it exits 77,
