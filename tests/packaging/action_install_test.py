@@ -45,8 +45,9 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         super().do_GET()
 
 
-def make_release(root, version, tamper=False, unlisted=False):
-    """root/v<version>/: the tarball and SHA256SUMS; tamper: the tarball changed after SHA256SUMS."""
+def make_release(root, version, tamper=False, unlisted=False, like=None):
+    """root/v<version>/: the tarball and SHA256SUMS; tamper: the tarball changed after SHA256SUMS;
+    like: a tarball made before, copied (the built runpoolctl is large: each packing takes seconds)."""
     d = os.path.join(root, "v" + version)
     os.makedirs(d)
     name = f"runpool-{version}-linux-{ARCH}"
@@ -56,8 +57,11 @@ def make_release(root, version, tamper=False, unlisted=False):
     with open(os.path.join(stage, "LICENSE"), "w") as f:
         f.write("licence\n")
     tarball = os.path.join(d, name + ".tar.gz")
-    with tarfile.open(tarball, "w:gz") as t:
-        t.add(stage, arcname=name)
+    if like:
+        shutil.copyfile(like, tarball)
+    else:
+        with tarfile.open(tarball, "w:gz", compresslevel=1) as t:
+            t.add(stage, arcname=name)
     digest = hashlib.sha256(open(tarball, "rb").read()).hexdigest()
     with open(os.path.join(d, "SHA256SUMS"), "w") as f:
         f.write(f"{'0' * 64}  runpool_{version}_amd64.deb\n")
@@ -67,17 +71,17 @@ def make_release(root, version, tamper=False, unlisted=False):
         os.remove(tarball)
         with open(os.path.join(stage, "bin", "extra"), "w") as f:
             f.write("#!/bin/sh\n")
-        with tarfile.open(tarball, "w:gz") as t:
+        with tarfile.open(tarball, "w:gz", compresslevel=1) as t:
             t.add(stage, arcname=name)
-    return name
+    return tarball
 
 
 with tempfile.TemporaryDirectory() as tmp:
     www = os.path.join(tmp, "www")
     os.makedirs(www)
-    make_release(www, "9.9.9")
-    make_release(www, "9.9.8", tamper=True)
-    make_release(www, "9.9.7", unlisted=True)
+    genuine = make_release(www, "9.9.9")
+    make_release(www, "9.9.8", tamper=True, like=genuine)
+    make_release(www, "9.9.7", unlisted=True, like=genuine)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=www))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/v{{version}}"
