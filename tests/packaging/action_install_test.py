@@ -92,6 +92,7 @@ with tempfile.TemporaryDirectory() as tmp:
     def run(**inputs):
         e = {k: v for k, v in os.environ.items()
              if not k.startswith(("INPUT_", "GITHUB_", "RUNPOOL_", "JOB_GITHUB_", "AWS_", "RUNNER_"))}
+        e = {k: v for k, v in e.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
         e["PATH"] = "/usr/bin:/bin"  # no runpoolctl on it
         e.update(RUNNER_TOOL_CACHE=cache, GITHUB_PATH=github_path, INPUT_COMMAND="status", INPUT_CONFIG=conf)
         e.update({"INPUT_" + k.upper(): v for k, v in inputs.items()})
