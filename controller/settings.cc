@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <set>
 #include <stdexcept>
 
 #include "common/github/endpoint.h"
 #include "common/pool/record_key.h"
+#include "controller/user_data.h"
 
 #ifndef RUNPOOL_USER_DATA_TEMPLATE
 #define RUNPOOL_USER_DATA_TEMPLATE "/usr/local/share/runpool/user-data.sh.in"
@@ -461,7 +463,12 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
                    [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '/'; })) {
     c.reject("root_volume_device", "'" + s.root_volume_device + "' is not a device name like /dev/xvda");
   }
-  s.user_data_template = c.get_string("user_data_template");
+  {
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    s.user_data_template =
+        locate_template(c.get_string("user_data_template"), RUNPOOL_USER_DATA_TEMPLATE, ec ? "" : self.string());
+  }
   s.agent_binary = c.get_string("agent_binary");
   if (!s.agent_binary.empty() &&
       (s.agent_binary[0] != '/' || !std::all_of(s.agent_binary.begin(), s.agent_binary.end(), [](char ch) {

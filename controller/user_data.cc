@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -48,6 +49,14 @@ std::string read_template(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string locate_template(const std::string& configured, const std::string& packaged, const std::string& self_exe) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (configured != packaged || fs::exists(configured, ec) || self_exe.empty()) return configured;
+  const fs::path beside = fs::path(self_exe).parent_path().parent_path() / "share" / "runpool" / "user-data.sh.in";
+  return fs::exists(beside, ec) ? beside.string() : configured;
 }
 
 }  // namespace runpool::controller

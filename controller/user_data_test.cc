@@ -78,5 +78,27 @@ TEST(UserData, TheRepositoryTemplateRenders) {
   std::filesystem::remove(file + ".log");
 }
 
+// The release tarball, unpacked anywhere, carries the template beside its binary: found there when
+// the packaged default is absent; a configured path is never second-guessed.
+TEST(UserData, TheTemplateOfARelocatableInstallIsFoundBesideItsBinary) {
+  namespace fs = std::filesystem;
+  char tmpl[] = "/tmp/user-data-locate-XXXXXX";
+  const fs::path root = mkdtemp(tmpl);
+  fs::create_directories(root / "bin");
+  fs::create_directories(root / "share" / "runpool");
+  const std::string exe = (root / "bin" / "runpoolctl").string();
+  const std::string packaged = (root / "usr-share" / "user-data.sh.in").string();  // absent
+  const std::string beside = (root / "share" / "runpool" / "user-data.sh.in").string();
+  EXPECT_EQ(locate_template(packaged, packaged, exe), packaged) << "nothing beside the binary yet";
+  std::ofstream(beside) << "#!/bin/bash\n";
+  EXPECT_EQ(locate_template(packaged, packaged, exe), beside);
+  EXPECT_EQ(locate_template("/etc/runpool/mine.sh.in", packaged, exe), "/etc/runpool/mine.sh.in") << "configured";
+  EXPECT_EQ(locate_template(packaged, packaged, ""), packaged) << "no idea where the binary is";
+  fs::create_directories(fs::path(packaged).parent_path());
+  std::ofstream(packaged) << "#!/bin/bash\n";
+  EXPECT_EQ(locate_template(packaged, packaged, exe), packaged) << "the packaged one, when there";
+  fs::remove_all(root);
+}
+
 }  // namespace
 }  // namespace runpool::controller
