@@ -12,6 +12,17 @@ if [ -n "${JOB_GITHUB_API_URL:-}" ]; then export GITHUB_API_URL=$JOB_GITHUB_API_
 if [ -n "${JOB_GITHUB_SERVER_URL:-}" ]; then export GITHUB_SERVER_URL=$JOB_GITHUB_SERVER_URL; fi
 unset JOB_GITHUB_API_URL JOB_GITHUB_SERVER_URL
 
+# GitHub runs a pull request from a fork, or one Dependabot opened, with a read-only token, no
+# secrets and no OIDC token: runpoolctl could reach neither AWS nor GitHub as the controller.
+if [ "${JOB_UNTRUSTED_PULL_REQUEST:-}" = true ]; then
+  echo "::error::runpool: this run is for a pull request from a fork or from Dependabot, which GitHub runs" \
+    "without secrets or an OIDC token, so runpoolctl cannot act for it. Give such runs GitHub-hosted" \
+    "runners (docs/workflows.md, \"Pull requests from forks and Dependabot\"); never hand the pool to" \
+    "their code through pull_request_target." >&2
+  exit 2
+fi
+unset JOB_UNTRUSTED_PULL_REQUEST
+
 # runpoolctl: the runpoolctl input when given (an explicit binary wins), else the release that
 # runpoolctl-version names, installed (checksum verified) into the runner's tool cache and put on
 # PATH for this step and the job's later steps, else runpoolctl on PATH.

@@ -41,7 +41,9 @@ def env_name(i):
 
 
 # The workflow's GitHub, from the github context (GHES, GHE.com): runpoolctl's fallback URLs.
-JOB_ENV = {"JOB_GITHUB_API_URL": "${{ github.api_url }}", "JOB_GITHUB_SERVER_URL": "${{ github.server_url }}"}
+JOB_ENV = {"JOB_GITHUB_API_URL": "${{ github.api_url }}", "JOB_GITHUB_SERVER_URL": "${{ github.server_url }}",
+           "JOB_UNTRUSTED_PULL_REQUEST": "${{ github.event.pull_request != null && (github.event.pull_request.head.repo"
+                                         ".full_name != github.repository || github.actor == 'dependabot[bot]') }}"}
 for name in inputs:
     check(env.get(env_name(name)) == "${{ inputs.%s }}" % name, f"input {name} is not passed as {env_name(name)}")
 for name, value in JOB_ENV.items():
@@ -147,6 +149,16 @@ with tempfile.TemporaryDirectory() as tmp:
         check(rc != 0, f"provision without AWS must fail ({configured!r})")
         check(("GITHUB_API_URL" in err) == expect_job,
               f"configured {configured!r}: the job's URL was {'not ' if expect_job else ''}used: {err.strip()}")
+
+    # A fork's or Dependabot's pull request: a clear refusal, runpoolctl never run; any other run goes on.
+    for command in ("provision", "release", "status"):
+        rc, argv, _, err = run(job_env={"JOB_UNTRUSTED_PULL_REQUEST": "true"}, command=command, label="l")
+        check(rc == 2 and argv is None and "pull request from a fork or from Dependabot" in err,
+              f"{command} for a fork's pull request: exit {rc}, runpoolctl ran with {argv} ({err.strip()})")
+    rc, argv, _, err = run(job_env={"JOB_UNTRUSTED_PULL_REQUEST": "false"}, command="status")
+    check(rc == 0 and argv == ["status"], f"a pull request from this repository runs: {argv} ({err})")
+    seen = open(os.path.join(tmp, "argv.env")).read()
+    check("JOB_UNTRUSTED_PULL_REQUEST" not in seen, "the guard's variable does not reach runpoolctl")
 
     for given, why in ((dict(command="release"), "release without a label"),
                        (dict(command="refresh", count="2"), "an input the command does not take"),
