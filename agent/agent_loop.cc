@@ -45,7 +45,7 @@ LoopSettings loop_settings(const AgentSettings& a, const std::string& instance_i
   return s;
 }
 
-AgentLoop::AgentLoop(LoopSettings settings, pool::StateTable& table, RunnerHost& host, Compute& compute, Clock& clock,
+AgentLoop::AgentLoop(LoopSettings settings, pool::StateTable& table, RunnerHost& host, SelfTerminator& compute, Clock& clock,
                      TableHealth& health)
     : s_(std::move(settings)), table_(table), host_(host), compute_(compute), clock_(clock), health_(health) {
   started_ = clock_.steady_now();

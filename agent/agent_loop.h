@@ -50,7 +50,7 @@ LoopSettings loop_settings(const AgentSettings& s, const std::string& instance_i
 class AgentLoop {
  public:
   // `clock` is the AWS clock (its now() is written to the table; steady_now() times local waits).
-  AgentLoop(LoopSettings settings, pool::StateTable& table, RunnerHost& host, Compute& compute, Clock& clock,
+  AgentLoop(LoopSettings settings, pool::StateTable& table, RunnerHost& host, SelfTerminator& compute, Clock& clock,
             TableHealth& health);
 
   // Called with each new status line (for systemd's STATUS= and the log).
@@ -131,7 +131,7 @@ class AgentLoop {
   LoopSettings s_;
   pool::StateTable& table_;
   RunnerHost& host_;
-  Compute& compute_;
+  SelfTerminator& compute_;
   Clock& clock_;
   TableHealth& health_;
   std::function<void(const std::string&)> on_status_;

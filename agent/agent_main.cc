@@ -180,7 +180,7 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   spdlog::info("job IMDS guard: {}", imds_guard.reason);
   hs.confine_jobs = [&] { apply_job_imds_guard(imds_guard, [&] { watchdog.alive(); }); };
   LocalRunnerHost host(hs, [&] { watchdog.alive(); });
-  Ec2Compute compute(ec2, id->instance_id);
+  Ec2SelfTerminator compute(ec2, id->instance_id);
   TableHealth health(system_clock());
   AgentLoop loop(loop_settings(s, id->instance_id, version), table, host, compute, aws_clock, health);
   loop.on_status([&](const std::string& line) { notifier.status(line); });

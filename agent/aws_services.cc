@@ -12,7 +12,7 @@
 
 namespace runpool::agent {
 
-void Ec2Compute::terminate_self() {
+void Ec2SelfTerminator::terminate_self() {
   auto changes = ec2_.terminate_instances({instance_id_});
   for (const auto& c : changes) {
     spdlog::info("TerminateInstances {}: {} → {}", c.instance_id, c.previous_state.name, c.current_state.name);

@@ -1,4 +1,4 @@
-// The agent's real Compute and NoticeSource: TerminateInstances on its own id with the instance
+// The agent's real SelfTerminator and NoticeSource: TerminateInstances on its own id with the instance
 // role's credentials (the role may terminate only itself), the OS shutdown as the fallback, and
 // IMDS's spot instance-action and rebalance recommendation.
 #pragma once
@@ -17,9 +17,9 @@ namespace runpool::agent {
 // neither could be run successfully.
 bool shutdown_os();
 
-class Ec2Compute final : public Compute {
+class Ec2SelfTerminator final : public SelfTerminator {
  public:
-  Ec2Compute(aws::Ec2Client& ec2, std::string instance_id) : ec2_(ec2), instance_id_(std::move(instance_id)) {}
+  Ec2SelfTerminator(aws::Ec2Client& ec2, std::string instance_id) : ec2_(ec2), instance_id_(std::move(instance_id)) {}
   void terminate_self() override;
   bool shutdown_os() override { return agent::shutdown_os(); }
 

@@ -75,9 +75,9 @@ class RunnerHost {
 };
 
 // Terminating this instance.
-class Compute {
+class SelfTerminator {
  public:
-  virtual ~Compute() = default;
+  virtual ~SelfTerminator() = default;
   // TerminateInstances on our own id; throws on failure.
   virtual void terminate_self() = 0;
   // The OS shutdown fallback (poweroff); false when it could not be started.

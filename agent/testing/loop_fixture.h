@@ -130,7 +130,7 @@ class FakeHost final : public RunnerHost {
   std::vector<std::pair<int, int>> signals;
 };
 
-class FakeCompute final : public Compute {
+class FakeSelfTerminator final : public SelfTerminator {
  public:
   void terminate_self() override {
     ++terminates;
@@ -251,7 +251,7 @@ class AgentLoopTest : public ::testing::Test {
   pool::MemoryStateTable memory_;
   FlakyTable table_;
   FakeHost host_;
-  FakeCompute compute_;
+  FakeSelfTerminator compute_;
   TableHealth health_;
   pool::Timeouts timeouts_;
   std::unique_ptr<AgentLoop> loop_;
