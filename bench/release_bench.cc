@@ -97,7 +97,7 @@ int run(const Options& o) {
         const int64_t returned = log_time(log, "instance " + id + " returned to the ");
         phases.add("start -> draining written (runpoolctl)", r.start_ms, drain_written);
         phases.add("draining -> agent sees it", drain_written, noticed);
-        phases.add("agent: runner stops (.drain)", noticed, stopped);
+        phases.add("agent: runner stops (stock drain: one long poll, deregistration)", noticed, stopped);
         phases.add("agent: runner stopped -> config.sh remove done", stopped, removed);
         phases.add("agent: clean, `drained` written", removed, drained);
         phases.add("`drained` -> idle + message sent (runpoolctl)", drained, returned);
