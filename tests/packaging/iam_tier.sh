@@ -52,11 +52,11 @@ for run in "${runs[@]}"; do
 done
 
 # The instance types a pool may launch: those of the e2e pools' resource_classes
-# (controller/integration_harness.h), e.g. "small=c7i.large,m7i.large;large=m7i.2xlarge".
-classes=$(sed -n 's/.*"resource_classes = \([^"\\]*\)\\n".*/\1/p' "$src/controller/integration_harness.h" | head -n 1)
+# (tests/support/runpoolctl_harness.h), e.g. "small=c7i.large,m7i.large;large=m7i.2xlarge".
+classes=$(sed -n 's/.*"resource_classes = \([^"\\]*\)\\n".*/\1/p' "$src/tests/support/runpoolctl_harness.h" | head -n 1)
 types=$(tr ';' '\n' <<<"$classes" | sed 's/^[^=]*=//' | paste -sd, -)
 if [[ -z $types ]]; then
-  echo "iam_tier: no resource_classes found in controller/integration_harness.h" >&2
+  echo "iam_tier: no resource_classes found in tests/support/runpoolctl_harness.h" >&2
   exit 1
 fi
 
