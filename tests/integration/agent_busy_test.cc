@@ -23,17 +23,6 @@ class AgentBusy : public ::testing::Test {
   }
   void TearDown() override { env_->cloud().clear_faults(); }
 
-  // Queues a job whose broker fault is `fault` (tests/localcloud/github/README.md).
-  static int64_t queue_faulty_job(const std::string& label, const std::string& fault, int duration_ms) {
-    Json::Value body;
-    body["label"] = label;
-    body["name"] = "job-" + fault;
-    body["durationMs"] = duration_ms;
-    body["owner"] = AgentCloud::kOwner;
-    body["repo"] = AgentCloud::kRepo;
-    body["fault"] = fault;
-    return env_->cloud().control("POST", "/_control/github/jobs", body)["id"].asInt64();
-  }
   static size_t count_of(const std::string& text, const std::string& needle) {
     size_t n = 0;
     for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
@@ -71,7 +60,7 @@ TEST_F(AgentBusy, EveryJobRequestThatNeverCompletesEndsBusyAndTheRunnerServesOnA
   for (const auto& c : cases) {
     SCOPED_TRACE(c.fault);
     const size_t ended_before = count_of(env_->console(id), "busy ends: ");
-    const int64_t job = queue_faulty_job(label, c.fault, 5000);
+    const int64_t job = env_->queue_job(label, 5000, "", c.fault);
     ASSERT_TRUE(eventually([&] { return env_->record(id).busy; }, 20s))
         << "the request is a job in hand until it is known to be over\n"
         << env_->console(id);

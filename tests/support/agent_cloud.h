@@ -242,8 +242,10 @@ class AgentCloud {
     return pool::runner_name(kPool, id, generation);
   }
 
-  // Queues a job for `label` through the broker; returns its id.
-  int64_t queue_job(const std::string& label, int duration_ms, const std::string& run = "") {
+  // Queues a job for `label` through the broker, with a broker `fault` if given
+  // (tests/localcloud/github/README.md); returns its id.
+  int64_t queue_job(const std::string& label, int duration_ms, const std::string& run = "",
+                    const std::string& fault = "") {
     Json::Value body;
     body["label"] = label;
     body["name"] = "job-" + label;
@@ -251,6 +253,7 @@ class AgentCloud {
     body["owner"] = kOwner;
     body["repo"] = kRepo;
     if (!run.empty()) body["run"] = run;
+    if (!fault.empty()) body["fault"] = fault;
     return cloud_.control("POST", "/_control/github/jobs", body)["id"].asInt64();
   }
   Json::Value job(int64_t id) { return cloud_.control("GET", "/_control/github/jobs/" + std::to_string(id)); }
