@@ -1,5 +1,6 @@
 #include "agent/agent_main.h"
 
+#include <grp.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -34,6 +35,13 @@
 
 namespace runpool::agent {
 namespace {
+
+bool lookup_group_exists(const std::string& name) {
+  std::vector<char> buf(16384);
+  struct group gr {};
+  struct group* g = nullptr;
+  return getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &g) == 0 && g;
+}
 
 struct Identity {
   std::string instance_id;
@@ -115,13 +123,20 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   });
   signals.detach();
 
-  auto user = lookup_user(s.runner_user);
-  if (!user) {
-    spdlog::critical("runner_user {} does not exist (create it: useradd --system {})", s.runner_user, s.runner_user);
-    return kExitUsage;
-  }
-  if (user->uid == 0) {
-    spdlog::critical("runner_user {} has uid 0: the runner must run unprivileged", s.runner_user);
+  const bool per_assignment = s.job_users == "per-assignment";
+  std::optional<UserIdentity> user;
+  if (!per_assignment) {
+    user = lookup_user(s.runner_user);
+    if (!user) {
+      spdlog::critical("runner_user {} does not exist (create it: useradd --system {})", s.runner_user, s.runner_user);
+      return kExitUsage;
+    }
+    if (user->uid == 0) {
+      spdlog::critical("runner_user {} has uid 0: the runner must run unprivileged", s.runner_user);
+      return kExitUsage;
+    }
+  } else if (s.job_privileges == "docker" && !lookup_group_exists("docker")) {
+    spdlog::critical("job_privileges = docker, but this machine has no docker group (install the Docker engine)");
     return kExitUsage;
   }
 
@@ -168,7 +183,21 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   RunnerHostSettings hs;
   hs.root = expand_instance_path(s.runner_root, id->instance_id);
   hs.template_dir = s.runner_template;
-  hs.user = *user;
+  std::unique_ptr<SystemTenantUsers> tenants;
+  if (per_assignment) {
+    TenantUsersSettings ts;
+    ts.range = s.job_uid_range;
+    ts.state_file = expand_instance_path(s.job_users_state, id->instance_id);
+    ts.home = hs.root + "/_home";
+    if (s.job_privileges == "docker") ts.extra_groups = {"docker"};
+    tenants = std::make_unique<SystemTenantUsers>(ts, [&] { watchdog.alive(); });
+    hs.tenants = tenants.get();
+    hs.tenant_range = s.job_uid_range;
+    for (const auto& r : s.clean_sweep_roots) hs.sweep.roots.push_back(expand_instance_path(r, id->instance_id));
+    hs.sweep.roots.push_back(hs.root);  // whatever the roots, the runner root is swept
+  } else {
+    hs.user = *user;
+  }
   hs.disable_update = s.runner_disable_update;
   hs.runner_group = s.runner_group;
   hs.path = s.runner_path;
@@ -176,7 +205,9 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   hs.registration_timeout = s.registration_timeout;
   hs.cleanup_timeout = s.cleanup_timeout;
   // Jobs cut off from IMDS (the role's credentials) unless job_imds_access: before every runner start.
-  const ImdsGuardPlan imds_guard = plan_job_imds_guard({s.job_imds_access, user->uid, imds.endpoint()});
+  const ImdsGuardPlan imds_guard =
+      per_assignment ? plan_job_imds_guard({s.job_imds_access, s.job_uid_range.first, imds.endpoint(), s.job_uid_range.last})
+                     : plan_job_imds_guard({s.job_imds_access, user->uid, imds.endpoint()});
   spdlog::info("job IMDS guard: {}", imds_guard.reason);
   hs.confine_jobs = [&] { apply_job_imds_guard(imds_guard, [&] { watchdog.alive(); }); };
   LocalRunnerHost host(hs, [&] { watchdog.alive(); });

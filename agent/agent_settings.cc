@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <sstream>
 
 #include "common/github/endpoint.h"
 #include "common/pool/record_key.h"
@@ -69,7 +70,25 @@ std::vector<KeySpec> agent_schema() {
        "the runner's installation directory; {instance_id} is replaced by the instance's id"},
       {"runner_template", KeyType::kString, "",
        "a runner installation copied into runner_root when it has no bin/Runner.Listener; empty: none"},
-      {"runner_user", KeyType::kString, "runpool-runner", "the unprivileged user the runner runs as (must exist; never root)"},
+      {"job_users", KeyType::kString, "per-assignment",
+       "who the runner and its jobs run as: per-assignment = a new unprivileged user and group for every assignment "
+       "(uids from job_uid_range, never reused on this instance), whose every process and file is removed when the "
+       "assignment ends; fixed = always runner_user (one trust domain: what a job leaves outside the runner root, the "
+       "next job finds)"},
+      {"job_uid_range", KeyType::kString, "1000000000-1099999999",
+       "per-assignment job users: their uids and gids (FIRST-LAST), which no other user or file of the image may have"},
+      {"job_users_state", KeyType::kString, "/var/lib/runpool-agent/job-users",
+       "per-assignment job users: the file that keeps the next uid and the user in place across agent restarts; "
+       "{instance_id} is replaced by the instance's id"},
+      {"clean_sweep_roots", KeyType::kString, "/",
+       "per-assignment job users: where the end of an assignment looks for the job user's files (space-separated "
+       "absolute paths; every local, writable filesystem mounted at or under them is walked, the runner root "
+       "always); narrowing it leaves what a job wrote elsewhere for the next"},
+      {"job_privileges", KeyType::kString, "user",
+       "what a job may do beyond its own files: user = nothing; docker = the job user joins the docker group (root "
+       "on this machine in effect: what it does through the engine outlives the assignment)"},
+      {"runner_user", KeyType::kString, "runpool-runner",
+       "job_users = fixed: the unprivileged user the runner runs as (must exist; never root)"},
       {"drain_capable", KeyType::kBool, "false",
        "ignored, kept so older configuration parses: how a runner drains is detected from `bin/Runner.Listener run "
        "--help`, never configured"},
@@ -163,7 +182,7 @@ AgentSettings load_agent_settings(const Config& c) {
   if (!is_safe_absolute_path(expand_instance_path(s.runner_root, "i-0"))) {
     c.reject("runner_root", "must be an absolute path other than / without . or .. parts");
   }
-  // The packaged unit's ProtectSystem=full makes these read-only for the agent and the runner.
+  // The packaged unit makes the first three read-only for the agent and the runner; /etc is no place for it.
   for (const char* system : {"/usr", "/boot", "/efi", "/etc"}) {
     const std::string dir = system;
     if (s.runner_root == dir || s.runner_root.rfind(dir + "/", 0) == 0) {
@@ -173,6 +192,34 @@ AgentSettings load_agent_settings(const Config& c) {
   s.runner_template = c.get_string("runner_template");
   if (!s.runner_template.empty() && !is_safe_absolute_path(s.runner_template)) {
     c.reject("runner_template", "must be an absolute path without . or .. parts");
+  }
+  s.job_users = c.get_string("job_users");
+  if (s.job_users != "per-assignment" && s.job_users != "fixed") c.reject("job_users", "must be per-assignment or fixed");
+  if (auto range = parse_uid_range(c.get_string("job_uid_range"))) {
+    s.job_uid_range = *range;
+  } else {
+    c.reject("job_uid_range", "must be FIRST-LAST, uids from 1 to 2147483646, FIRST not above LAST");
+  }
+  s.job_users_state = c.get_string("job_users_state");
+  if (!is_safe_absolute_path(expand_instance_path(s.job_users_state, "i-0"))) {
+    c.reject("job_users_state", "must be an absolute path without . or .. parts");
+  }
+  {
+    std::istringstream roots(c.get_string("clean_sweep_roots"));
+    for (std::string r; roots >> r;) {
+      if (r != "/" && !is_safe_absolute_path(expand_instance_path(r, "i-0"))) {
+        c.reject("clean_sweep_roots", "must be absolute paths without . or .. parts");
+      }
+      s.clean_sweep_roots.push_back(r);
+    }
+    if (s.clean_sweep_roots.empty()) c.reject("clean_sweep_roots", "must name at least one path (/: everywhere)");
+  }
+  s.job_privileges = c.get_string("job_privileges");
+  if (s.job_privileges != "user" && s.job_privileges != "docker") {
+    c.reject("job_privileges", "must be user or docker");
+  }
+  if (s.job_privileges != "user" && s.job_users != "per-assignment") {
+    c.reject("job_privileges", "needs job_users = per-assignment");
   }
   s.runner_user = c.get_string("runner_user");
   if (!is_user_name(s.runner_user)) c.reject("runner_user", "is not a valid user name");

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/tenant_users.h"
 #include "common/clock.h"
 #include "common/config.h"
 
@@ -27,7 +28,12 @@ struct AgentSettings {
   // The runner.
   std::string runner_root;      // may contain {instance_id}; expanded once the identity is known
   std::string runner_template;  // "" = none; copied into runner_root when it has no bin/Runner.Listener
-  std::string runner_user;
+  std::string job_users = "per-assignment";  // or "fixed": always runner_user
+  UidRange job_uid_range{1000000000, 1099999999};
+  std::string job_users_state;                // may contain {instance_id}
+  std::vector<std::string> clean_sweep_roots;  // may contain {instance_id}
+  std::string job_privileges = "user";         // or "docker"
+  std::string runner_user;                    // job_users = fixed
   bool drain_capable = false;  // ignored (kept so older configuration parses): the drain follows detection
   bool runner_disable_update = true;
   std::string runner_group;  // config.sh --runnergroup; "": the Default group

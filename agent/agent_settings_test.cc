@@ -58,6 +58,41 @@ TEST(AgentSettings, DefaultsAreTheDocumentedOnes) {
   EXPECT_FALSE(s.job_imds_access) << "jobs are cut off from IMDS unless allowed";
 }
 
+TEST(AgentSettings, JobUsersArePerAssignmentByDefault) {
+  Config c(agent_schema());
+  c.merge_text(kMinimal, "agent.conf");
+  AgentSettings s = load_agent_settings(c);
+  EXPECT_EQ(s.job_users, "per-assignment");
+  EXPECT_EQ(s.job_uid_range.first, 1000000000u);
+  EXPECT_EQ(s.job_uid_range.last, 1099999999u);
+  EXPECT_EQ(s.clean_sweep_roots, std::vector<std::string>{"/"}) << "every local filesystem";
+  EXPECT_EQ(s.job_privileges, "user");
+  EXPECT_EQ(s.job_users_state, "/var/lib/runpool-agent/job-users");
+
+  Config d(agent_schema());
+  d.merge_text(kMinimal + "job_users = fixed\nclean_sweep_roots = /srv/runners  /tmp /dev/shm\njob_uid_range = 5-9\n",
+               "agent.conf");
+  s = load_agent_settings(d);
+  EXPECT_EQ(s.job_users, "fixed");
+  EXPECT_EQ(s.clean_sweep_roots, (std::vector<std::string>{"/srv/runners", "/tmp", "/dev/shm"}));
+  EXPECT_EQ(s.job_uid_range.first, 5u);
+
+  for (const auto& [text, key] : std::vector<std::pair<std::string, std::string>>{
+           {"job_users = shared\n", "job_users"},
+           {"job_uid_range = 0-10\n", "job_uid_range"},
+           {"job_uid_range = 10\n", "job_uid_range"},
+           {"clean_sweep_roots = tmp\n", "clean_sweep_roots"},
+           {"clean_sweep_roots = /a/../b\n", "clean_sweep_roots"},
+           {"clean_sweep_roots = \"\"\n", "clean_sweep_roots"},
+           {"job_users_state = relative\n", "job_users_state"},
+           {"job_privileges = root\n", "job_privileges"},
+           {"job_privileges = docker\njob_users = fixed\n", "job_privileges"},
+       }) {
+    EXPECT_NE(error_of(kMinimal + text).find(key), std::string::npos) << text;
+  }
+  EXPECT_EQ(error_of(kMinimal + "job_privileges = docker\n"), "");
+}
+
 TEST(AgentSettings, JobImdsAccess) {
   Config c(agent_schema());
   c.merge_text(kMinimal + "job_imds_access = true\n", "agent.conf");

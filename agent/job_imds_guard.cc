@@ -54,14 +54,20 @@ ImdsGuardPlan plan_job_imds_guard(const ImdsGuardInput& in) {
   }
   if (in.runner_uid == 0) throw std::invalid_argument("the IMDS guard needs the runner's uid, not 0");
   const std::string t = std::string("inet ") + kImdsGuardTable;
-  const std::string who = "meta skuid " + std::to_string(in.runner_uid);
+  if (in.runner_uid_last != 0 && in.runner_uid_last < in.runner_uid) {
+    throw std::invalid_argument("the IMDS guard's uid range ends before it starts");
+  }
+  std::string uids = std::to_string(in.runner_uid);
+  if (in.runner_uid_last > in.runner_uid) uids += "-" + std::to_string(in.runner_uid_last);
+  const std::string who = "meta skuid " + uids;
   p.kind = ImdsGuardPlan::Kind::kBlock;
   // Replaced as a whole in one transaction: never a moment without the rules once installed.
   p.ruleset = remove_table() + "add table " + t + "\n" + "add chain " + t +
               " output { type filter hook output priority 0; policy accept; }\n" + "add rule " + t + " output " +
               who + " ip daddr " + kImdsAddressV4 + " counter reject\n" + "add rule " + t + " output " + who +
               " ip6 daddr " + kImdsAddressV6 + " counter reject\n";
-  p.reason = "jobs of uid " + std::to_string(in.runner_uid) + " cannot reach IMDS (job_imds_access = false)";
+  p.reason = std::string(in.runner_uid_last > in.runner_uid ? "jobs of uids " : "jobs of uid ") + uids +
+             " cannot reach IMDS (job_imds_access = false)";
   return p;
 }
 

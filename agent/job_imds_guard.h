@@ -23,8 +23,9 @@ inline constexpr const char* kImdsAddressV6 = "fd00:ec2::254";
 
 struct ImdsGuardInput {
   bool job_imds_access = false;  // the setting: true lets jobs reach IMDS
-  uid_t runner_uid = 0;
-  std::string imds_endpoint;     // the agent's effective IMDS URL (ImdsClient::endpoint())
+  uid_t runner_uid = 0;       // the runner's uid, or the first of the job users' range
+  std::string imds_endpoint;  // the agent's effective IMDS URL (ImdsClient::endpoint())
+  uid_t runner_uid_last = 0;  // the last of the job users' range; 0: just runner_uid
 };
 
 struct ImdsGuardPlan {

@@ -54,6 +54,15 @@ TEST(JobImdsGuard, BlocksTheRunnerUsersPacketsToBothImdsAddresses) {
             std::string::npos);
 }
 
+TEST(JobImdsGuard, BlocksTheWholeRangeOfPerAssignmentJobUsers) {
+  ImdsGuardPlan p = plan_job_imds_guard({false, 1000000000, "http://169.254.169.254", 1099999999});
+  EXPECT_EQ(p.kind, Kind::kBlock);
+  EXPECT_NE(p.ruleset.find("meta skuid 1000000000-1099999999 ip daddr 169.254.169.254"), std::string::npos);
+  EXPECT_NE(p.ruleset.find("meta skuid 1000000000-1099999999 ip6 daddr fd00:ec2::254"), std::string::npos);
+  EXPECT_NE(p.reason.find("uids 1000000000-1099999999"), std::string::npos);
+  EXPECT_THROW(plan_job_imds_guard({false, 10, "http://169.254.169.254", 5}), std::invalid_argument);
+}
+
 TEST(JobImdsGuard, AllowingAccessRemovesTheTableWhetherOrNotItIsThere) {
   ImdsGuardPlan p = plan_job_imds_guard({true, 999, "http://169.254.169.254"});
   EXPECT_EQ(p.kind, Kind::kAllow);
@@ -202,6 +211,13 @@ std::string check_in_namespace(uid_t runner) {
            "allowed: the runner user reaches IMDS again");
     expect(run({find_nft(), "list", "tables"}).find(kImdsGuardTable) == std::string::npos, "allowed: no table left");
   }
+  // Per-assignment job users: every uid of their range is refused, the uids beside it are not.
+  apply_job_imds_guard(plan_job_imds_guard({false, runner, "http://169.254.169.254", runner + 5}), [] {});
+  expect(connect_as(runner + 3, AF_INET, v4) == 1 && connect_as(runner + 5, AF_INET6, v6) == 1,
+         "range: a job user of the range is refused");
+  expect(connect_as(runner + 6, AF_INET, v4) == 0 && connect_as(runner - 1, AF_INET, v4) == 0,
+         "range: the uids beside it connect");
+  apply_job_imds_guard(plan_job_imds_guard({true, runner, "http://169.254.169.254"}), [] {});
   return failures;
 }
 

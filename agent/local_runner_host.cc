@@ -106,23 +106,45 @@ LocalRunnerHost::LocalRunnerHost(RunnerHostSettings settings, std::function<void
 std::string LocalRunnerHost::path(const std::string& name) const { return (fs::path(s_.root) / name).string(); }
 
 bool LocalRunnerHost::root_owned_by_runner() const {
+  if (s_.tenants) return false;  // job users come and go: the root stays root's
   struct stat st {};
   return stat(s_.root.c_str(), &st) == 0 && st.st_uid == s_.user.uid;
 }
 
+std::optional<UserIdentity> LocalRunnerHost::runner_user() {
+  if (!s_.tenants) return s_.user;
+  if (!tenant_read_) {
+    tenant_ = s_.tenants->current();
+    tenant_read_ = true;
+  }
+  return tenant_;
+}
+
+UserIdentity LocalRunnerHost::need_runner_user() {
+  auto u = runner_user();
+  if (!u) throw std::runtime_error("no job user is in place (prepare() makes one)");
+  return *u;
+}
+
 std::vector<std::string> LocalRunnerHost::runner_env(const std::vector<std::string>& extra) const {
+  const std::string& name = tenant_ ? tenant_->name : s_.user.name;
   std::vector<std::string> env = {"HOME=" + path("_home"), "PATH=" + s_.path, "LANG=" + s_.lang,
-                                  "USER=" + s_.user.name, "LOGNAME=" + s_.user.name};
+                                  "USER=" + name, "LOGNAME=" + name};
   env.insert(env.end(), extra.begin(), extra.end());
   return env;
 }
 
 void LocalRunnerHost::prepare() {
-  if (s_.user.uid == 0) throw std::runtime_error("the runner user must not be root");
+  if (s_.tenants && !runner_user()) {
+    tenant_ = s_.tenants->create();
+    tenant_read_ = true;
+  }
+  const UserIdentity user = need_runner_user();
+  if (user.uid == 0) throw std::runtime_error("the runner user must not be root");
   if (s_.confine_jobs) s_.confine_jobs();
   const fs::path root(s_.root);
-  if (auto bad = unsearchable_ancestor(root, s_.user)) {
-    throw std::runtime_error("runner user " + s_.user.name + " cannot reach " + s_.root + ": " + *bad +
+  if (auto bad = unsearchable_ancestor(root, user)) {
+    throw std::runtime_error("runner user " + user.name + " cannot reach " + s_.root + ": " + *bad +
                              " is not searchable by it");
   }
   std::error_code ec;
@@ -152,11 +174,16 @@ void LocalRunnerHost::prepare() {
     }
   }
   if (!root_owned_by_runner()) {
-    must(chown(s_.root.c_str(), 0, s_.user.gid) == 0, "chown " + s_.root);
+    must(chown(s_.root.c_str(), 0, user.gid) == 0, "chown " + s_.root);
     must(chmod(s_.root.c_str(), 01770) == 0, "chmod " + s_.root);
   }
-  user_dir(root / "_work", s_.user, 0755);
-  user_dir(root / "_home", s_.user, 0700);
+  if (s_.tenants && !manifest_) {
+    // Taken with no job user's file in the root (the last clean removed them): what the next
+    // clean must find again.
+    manifest_ = take_manifest(s_.root, [&](const std::string&, uid_t owner) { return s_.tenant_range.contains(owner); });
+  }
+  user_dir(root / "_work", user, 0755);
+  user_dir(root / "_home", user, 0700);
 }
 
 std::optional<RunnerIdentity> LocalRunnerHost::configured() {
@@ -173,11 +200,11 @@ CommandResult LocalRunnerHost::run_as_runner(const std::vector<std::string>& arg
                                              const std::vector<std::string>& extra_env) {
   SpawnOptions o;
   o.argv = argv;
-  o.env = runner_env(extra_env);
   o.cwd = s_.root;
-  o.user = s_.user;
   CommandResult r;
   try {
+    o.user = need_runner_user();
+    o.env = runner_env(extra_env);
     CommandOutcome c = run_command(o, s_.registration_timeout, alive_);
     r.exit_code = c.exit_code;
     r.timed_out = c.timed_out;
@@ -226,6 +253,7 @@ std::unique_ptr<ListenerProcess> LocalRunnerHost::start_listener() {
   DiagTail diag(path("_diag"));  // before the start: only the new Listener's lines count
   DiagTail perf(path("_diag"), "Runner", ".perf");
   SpawnOptions o;
+  o.user = need_runner_user();
   o.argv = {path("bin/Runner.Listener"), "run"};
   // The perf log tells of every job message before acknowledge (the _diag line only when the
   // server asks for acknowledgement): the earliest sign of busy.
@@ -233,7 +261,6 @@ std::unique_ptr<ListenerProcess> LocalRunnerHost::start_listener() {
   // ("not configured"), so the agent can say why.
   o.env = runner_env({"RUNNER_PERFLOG=" + path("_diag"), "ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE=1"});
   o.cwd = s_.root;
-  o.user = s_.user;
   // Files, not pipes: the Listener (and the job in hand) outlives an agent that dies or restarts,
   // and would die at its next line of output into a pipe nobody reads any more.
   o.output_to_files = true;
@@ -256,7 +283,9 @@ std::optional<RunnerDrainSupport> LocalRunnerHost::drain_support() {
 
 std::vector<int> LocalRunnerHost::stray_listeners() {
   std::vector<int> out;
-  for (pid_t p : processes_of_user(s_.user.uid)) {
+  auto user = runner_user();
+  if (!user) return out;
+  for (pid_t p : processes_of_user(user->uid)) {
     std::string cmd = process_cmdline(p);
     if (cmd.find("Runner.Listener") != std::string::npos && cmd.find("configure") == std::string::npos &&
         cmd.find("remove") == std::string::npos) {
@@ -267,7 +296,9 @@ std::vector<int> LocalRunnerHost::stray_listeners() {
 }
 
 bool LocalRunnerHost::worker_running() {
-  for (pid_t p : processes_of_user(s_.user.uid)) {
+  auto user = runner_user();
+  if (!user) return false;
+  for (pid_t p : processes_of_user(user->uid)) {
     if (process_cmdline(p).find("Runner.Worker") != std::string::npos) return true;
   }
   return false;
@@ -278,7 +309,9 @@ void LocalRunnerHost::signal_processes(const std::vector<int>& pids, int signal)
 }
 
 void LocalRunnerHost::end_leftovers() {
-  std::vector<pid_t> all = processes_of_user(s_.user.uid);
+  auto user = runner_user();
+  if (!user) return;
+  std::vector<pid_t> all = processes_of_user(user->uid);
   if (std::find(all.begin(), all.end(), listener_pid_) == all.end()) {
     end_user_processes();  // no Listener of ours runs: every process of the user goes
     return;
@@ -288,7 +321,7 @@ void LocalRunnerHost::end_leftovers() {
   // meanwhile (a job came after all) is spared, and the deregistration waits.
   for (int round = 0; round < 50; ++round) {
     std::vector<UserProcess> procs;
-    for (pid_t p : processes_of_user(s_.user.uid)) procs.push_back({p, parent_of(p)});
+    for (pid_t p : processes_of_user(user->uid)) procs.push_back({p, parent_of(p)});
     Leftovers left = find_leftovers(procs, listener_pid_);
     if (left.kill.empty()) {
       if (left.job_in_hand) throw std::runtime_error("a Runner.Worker runs: the runner is still running a job");
@@ -298,16 +331,40 @@ void LocalRunnerHost::end_leftovers() {
     if (alive_) alive_();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  throw std::runtime_error("processes of " + s_.user.name + " beside the Listener would not end");
+  throw std::runtime_error("processes of " + user->name + " beside the Listener would not end");
 }
 
 void LocalRunnerHost::end_user_processes() {
-  size_t left = end_processes_of_user(s_.user, s_.cleanup_timeout, alive_);
-  if (left) throw std::runtime_error(std::to_string(left) + " processes of " + s_.user.name + " would not end");
+  auto user = runner_user();
+  if (!user) return;
+  size_t left = end_processes_of_user(*user, s_.cleanup_timeout, alive_);
+  if (left) throw std::runtime_error(std::to_string(left) + " processes of " + user->name + " would not end");
+}
+
+void LocalRunnerHost::retire_tenant() {
+  auto user = runner_user();
+  if (!user) return;
+  // Its uid is this assignment's alone: every process of it goes, wherever it hid.
+  end_user_processes();
+  const auto start = std::chrono::steady_clock::now();
+  SweepOptions o = s_.sweep;
+  o.user_name = user->name;
+  SweepReport r = sweep_tenant(user->uid, o, alive_);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  spdlog::info("swept job user {}: {} entries removed, {} System V objects, {} mounts detached ({} examined, {} ms)",
+               user->name, r.files, r.ipc, r.mounts, r.walked, ms.count());
+  if (!r.errors.empty()) {
+    std::string first = r.errors.front();
+    throw std::runtime_error("the job user's files could not all be removed (" + std::to_string(r.errors.size()) +
+                             " errors; first: " + first + ")");
+  }
+  s_.tenants->retire();
+  tenant_.reset();
 }
 
 void LocalRunnerHost::clean() {
-  if (s_.end_processes) end_user_processes();
+  if (s_.tenants) retire_tenant();
+  else if (s_.end_processes) end_user_processes();
   if (!fs::exists(s_.root)) return;  // never installed: nothing on disk to clean
   for (const auto& f : runner_config_files()) remove_path(path(f));
   for (const char* f : {".drain", "_diag", "_work", "_home"}) remove_path(path(f));
@@ -317,11 +374,22 @@ void LocalRunnerHost::clean() {
     std::error_code ec;
     for (fs::directory_iterator it(s_.root, ec), end; !ec && it != end; it.increment(ec)) {
       struct stat st {};
-      if (lstat(it->path().c_str(), &st) == 0 && st.st_uid == s_.user.uid) remove_path(it->path());
+      if (lstat(it->path().c_str(), &st) == 0 && !s_.tenants && st.st_uid == s_.user.uid) remove_path(it->path());
     }
     if (ec) throw std::runtime_error("cannot list " + s_.root + ": " + ec.message());
   } else {
     for (const char* f : {".env", ".path"}) remove_path(path(f));
+  }
+  if (s_.tenants) {
+    // _work and _home are the next job user's, made by prepare(); what the sweep left must be the
+    // installation as it was.
+    if (manifest_) {
+      auto now = take_manifest(s_.root, [&](const std::string&, uid_t owner) { return s_.tenant_range.contains(owner); });
+      if (auto diff = manifest_difference(*manifest_, now)) {
+        throw std::runtime_error("the runner's installation changed during the assignment: " + *diff);
+      }
+    }
+    return;
   }
   user_dir(fs::path(s_.root) / "_work", s_.user, 0755);
   user_dir(fs::path(s_.root) / "_home", s_.user, 0700);

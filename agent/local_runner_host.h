@@ -11,15 +11,24 @@
 #include <functional>
 #include <string>
 
+#include "agent/install_manifest.h"
 #include "agent/process.h"
 #include "agent/runner_host.h"
+#include "agent/tenant_sweep.h"
+#include "agent/tenant_users.h"
 
 namespace runpool::agent {
 
 struct RunnerHostSettings {
   std::string root;
   std::string template_dir;  // "" = none
+  // Who the runner runs as. With `tenants`, a new job user per assignment (created by prepare(),
+  // swept and retired by clean()); without, always `user` (one trust domain: what one job leaves
+  // outside the runner root, the next one finds).
   UserIdentity user;
+  TenantUsers* tenants = nullptr;
+  UidRange tenant_range;  // the tenants' uids: never part of the installation's manifest
+  SweepOptions sweep;     // where clean() looks for a job user's files (roots: every local filesystem)
   bool disable_update = true;
   std::string runner_group;  // --runnergroup (validated by the settings: never reads as an option)
   std::string path;
@@ -59,6 +68,11 @@ class LocalRunnerHost final : public RunnerHost {
   std::string path(const std::string& name) const;
   CommandResult run_as_runner(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env);
   bool root_owned_by_runner() const;
+  // The user the runner runs as now: the fixed user, or the job user in place (nullopt: none).
+  std::optional<UserIdentity> runner_user();
+  UserIdentity need_runner_user();
+  // Ends the job user's processes, removes what it owns everywhere and retires it.
+  void retire_tenant();
   // Before a token is handed to config.sh: ends every process of the runner user outside the tree
   // of the Listener this host started (if it runs); throws when some would not end, and when
   // that tree holds a Worker (a job in hand: the token must not reach it, and the deregistration
@@ -68,6 +82,9 @@ class LocalRunnerHost final : public RunnerHost {
   RunnerHostSettings s_;
   std::function<void()> alive_;
   pid_t listener_pid_ = -1;  // the last Listener start_listener started
+  std::optional<UserIdentity> tenant_;  // the job user in place (tenant mode), once read
+  bool tenant_read_ = false;
+  std::optional<InstallManifest> manifest_;  // the installation as the last prepare() left it
 };
 
 // The config and credential files configuration writes (and a new identity must not find).

@@ -323,3 +323,77 @@ TEST(FindLeftovers, AChildBeingSpawnedIsSparedBeforeItIsAWorker) {
 
 }  // namespace
 }  // namespace runpool::agent
+
+namespace runpool::agent {
+namespace {
+
+// Per-assignment job users: prepare() makes one (the root's group, _work and _home are its), the
+// runner's commands run as it, and clean() ends its processes wherever they went, removes its
+// files wherever they are, checks the installation and deletes the user; the next prepare()
+// makes a new uid. A uid range of the test's own: nothing else on the machine has it.
+TEST_F(LocalRunnerHostTest, JobUsersComeAndGoWithEveryAssignment) {
+  if (access("/usr/sbin/useradd", X_OK) != 0) GTEST_SKIP() << "no useradd";
+  const fs::path root = base_ / "runner";
+  TenantUsersSettings ts;
+  ts.range = {1987000000, 1987000999};
+  ts.state_file = (base_ / "job-users").string();
+  ts.home = (root / "_home").string();
+  SystemTenantUsers users(ts, nullptr);
+  RunnerHostSettings s = settings(root);
+  s.tenants = &users;
+  s.tenant_range = ts.range;
+  s.sweep.roots = {base_.string()};
+  s.sweep.sysvipc_dir = (base_ / "no-sysvipc").string();
+  LocalRunnerHost host(s, nullptr);
+
+  host.prepare();
+  const auto first = users.current();
+  ASSERT_TRUE(first);
+  EXPECT_TRUE(ts.range.contains(first->uid));
+  EXPECT_EQ(first->name, tenant_name(first->uid));
+  struct stat st {};
+  ASSERT_EQ(stat(root.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_gid, first->gid) << "the root's group is the job user's";
+  ASSERT_EQ(stat((root / "_work").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, first->uid);
+  ASSERT_TRUE(host.configure({"https://github.com/o/r", "l", "ci-i-1-g1", Secret("t")}).ok());
+  EXPECT_NE(read_file(root / ".config-call").find("uid=" + std::to_string(first->uid)), std::string::npos);
+
+  // What a job leaves: a file in a scratch place outside the root, a process in its own session.
+  fs::create_directories(base_ / "scratch");
+  chmod((base_ / "scratch").c_str(), 01777);
+  SpawnOptions job;
+  job.argv = {"/bin/sh", "-c", "echo x > " + (base_ / "scratch" / "planted").string() + "; setsid sleep 300 &"};
+  job.env = {"PATH=/usr/bin:/bin"};
+  job.user = *first;
+  ASSERT_EQ(run_command(job, 10s, nullptr).exit_code, 0);
+  ASSERT_TRUE(fs::exists(base_ / "scratch" / "planted"));
+  ASSERT_FALSE(processes_of_user(first->uid).empty());
+
+  host.clean();
+  EXPECT_TRUE(processes_of_user(first->uid).empty());
+  EXPECT_FALSE(fs::exists(base_ / "scratch" / "planted"));
+  EXPECT_FALSE(lookup_user(first->name)) << "the job user is deleted";
+  EXPECT_FALSE(users.current());
+  EXPECT_TRUE(fs::exists(root / "bin" / "Runner.Listener"));
+  EXPECT_FALSE(host.configured());
+
+  host.prepare();
+  const auto second = users.current();
+  ASSERT_TRUE(second);
+  EXPECT_GT(second->uid, first->uid) << "a uid is never handed out twice";
+
+  // The installation changed during the assignment (by someone with root): the clean fails.
+  std::ofstream(root / "bin" / "Runner.Listener", std::ios::app) << "# planted\n";
+  try {
+    host.clean();
+    ADD_FAILURE() << "a changed installation passed the clean";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("bin/Runner.Listener: changed"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(lookup_user(second->name)) << "the job user is retired all the same";
+}
+
+}  // namespace
+}  // namespace runpool::agent

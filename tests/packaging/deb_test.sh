@@ -122,7 +122,7 @@ done
 grep -q '^WatchdogSec=[1-9]' "$unit" || bad "the unit has no WatchdogSec"
 grep -q -- '--config /etc/runpool/agent.conf' "$unit" || bad "the unit does not read /etc/runpool/agent.conf"
 if grep -Eq '^(User|DynamicUser|PrivateUsers)=' "$unit"; then bad "the agent must run as root (it setuids to the runner user)"; fi
-# (ProtectSystem=full leaves /opt writable: it covers /usr, /boot, /efi and /etc, and the agent
+# (ProtectSystem=true leaves /opt writable: it covers /usr, /boot and /efi, and the agent
 # refuses a runner_root there.)
 if grep -Eq '^(ProtectProc=invisible|ProtectSystem=strict|ReadOnlyPaths=/opt)' "$unit" &&
   ! grep -q '^ReadWritePaths=.*/opt/runpool' "$unit"; then

@@ -1,0 +1,59 @@
+#include "agent/install_manifest.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace runpool::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+class InstallManifestTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/runpool-manifest-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    fs::create_directories(root_ + "/bin");
+    std::ofstream(root_ + "/bin/Runner.Listener") << "listener";
+    std::ofstream(root_ + "/run.sh") << "#!/bin/sh";
+    fs::create_directories(root_ + "/_work/x");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  InstallManifest take() {
+    return take_manifest(root_, [](const std::string& rel, uid_t) { return rel == "_work"; });
+  }
+  std::string root_;
+};
+
+TEST_F(InstallManifestTest, SameWhenNothingChanged) {
+  auto before = take();
+  EXPECT_TRUE(before.contains("bin/Runner.Listener"));
+  EXPECT_FALSE(before.contains("_work"));
+  EXPECT_FALSE(before.contains("_work/x"));
+  std::ofstream(root_ + "/_work/x/y") << "skipped";
+  EXPECT_EQ(manifest_difference(before, take()), std::nullopt);
+}
+
+TEST_F(InstallManifestTest, SaysWhatChanged) {
+  auto before = take();
+  std::ofstream(root_ + "/bin/Runner.Listener", std::ios::app) << "backdoor";
+  EXPECT_EQ(manifest_difference(before, take()).value_or(""), "bin/Runner.Listener: changed (size, modified, changed)");
+  before = take();
+  chmod((root_ + "/run.sh").c_str(), 0777);
+  EXPECT_EQ(manifest_difference(before, take()).value_or(""), "run.sh: changed (mode, changed)");
+  before = take();
+  std::ofstream(root_ + "/.env") << "LD_PRELOAD=/tmp/x.so";
+  EXPECT_EQ(manifest_difference(before, take()).value_or(""), ".env: new");
+  before = take();
+  fs::remove(root_ + "/run.sh");
+  EXPECT_EQ(manifest_difference(before, take()).value_or(""), "run.sh: gone");
+}
+
+}  // namespace
+}  // namespace runpool::agent

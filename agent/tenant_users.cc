@@ -1,0 +1,253 @@
+#include "agent/tenant_users.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <grp.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+namespace runpool::agent {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<uint64_t> parse_number(std::string_view s) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+// The shadow tools' path (spawn does not search PATH): /usr/sbin on Debian, Ubuntu and Amazon Linux.
+std::string tool(const std::string& name) {
+  for (const char* dir : {"/usr/sbin/", "/sbin/", "/usr/bin/"}) {
+    const std::string p = dir + name;
+    if (access(p.c_str(), X_OK) == 0) return p;
+  }
+  return name;  // spawn then fails with a message naming it
+}
+
+constexpr uint64_t kMaxUid = 2147483646;  // 2^31 - 2: signed-uid tools, and (uid_t)-1 stays far
+
+}  // namespace
+
+std::optional<UidRange> parse_uid_range(std::string_view text) {
+  auto dash = text.find('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  auto first = parse_number(text.substr(0, dash)), last = parse_number(text.substr(dash + 1));
+  if (!first || !last || *first == 0 || *first > *last || *last > kMaxUid) return std::nullopt;
+  return UidRange{static_cast<uid_t>(*first), static_cast<uid_t>(*last)};
+}
+
+std::optional<TenantState> parse_tenant_state(std::string_view text) {
+  TenantState st;
+  std::istringstream in{std::string(text)};
+  for (std::string line; std::getline(in, line);) {
+    auto space = line.find(' ');
+    if (space == std::string::npos) continue;
+    const std::string key = line.substr(0, space);
+    if (key != "next" && key != "current") continue;
+    auto v = parse_number(std::string_view(line).substr(space + 1));
+    if (!v || *v == 0 || *v > kMaxUid + 1) return std::nullopt;
+    if (key == "next") st.next = static_cast<uid_t>(*v);
+    else st.current = static_cast<uid_t>(*v);
+  }
+  return st;
+}
+
+std::string format_tenant_state(const TenantState& st) {
+  std::string out = "next " + std::to_string(st.next) + "\n";
+  if (st.current) out += "current " + std::to_string(*st.current) + "\n";
+  return out;
+}
+
+std::string tenant_name(uid_t uid) { return "runpool-j" + std::to_string(uid); }
+
+std::optional<uid_t> next_tenant_uid(const TenantState& st, const UidRange& range,
+                                     const std::function<bool(uid_t)>& taken) {
+  uint64_t u = std::max<uint64_t>(st.next, range.first);
+  // Bounded: a range whose every uid is taken is used up, not a hang (taken uids are rare).
+  for (int tries = 0; u <= range.last && tries < 100000; ++u, ++tries) {
+    if (!taken(static_cast<uid_t>(u))) return static_cast<uid_t>(u);
+  }
+  return std::nullopt;
+}
+
+SystemTenantUsers::SystemTenantUsers(TenantUsersSettings settings, std::function<void()> alive)
+    : s_(std::move(settings)), alive_(std::move(alive)) {}
+
+TenantState SystemTenantUsers::load() {
+  std::ifstream in(s_.state_file, std::ios::binary);
+  if (!in) return {};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto st = parse_tenant_state(ss.str());
+  // A state we cannot read must not make us hand out a uid twice or forget one to sweep.
+  if (!st) throw std::runtime_error("the job users' state " + s_.state_file + " is malformed");
+  return *st;
+}
+
+void SystemTenantUsers::save(const TenantState& st) {
+  std::error_code ec;
+  fs::create_directories(fs::path(s_.state_file).parent_path(), ec);
+  const std::string tmp = s_.state_file + ".tmp-" + std::to_string(getpid());
+  const std::string text = format_tenant_state(st);
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  bool ok = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(fd) == 0;
+  if (fd >= 0) close(fd);
+  if (!ok || rename(tmp.c_str(), s_.state_file.c_str()) != 0) {
+    throw std::runtime_error("cannot write the job users' state " + s_.state_file);
+  }
+}
+
+bool SystemTenantUsers::run(const std::vector<std::string>& argv, const std::function<bool()>& took_effect) {
+  // /etc/passwd is locked by each of these; another writer (a package install) makes them fail
+  // for a moment, and a failure may come after part of the work was done: a few tries, each
+  // judged by its effect rather than its exit code.
+  std::string last;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    SpawnOptions o;
+    o.argv = argv;
+    o.argv[0] = tool(argv[0]);
+    o.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C"};
+    CommandOutcome c = run_command(o, s_.command_timeout, alive_);
+    if (c.exit_code == 0 || took_effect()) return true;
+    last = argv[0] + " exit " + std::to_string(c.exit_code) + ": " + c.output.substr(0, 300);
+    // 1: cannot update the password file, 10: cannot update the group file (both: locked). Others are final.
+    if (c.exit_code != 10 && c.exit_code != 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 << attempt));
+  }
+  spdlog::warn("{}", last);
+  return false;
+}
+
+namespace {
+
+bool group_is(const std::string& name, gid_t gid) {
+  std::vector<char> buf(16384);
+  struct group gr {};
+  struct group* g = nullptr;
+  return getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &g) == 0 && g && g->gr_gid == gid;
+}
+
+bool group_exists(const std::string& name) {
+  std::vector<char> buf(16384);
+  struct group gr {};
+  struct group* g = nullptr;
+  return getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &g) == 0 && g;
+}
+
+// One agent at a time adds job users on this machine (one per EC2 instance; many on a test host
+// running local instances, which must never pick the same uid).
+class HostLock {
+ public:
+  HostLock() {
+    fd_ = open("/run/lock/runpool-agent-job-users", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ < 0) fd_ = open("/run/runpool-agent-job-users.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ >= 0) flock(fd_, LOCK_EX);
+  }
+  ~HostLock() {
+    if (fd_ >= 0) close(fd_);
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace
+
+std::optional<UserIdentity> SystemTenantUsers::current() {
+  TenantState st = load();
+  if (!st.current) return std::nullopt;
+  if (auto u = lookup_user(tenant_name(*st.current)); u && u->uid == *st.current) return u;
+  UserIdentity u;
+  u.name = tenant_name(*st.current);
+  u.uid = *st.current;
+  u.gid = *st.current;
+  u.groups = {u.gid};
+  return u;
+}
+
+UserIdentity SystemTenantUsers::create() {
+  TenantState st = load();
+  if (st.current) throw std::runtime_error("a job user is still in place: " + tenant_name(*st.current));
+  auto taken = [](uid_t u) {
+    std::vector<char> buf(16384);
+    struct passwd pw {};
+    struct passwd* p = nullptr;
+    struct group gr {};
+    struct group* g = nullptr;
+    return (getpwuid_r(u, &pw, buf.data(), buf.size(), &p) == 0 && p) ||
+           (getgrgid_r(u, &gr, buf.data(), buf.size(), &g) == 0 && g);
+  };
+  HostLock lock;
+  std::optional<uid_t> uid;
+  // A uid whose group cannot be made is someone else's (a group of the image with that id): the
+  // next one is tried.
+  for (int attempt = 0; attempt < 20 && !uid; ++attempt) {
+    auto candidate = next_tenant_uid(st, s_.range, taken);
+    if (!candidate) {
+      throw std::runtime_error("the job users' uid range " + std::to_string(s_.range.first) + "-" +
+                               std::to_string(s_.range.last) + " is used up: replace this instance");
+    }
+    st.current = *candidate;
+    st.next = *candidate + 1;
+    save(st);  // before the group and user exist: a crash from here on still sweeps this uid
+    const std::string name = tenant_name(*candidate);
+    if (run({"groupadd", "--gid", std::to_string(*candidate), name}, [&] { return group_is(name, *candidate); })) {
+      uid = candidate;
+    } else {
+      st.current.reset();
+      save(st);
+    }
+  }
+  if (!uid) throw std::runtime_error("no free uid for a job user after 20 tries");
+  const std::string name = tenant_name(*uid), id = std::to_string(*uid);
+  std::vector<std::string> useradd = {"useradd", "--uid", id, "--gid", id, "--no-log-init", "--no-create-home",
+                                      "--home-dir", s_.home, "--shell", "/usr/sbin/nologin", "--comment",
+                                      "runpool job user"};
+  std::string groups;
+  for (const auto& g : s_.extra_groups) groups += (groups.empty() ? "" : ",") + g;
+  if (!groups.empty()) {
+    useradd.push_back("--groups");
+    useradd.push_back(groups);
+  }
+  useradd.push_back(name);
+  const uid_t want = *uid;
+  run(useradd, [&] {
+    auto u = lookup_user(name);
+    return u && u->uid == want;
+  });
+  auto u = lookup_user(name);
+  if (!u || u->uid != *uid) throw std::runtime_error("useradd made no user " + name + " with uid " + id);
+  spdlog::info("job user {} (uid {}) created", name, id);
+  return *u;
+}
+
+void SystemTenantUsers::retire() {
+  TenantState st = load();
+  if (!st.current) return;
+  const std::string name = tenant_name(*st.current);
+  HostLock lock;
+  // userdel also removes the user's own group when it has no other member; groupdel makes sure.
+  if (!run({"userdel", name}, [&] { return !lookup_user(name); }) ||
+      !run({"groupdel", name}, [&] { return !group_exists(name); })) {
+    throw std::runtime_error("cannot delete the job user " + name);
+  }
+  st.current.reset();
+  save(st);
+  spdlog::info("job user {} retired", name);
+}
+
+}  // namespace runpool::agent
