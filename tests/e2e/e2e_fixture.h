@@ -30,6 +30,7 @@
 #include "common/aws/ec2_query.h"
 #include "common/json.h"
 #include "common/pool/pool_message.h"
+#include "tests/support/job_users.h"
 #include "tests/support/runpoolctl_harness.h"
 
 namespace runpool::controller::e2e {
@@ -58,6 +59,11 @@ inline bool eventually(const std::function<bool()>& pred, std::chrono::milliseco
 // The label a job of `config.sh` is never registered for: the test template's config.sh hangs
 // for labels containing it (an agent stuck in registration, e.g. GitHub unreachable).
 inline constexpr const char* kNeverRegisters = "never-registers";
+
+// The agent's default job uid range: each assignment's runner and jobs run as a new user from it.
+inline constexpr long kJobUidFirst = 1000000000;
+inline constexpr long kJobUidLast = 1099999999;
+inline bool is_job_uid(long uid) { return uid >= kJobUidFirst && uid <= kJobUidLast; }
 
 // RUNPOOL_TIME_FACTOR=f runs the suites at GitHub's real timings scaled by f, their ratios kept:
 // the broker's long poll 50 s·f, job lock 10 min·f, session conflict 4 min·f (the GitHub stand-in's
@@ -123,7 +129,8 @@ class E2eTest : public ::testing::Test {
                         "agent_runner_user = runpool-runner\n" +
                         "agent_heartbeat_interval = 500ms\n" + "agent_assignment_poll_interval = 200ms\n" +
                         "agent_extra = notice_poll_interval=500ms; boot_grace=60s; drain_timeout=60s; "
-                        "registration_timeout=60s; cleanup_timeout=2s; terminate_wait=5s; listener_restart_backoff=200ms; "
+                        "registration_timeout=60s; cleanup_timeout=2s; terminate_wait=5s; listener_restart_backoff=200ms; " +
+                        clean_sweep_roots() + "; "
                         "drain_poll_wait=" + drain_poll_wait() + "\n" +
                         "provision_timeout = 120s\nrelease_timeout = 90s\nmax_heartbeat_age = 30s\n" + more_config();
     // A pool and table of its own per test: nothing of one test is claimable by the next.
@@ -148,12 +155,20 @@ class E2eTest : public ::testing::Test {
       } catch (const std::exception&) {
       }
     }
+    runpool::testing::retire_leftover_job_users(base_);
     std::error_code ec;
     fs::remove_all(base_, ec);
   }
 
   // More runpoolctl configuration lines for a test's pool (later lines win).
   virtual std::string more_config() const { return ""; }
+  // Where agents look for a job user's files when an assignment ends: the test's own tree (the
+  // runner roots, where jobs work) and the machine's shared scratch places. The red-team suite
+  // sweeps everywhere ("/"), as an instance does by default.
+  // Each local instance keeps its job users' state in its own directory (they share one machine).
+  virtual std::string clean_sweep_roots() const {
+    return "clean_sweep_roots=" + base_ + " /dev/shm /var/tmp; job_users_state=" + base_ + "/{instance_id}/job-users";
+  }
 
   // ---- runpoolctl
 

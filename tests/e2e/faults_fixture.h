@@ -55,10 +55,10 @@ class FaultsE2e : public E2eTest {
   void SetUp() override {
     E2eTest::SetUp();
     if (HasFatalFailure()) return;
-    // Where each job leaves its mark: the runner user may write here, and a job run twice shows.
-    marks_ = base_ + "/marks";
-    fs::create_directory(marks_);
-    chmod(marks_.c_str(), 0777);
+    // Where each job leaves its mark: every job user may write here, and a job run twice shows.
+    // Outside the agents' sweep roots, or the end of each assignment would remove the marks.
+    marks_ = testing::make_temp_dir("runpool-e2e-marks");
+    chmod(marks_.c_str(), 01777);
     cloud_.control("POST", "/_control/stats/reset");
   }
   void TearDown() override {
@@ -68,6 +68,8 @@ class FaultsE2e : public E2eTest {
     s["credentialTtlMs"] = 6 * 3600 * 1000;
     cloud_.control("POST", "/_control/ec2/settings", s);
     E2eTest::TearDown();
+    std::error_code ec;
+    if (!marks_.empty()) fs::remove_all(marks_, ec);
   }
 
   void set_faults(const std::string& service, Json::Value knobs) {

@@ -27,6 +27,7 @@
 #include "common/pool/dynamo_state_table.h"
 #include "common/pool/runner_name.h"
 #include "common/pool/transitions.h"
+#include "tests/support/job_users.h"
 #include "tests/support/local_cloud.h"
 
 namespace runpool::agent::testing {
@@ -114,6 +115,7 @@ class AgentCloud {
     for (const auto& id : launched_) {
       eventually([&] { return state_of(id) == "terminated"; }, 10s);
     }
+    runpool::testing::retire_leftover_job_users(base_);
     std::error_code ec;
     fs::remove_all(base_, ec);
   }
@@ -138,6 +140,10 @@ class AgentCloud {
       << "runner_root = " << (base_ / "{instance_id}" / "runner").string() << "\n"
       << "runner_template = " << (base_ / ("template-" + o.runner_mode)).string() << "\n"
       << "runner_user = runpool-runner\n"
+      // Each assignment's runner runs as a new job user; its files are looked for in the test's
+      // tree and the shared scratch places (an instance sweeps every local filesystem).
+      << "clean_sweep_roots = " << base_.string() << " /dev/shm /var/tmp\n"
+      << "job_users_state = " << (base_ / "{instance_id}" / "job-users").string() << "\n"
       // One long poll of the GitHub stand-in (pollMs above).
       << "drain_poll_wait = 1s\n"
       << "heartbeat_interval = 200ms\nassignment_poll_interval = 100ms\nnotice_poll_interval = 100ms\n"
@@ -224,13 +230,14 @@ class AgentCloud {
     }
     return out;
   }
-  // The instance's processes owned by the runner user.
+  // The instance's processes owned by a job user (or the fixed runner user).
   std::vector<pid_t> runner_user_pids(const std::string& id) {
-    auto user = lookup_user("runpool-runner");
+    auto fixed = lookup_user("runpool-runner");
     std::vector<pid_t> out;
-    auto theirs = processes_of_user(user->uid);
     for (pid_t p : pids(id)) {
-      if (std::find(theirs.begin(), theirs.end(), p) != theirs.end()) out.push_back(p);
+      struct stat st {};
+      if (stat(("/proc/" + std::to_string(p)).c_str(), &st) != 0) continue;
+      if ((st.st_uid >= 1000000000u && st.st_uid <= 1099999999u) || (fixed && st.st_uid == fixed->uid)) out.push_back(p);
     }
     return out;
   }
