@@ -8,6 +8,7 @@
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <grp.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -362,6 +363,50 @@ class Walker {
   size_t parked_count_ = 0;
 };
 
+// POSIX message queues live in the IPC namespace's mqueue filesystem, mounted or not (systemd
+// mounts it at /dev/mqueue). Not mounted: a child in a mount namespace of its own mounts it, walks
+// it and reports over a pipe how many entries it removed (-1: it could not).
+void sweep_unmounted_mqueue(uid_t uid, SweepReport& report, const std::function<void()>& alive) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    report.errors.push_back(std::string("POSIX message queues: pipe: ") + std::strerror(errno));
+    return;
+  }
+  pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    long long removed = -1;
+    char dir[] = "/tmp/runpool-mqueue-XXXXXX";
+    if (unshare(CLONE_NEWNS) == 0 && mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 && mkdtemp(dir) &&
+        mount("mqueue", dir, "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0) {
+      SweepReport sub;
+      std::function<void()> none;
+      Walker(uid, sub, none).walk(dir);
+      removed = sub.errors.empty() ? static_cast<long long>(sub.files) : -1;
+      umount2(dir, MNT_DETACH);
+    }
+    if (dir[sizeof dir - 2] != 'X') rmdir(dir);
+    if (write(fds[1], &removed, sizeof removed) != sizeof removed) _exit(1);
+    _exit(0);
+  }
+  close(fds[1]);
+  long long removed = -1;
+  if (child > 0) {
+    if (read(fds[0], &removed, sizeof removed) != sizeof removed) removed = -1;
+    int status = 0;
+    waitpid(child, &status, 0);
+  }
+  close(fds[0]);
+  if (alive) alive();
+  if (removed < 0) {
+    report.errors.push_back(
+        "POSIX message queues: no mqueue filesystem is mounted (mount it at /dev/mqueue) and one could not be "
+        "mounted to look");
+  } else {
+    report.files += static_cast<size_t>(removed);
+  }
+}
+
 }  // namespace
 
 SweepReport sweep_tenant(uid_t uid, const SweepOptions& o, const std::function<void()>& alive) {
@@ -376,6 +421,11 @@ SweepReport sweep_tenant(uid_t uid, const SweepOptions& o, const std::function<v
     }
   }
   for (const auto& root : plan.walk) Walker(uid, report, alive).walk(root);
+  const auto mounts = parse_mountinfo(read_file(o.mountinfo));
+  if (o.check_mqueue &&
+      std::none_of(mounts.begin(), mounts.end(), [](const MountEntry& m) { return m.fs_type == "mqueue"; })) {
+    sweep_unmounted_mqueue(uid, report, alive);
+  }
 
   using Kind = SysvObject::Kind;
   std::vector<SysvObject> objects;

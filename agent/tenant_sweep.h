@@ -70,6 +70,9 @@ struct SweepOptions {
   std::string linger_dir = "/var/lib/systemd/linger";
   std::string mountinfo = "/proc/self/mountinfo";
   std::string sysvipc_dir = "/proc/sysvipc";
+  // POSIX message queues exist whether or not their filesystem is mounted: with none mounted, the
+  // sweep mounts one privately to look (needs CAP_SYS_ADMIN; failing is an error, not a pass).
+  bool check_mqueue = true;
 };
 
 // Removes what `uid` owns, as planned above. Its processes must be gone (else it could create

@@ -3,6 +3,8 @@
 #include "agent/tenant_sweep.h"
 
 #include <fcntl.h>
+#include <mqueue.h>
+#include <sys/wait.h>
 #include <sys/ipc.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
@@ -114,6 +116,7 @@ class TenantSweepOnDisk : public ::testing::Test {
     SweepOptions o;
     o.roots = {dir_};
     o.sysvipc_dir = dir_ + "/no-sysvipc";  // the machine's own objects are not this test's
+    o.check_mqueue = false;
     return o;
   }
   std::string dir_;
@@ -182,6 +185,30 @@ TEST_F(TenantSweepOnDisk, RemovesTheUidsSysvSharedMemoryAndLingerMark) {
   EXPECT_EQ(r.ipc, 1u);
   EXPECT_NE(shmctl(id, IPC_STAT, &ds), 0);
   EXPECT_FALSE(fs::exists(fs::path(dir_) / "linger/runpool-j1"));
+}
+
+TEST_F(TenantSweepOnDisk, RemovesTheUidsPosixMessageQueuesMountedOrNot) {
+  // Made by a child that takes the uid: mq_open through librt, as a job would.
+  const std::string name = "/runpool-sweep-test-" + std::to_string(getpid());
+  pid_t child = fork();
+  if (child == 0) {
+    if (setgid(kUid) != 0 || setuid(kUid) != 0) _exit(2);
+    mqd_t q = mq_open(name.c_str(), O_CREAT | O_RDWR, 0600, nullptr);
+    _exit(q == static_cast<mqd_t>(-1) ? 3 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  SweepOptions o = opts();
+  o.check_mqueue = true;
+  SweepReport r = sweep_tenant(kUid, o, nullptr);
+  EXPECT_TRUE(r.errors.empty()) << r.errors.front();
+  mqd_t again = mq_open(name.c_str(), O_RDONLY);
+  EXPECT_EQ(again, static_cast<mqd_t>(-1)) << "the queue is still there";
+  if (again != static_cast<mqd_t>(-1)) {
+    mq_close(again);
+    mq_unlink(name.c_str());
+  }
 }
 
 TEST(TenantSweep, RefusesRoot) { EXPECT_THROW(sweep_tenant(0, SweepOptions{}, nullptr), std::invalid_argument); }

@@ -1,0 +1,207 @@
+// The red team. A first job tries every way it knows to leave something for the next tenant of its
+// instance (tests/e2e/red_team/attack.sh: files wherever it may write, the runner's own files and
+// caches, its home's start-up and tool files, escaped, disguised and SIGTERM-deaf processes,
+// System V and POSIX IPC, keyrings, schedulers, the clock and hostname); its instance is released
+// to the pool; a job of another workflow claims it warm and looks for each (probe.sh), by name
+// everywhere and by the attacker's uid.
+//
+// With a job user per assignment (the agent's default, sweeping every local filesystem) nothing
+// survives. With one fixed runner user (job_users = fixed) the same probes find what the first
+// job left outside the runner root: proof that they see what they look for, and the reason that
+// configuration is one trust domain. Each prints its figure.
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <map>
+#include <random>
+
+#include "agent/tenant_sweep.h"
+#include "tests/e2e/e2e_fixture.h"
+
+namespace runpool::controller::e2e {
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) s.replace(pos, from.size(), to);
+  return s;
+}
+
+// What `sha256sum < file` prints, as the probe computes it.
+std::string sha256_line(const fs::path& file) {
+  FILE* p = popen(("sha256sum < '" + file.string() + "'").c_str(), "r");
+  if (!p) return "";
+  char buf[256] = {};
+  std::string out = fgets(buf, sizeof buf, p) ? buf : "";
+  pclose(p);
+  return trim(out);
+}
+
+struct Vector {
+  std::string level;   // the privilege it needs
+  std::string attack;  // planted | blocked | unavailable
+  std::string probe;   // survived | gone | "" (not probed)
+};
+
+class RedTeam : public E2eTest {
+ protected:
+  struct Outcome {
+    std::map<std::string, Vector> vectors;
+    std::string attacker_uid, prober_uid, found_by_name, found_processes;
+    int planted = 0, blocked = 0, unavailable = 0, survived = 0;
+  };
+
+  void TearDown() override {
+    E2eTest::TearDown();
+    std::error_code ec;
+    if (!results_.empty()) fs::remove_all(results_, ec);
+  }
+
+  std::vector<std::string> lines(const fs::path& p) {
+    std::vector<std::string> out;
+    std::istringstream in(slurp(p));
+    for (std::string l; std::getline(in, l);) {
+      if (!l.empty()) out.push_back(l);
+    }
+    return out;
+  }
+  static std::vector<std::string> fields(const std::string& line) {
+    std::vector<std::string> f;
+    std::istringstream in(line);
+    for (std::string w; std::getline(in, w, '\t');) f.push_back(w);
+    return f;
+  }
+
+  // One attack and one probe, on the same instance, from two workflows.
+  Outcome run_red_team(const std::string& what) {
+    Outcome o;
+    std::mt19937_64 rng(std::random_device{}());
+    char token[32];
+    std::snprintf(token, sizeof token, "rt%012llx", static_cast<unsigned long long>(rng() & 0xffffffffffffULL));
+    results_ = testing::make_temp_dir("runpool-e2e-redteam");
+    chmod(results_.c_str(), 01777);
+    const fs::path src = fs::path(RUNPOOL_SOURCE_DIR) / "tests" / "e2e" / "red_team";
+
+    Json::Value first = provision("rt-attack", 1);
+    const auto ids = ids_of(first);
+    if (ids.size() != 1) {
+      ADD_FAILURE() << "no instance";
+      return o;
+    }
+    std::string attack = replace_all(slurp(src / "attack.sh"), "@TOKEN@", token);
+    attack = replace_all(attack, "@RESULTS@", results_);
+    auto a = finished_job(queue_job("rt-attack", "attack", attack, 100), 180s);
+    EXPECT_EQ(a["result"].asString(), "Succeeded") << write_json(a) << consoles();
+    for (const auto& l : lines(fs::path(results_) / "attack")) {
+      auto f = fields(l);
+      if (f.size() == 3) o.vectors[f[0]] = Vector{f[1], f[2], ""};
+    }
+    o.attacker_uid = trim(slurp(fs::path(results_) / "attacker-uid"));
+    const std::string root = trim(slurp(fs::path(results_) / "runner-root"));
+    release("rt-attack");
+
+    Json::Value second = provision("rt-probe", 1);
+    EXPECT_EQ(ids_of(second), ids) << "the probe must run on the attacker's instance, warm: " << write_json(second);
+    std::string probe = replace_all(slurp(src / "probe.sh"), "@TOKEN@", token);
+    probe = replace_all(probe, "@RESULTS@", results_);
+    probe = replace_all(probe, "@ATTACKER_UID@", o.attacker_uid);
+    probe = replace_all(probe, "@ROOT@", root);
+    const fs::path tmpl = fs::path(base_) / "runner-template";
+    probe = replace_all(probe, "@LISTENER_SHA@", sha256_line(tmpl / "bin" / "Runner.Listener"));
+    probe = replace_all(probe, "@RUN_SHA@", sha256_line(tmpl / "run.sh"));
+    auto p = finished_job(queue_job("rt-probe", "probe", probe, 100), 180s);
+    EXPECT_EQ(p["result"].asString(), "Succeeded") << write_json(p) << consoles();
+    for (const auto& l : lines(fs::path(results_) / "probe")) {
+      auto f = fields(l);
+      if (f.size() != 2) continue;
+      auto& v = o.vectors[f[0]];
+      if (v.level.empty()) v.level = "user";
+      if (v.attack.empty()) v.attack = "planted";  // the catch-alls: whatever the attack left
+      v.probe = f[1];
+    }
+    o.prober_uid = trim(slurp(fs::path(results_) / "prober-uid"));
+    o.found_by_name = slurp(fs::path(results_) / "found-by-name");
+    o.found_processes = slurp(fs::path(results_) / "found-processes");
+    release("rt-probe");
+
+    std::string table;
+    for (const auto& [name, v] : o.vectors) {
+      o.planted += v.attack == "planted";
+      o.blocked += v.attack == "blocked";
+      o.unavailable += v.attack == "unavailable";
+      o.survived += v.probe == "survived";
+      table += "\n  " + name + " [" + v.level + "]: " + v.attack + (v.probe.empty() ? "" : ", " + v.probe);
+    }
+    std::printf("red team, %s: %zu vectors: %d planted, %d blocked, %d unavailable here; %d survived to the next "
+                "tenant%s\n",
+                what.c_str(), o.vectors.size(), o.planted, o.blocked, o.unavailable, o.survived, table.c_str());
+    return o;
+  }
+
+  std::string results_;
+};
+
+class RedTeamPerAssignment : public RedTeam {
+ protected:
+  // The agent's default sweep: every local filesystem.
+  std::string clean_sweep_roots() const override { return "job_users_state=" + base_ + "/{instance_id}/job-users"; }
+};
+
+TEST_F(RedTeamPerAssignment, NothingOfTheLastTenantSurvives) {
+  Outcome o = run_red_team("a job user per assignment, reuse always, job privileges user");
+  EXPECT_GE(o.planted, 30) << "the attack planted fewer vectors than it should";
+  EXPECT_TRUE(is_job_uid(std::stol(o.attacker_uid.empty() ? "0" : o.attacker_uid))) << o.attacker_uid;
+  EXPECT_TRUE(is_job_uid(std::stol(o.prober_uid.empty() ? "0" : o.prober_uid))) << o.prober_uid;
+  EXPECT_NE(o.attacker_uid, o.prober_uid) << "each tenant has a user of its own";
+  for (const auto& [name, v] : o.vectors) {
+    if (v.attack == "planted") {
+      EXPECT_EQ(v.probe, "gone") << name << " survived to the next tenant";
+    }
+    EXPECT_NE(v.probe, "survived") << name;
+  }
+  EXPECT_EQ(o.found_by_name, "") << "entries the attacker named, found by the next tenant";
+  EXPECT_EQ(o.found_processes, "") << "the attacker's processes, found by the next tenant";
+}
+
+class RedTeamFixedUser : public RedTeam {
+ protected:
+  std::string clean_sweep_roots() const override { return "job_users=fixed"; }
+  void TearDown() override {
+    // What the attack left on this machine (the point of the test): removed here.
+    if (auto u = agent::lookup_user("runpool-runner")) {
+      agent::end_processes_of_user(*u, std::chrono::seconds(1), nullptr);
+      agent::SweepOptions o;
+      agent::sweep_tenant(u->uid, o, nullptr);
+    }
+    RedTeam::TearDown();
+  }
+};
+
+TEST_F(RedTeamFixedUser, OneFixedRunnerUserIsOneTrustDomain) {
+  Outcome o = run_red_team("one fixed runner user (job_users = fixed), reuse always, job privileges user");
+  EXPECT_GE(o.planted, 30);
+  EXPECT_EQ(o.attacker_uid, o.prober_uid);
+  // What the probes must see when it is there: files outside the runner root and the home.
+  for (const char* left : {"tmp-file", "var-tmp-file", "dev-shm-file", "sysv-shm", "posix-mqueue"}) {
+    EXPECT_EQ(o.vectors[left].probe, "survived") << left << ": the probe missed what the attack left";
+  }
+  // What the fixed user's cleaning does reach: its processes, the runner root, the home.
+  for (const char* gone : {"process-setsid", "process-ignores-sigterm", "runner-root-file", "bashrc-preload",
+                           "runner-binary-replaced"}) {
+    EXPECT_EQ(o.vectors[gone].probe, "gone") << gone;
+  }
+}
+
+}  // namespace
+}  // namespace runpool::controller::e2e
