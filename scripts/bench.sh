@@ -20,6 +20,7 @@ benches=(
   agent_footprint
   control_plane
   idle_cost
+  clean_sweep
 )
 
 picked=()
