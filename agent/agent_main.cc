@@ -184,6 +184,7 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   hs.root = expand_instance_path(s.runner_root, id->instance_id);
   hs.template_dir = s.runner_template;
   std::unique_ptr<SystemTenantUsers> tenants;
+  std::unique_ptr<JobCache> cache;
   if (per_assignment) {
     TenantUsersSettings ts;
     ts.range = s.job_uid_range;
@@ -194,6 +195,11 @@ int run_agent(const AgentSettings& s, const std::string& version) {
     hs.tenants = tenants.get();
     hs.tenant_range = s.job_uid_range;
     for (const auto& r : s.clean_sweep_roots) hs.sweep.roots.push_back(expand_instance_path(r, id->instance_id));
+    if (s.job_cache_scope != CacheScope::kNone) {
+      cache = std::make_unique<JobCache>(hs.root + ".caches", s.job_cache_dirs);
+      hs.cache = cache.get();
+      hs.cache_scope = s.job_cache_scope;
+    }
     hs.sweep.roots.push_back(hs.root);  // whatever the roots, the runner root is swept
   } else {
     hs.user = *user;

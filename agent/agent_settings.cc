@@ -84,6 +84,12 @@ std::vector<KeySpec> agent_schema() {
        "per-assignment job users: where the end of an assignment looks for the job user's files (space-separated "
        "absolute paths; every local, writable filesystem mounted at or under them is walked, the runner root "
        "always); narrowing it leaves what a job wrote elsewhere for the next"},
+      {"job_cache_scope", KeyType::kString, "none",
+       "per-assignment job users: keep job_cache_dirs for the next assignment of the same repository (repository) or "
+       "owner (owner), made root's in between; another scope's assignment gets none and they are deleted; none: every "
+       "assignment starts without (a cache shared within a scope is shared by every workflow and branch there)"},
+      {"job_cache_dirs", KeyType::kString, "_work/_tool",
+       "the directories job_cache_scope keeps (space-separated, relative to the runner root, under _work/ or _home/)"},
       {"job_privileges", KeyType::kString, "user",
        "what a job may do beyond its own files: user = nothing; docker = the job user joins the docker group (root "
        "on this machine in effect: what it does through the engine outlives the assignment)"},
@@ -213,6 +219,24 @@ AgentSettings load_agent_settings(const Config& c) {
       s.clean_sweep_roots.push_back(r);
     }
     if (s.clean_sweep_roots.empty()) c.reject("clean_sweep_roots", "must name at least one path (/: everywhere)");
+  }
+  if (auto scope = parse_cache_scope(c.get_string("job_cache_scope"))) {
+    s.job_cache_scope = *scope;
+  } else {
+    c.reject("job_cache_scope", "must be none, repository or owner");
+  }
+  {
+    std::istringstream dirs(c.get_string("job_cache_dirs"));
+    for (std::string d; dirs >> d;) {
+      const bool under = d.rfind("_work/", 0) == 0 || d.rfind("_home/", 0) == 0;
+      if (!under || d.size() <= 6 || !is_safe_absolute_path("/" + d)) {
+        c.reject("job_cache_dirs", "must be relative paths under _work/ or _home/ without . or .. parts");
+      }
+      s.job_cache_dirs.push_back(d);
+    }
+  }
+  if (s.job_cache_scope != CacheScope::kNone && s.job_users != "per-assignment") {
+    c.reject("job_cache_scope", "needs job_users = per-assignment");
   }
   s.job_privileges = c.get_string("job_privileges");
   if (s.job_privileges != "user" && s.job_privileges != "docker") {

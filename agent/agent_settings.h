@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/job_cache.h"
 #include "agent/tenant_users.h"
 #include "common/clock.h"
 #include "common/config.h"
@@ -33,6 +34,8 @@ struct AgentSettings {
   std::string job_users_state;                // may contain {instance_id}
   std::vector<std::string> clean_sweep_roots;  // may contain {instance_id}
   std::string job_privileges = "user";         // or "docker"
+  CacheScope job_cache_scope = CacheScope::kNone;
+  std::vector<std::string> job_cache_dirs;     // relative to the runner root
   std::string runner_user;                    // job_users = fixed
   bool drain_capable = false;  // ignored (kept so older configuration parses): the drain follows detection
   bool runner_disable_update = true;

@@ -217,6 +217,13 @@ CommandResult LocalRunnerHost::run_as_runner(const std::vector<std::string>& arg
 
 CommandResult LocalRunnerHost::configure(const Registration& reg) {
   remove_local();
+  scope_key_ = cache_scope_key(s_.cache_scope, reg.url);
+  if (s_.tenants && s_.cache) {
+    if (auto user = runner_user()) {
+      int n = s_.cache->restore(s_.root, scope_key_, *user);
+      if (n) spdlog::info("{} cache directories of {} handed to {}", n, scope_key_, user->name);
+    }
+  }
   std::vector<std::string> argv = {path("config.sh"), "--url", reg.url, "--labels", reg.label, "--no-default-labels",
                                    "--name", reg.name, "--unattended", "--replace", "--work", "_work"};
   if (s_.disable_update) argv.push_back("--disableupdate");
@@ -346,6 +353,11 @@ void LocalRunnerHost::retire_tenant() {
   if (!user) return;
   // Its uid is this assignment's alone: every process of it goes, wherever it hid.
   end_user_processes();
+  if (s_.cache) {
+    // Before the sweep: what is kept is root's until the next job user of the same scope.
+    int n = s_.cache->keep(s_.root, scope_key_);
+    if (n) spdlog::info("{} cache directories kept for the next assignment of {}", n, scope_key_);
+  }
   const auto start = std::chrono::steady_clock::now();
   SweepOptions o = s_.sweep;
   o.user_name = user->name;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "agent/install_manifest.h"
+#include "agent/job_cache.h"
 #include "agent/process.h"
 #include "agent/runner_host.h"
 #include "agent/tenant_sweep.h"
@@ -29,6 +30,9 @@ struct RunnerHostSettings {
   TenantUsers* tenants = nullptr;
   UidRange tenant_range;  // the tenants' uids: never part of the installation's manifest
   SweepOptions sweep;     // where clean() looks for a job user's files (roots: every local filesystem)
+  // Caches kept for the next assignment of the same scope (job users only; nullptr: none kept).
+  JobCache* cache = nullptr;
+  CacheScope cache_scope = CacheScope::kNone;
   bool disable_update = true;
   std::string runner_group;  // --runnergroup (validated by the settings: never reads as an option)
   std::string path;
@@ -85,6 +89,7 @@ class LocalRunnerHost final : public RunnerHost {
   std::optional<UserIdentity> tenant_;  // the job user in place (tenant mode), once read
   bool tenant_read_ = false;
   std::optional<InstallManifest> manifest_;  // the installation as the last prepare() left it
+  std::string scope_key_;  // the assignment's cache scope, from its registration URL ("" unknown)
 };
 
 // The config and credential files configuration writes (and a new identity must not find).

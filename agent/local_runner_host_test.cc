@@ -397,3 +397,54 @@ TEST_F(LocalRunnerHostTest, JobUsersComeAndGoWithEveryAssignment) {
 
 }  // namespace
 }  // namespace runpool::agent
+
+namespace runpool::agent {
+namespace {
+
+// job_cache_scope = repository: the tool cache goes to the next job user of the same repository,
+// never to another's.
+TEST_F(LocalRunnerHostTest, CachesFollowTheScopeAcrossJobUsers) {
+  if (access("/usr/sbin/useradd", X_OK) != 0) GTEST_SKIP() << "no useradd";
+  const fs::path root = base_ / "runner";
+  TenantUsersSettings ts;
+  ts.range = {1987001000, 1987001999};
+  ts.state_file = (base_ / "job-users").string();
+  ts.home = (root / "_home").string();
+  SystemTenantUsers users(ts, nullptr);
+  JobCache cache((base_ / "runner.caches").string(), {"_work/_tool"});
+  RunnerHostSettings s = settings(root);
+  s.tenants = &users;
+  s.tenant_range = ts.range;
+  s.sweep.roots = {base_.string()};
+  s.sweep.sysvipc_dir = (base_ / "no-sysvipc").string();
+  s.cache = &cache;
+  s.cache_scope = CacheScope::kRepository;
+  LocalRunnerHost host(s, nullptr);
+  auto assignment = [&](const std::string& url) {
+    host.prepare();
+    EXPECT_TRUE(host.configure({url, "l", "ci-i-1-g1", Secret("t")}).ok());
+    return *users.current();
+  };
+  const fs::path tool = root / "_work" / "_tool" / "node";
+  const UserIdentity first = assignment("https://github.com/acme/app");
+  fs::create_directories(tool);
+  std::ofstream(tool / "bin") << "node";
+  ASSERT_EQ(lchown(tool.parent_path().c_str(), first.uid, first.gid), 0);
+  ASSERT_EQ(lchown(tool.c_str(), first.uid, first.gid), 0);
+  ASSERT_EQ(lchown((tool / "bin").c_str(), first.uid, first.gid), 0);
+  host.clean();
+
+  const UserIdentity second = assignment("https://github.com/acme/app");
+  struct stat st {};
+  ASSERT_EQ(stat((tool / "bin").c_str(), &st), 0) << "the same repository's next assignment gets the cache";
+  EXPECT_EQ(st.st_uid, second.uid);
+  host.clean();
+
+  assignment("https://github.com/other/repo");
+  EXPECT_FALSE(fs::exists(tool)) << "another repository's assignment gets nothing";
+  host.clean();
+  EXPECT_FALSE(fs::exists(base_ / "runner.caches"));
+}
+
+}  // namespace
+}  // namespace runpool::agent
