@@ -47,7 +47,8 @@ void AgentLoop::observe(const RunnerEvent& e) {
   const Duration now = std::chrono::duration_cast<Duration>(steady().time_since_epoch());
   switch (e.kind) {
     case RunnerEvent::kJobRequested:
-      job_track_ = apply_job_signal(job_track_, JobSignal::kRequested, now);
+      // The perf log's line names no request; _diag's names its id.
+      job_track_ = apply_job_signal(job_track_, e.job.empty() ? JobSignal::kRequested : JobSignal::kAcknowledged, now);
       break;
     case RunnerEvent::kJobStarted:
       job_track_ = apply_job_signal(job_track_, JobSignal::kRunning, now, e.job);

@@ -412,17 +412,32 @@ ExitDecision after_listener_exit(const ExitStatus& s, bool stopping, int restart
 }
 
 JobTrack apply_job_signal(JobTrack t, JobSignal s, Duration now, const std::string& job) {
+  auto close = [](JobTrack& x) {
+    x.requested_at.reset();
+    x.worker_seen = false;
+    x.job.clear();
+  };
   switch (s) {
+    case JobSignal::kAcknowledged:
+      if (t.perf_seen) return t;  // the perf log's request, told again
+      [[fallthrough]];
     case JobSignal::kRequested:
-      // A new request restarts the clock: the previous one is over (jobs run one at a time).
-      return JobTrack{now, false, ""};
+      if (s == JobSignal::kRequested) t.perf_seen = true;
+      // An open request that never ran was dropped (jobs run one at a time): settled as done.
+      if (t.requested_at && t.runs < t.requests) t.runs = t.requests;
+      if (++t.requests <= t.runs) return t;  // its job's lines were read first
+      close(t);
+      t.requested_at = now;
+      return t;
     case JobSignal::kRunning:
-      // Without a request seen (no perf log, an agent that started late) this is the arrival.
+      ++t.runs;
+      // Without a request seen (read later, no perf log, an agent that started late) this is the arrival.
       if (!t.requested_at) t.requested_at = now;
       t.job = job;
       return t;
     case JobSignal::kCompleted:
-      return JobTrack{};
+      close(t);
+      return t;
   }
   return t;
 }
@@ -450,7 +465,11 @@ BusyDecision decide_busy(const BusyFacts& f) {
     d.busy = true;  // acknowledge, acquire and the first renew come before the Worker
     return d;
   }
-  d.track = JobTrack{};
+  // Over without a completion line: settled, so that its request is not counted open again.
+  d.track.requested_at.reset();
+  d.track.worker_seen = false;
+  d.track.job.clear();
+  d.track.runs = std::max(d.track.runs, d.track.requests);
   return d;
 }
 

@@ -242,16 +242,26 @@ ExitDecision after_listener_exit(const ExitStatus& status, bool stopping, int re
 // cancel before the first renew): nothing marks their end, so a request that produced no Worker
 // and no completion within `job_start_bound` is over. acknowledge, acquire and the first renew
 // all happen before the Worker appears, so the bound covers them (actions-runner.md).
+//
+// The runner writes stdout, its perf log and _diag to three files the agent reads one after the
+// other, so a request may be read after its own job's "Running job" and completion (a job over
+// within one read). Requests and runs are therefore counted over the Listener's life: a request
+// that a run already answered is no new one.
 enum class JobSignal {
-  kRequested,  // perf log MessageReceived_RunnerJobRequest, or a _diag "Acknowledging runner request"
-  kRunning,    // stdout "Running job: …" (acquired; the first renew follows)
-  kCompleted,  // stdout "Job … completed with result: …"
+  kRequested,     // perf log MessageReceived_RunnerJobRequest (every request)
+  kAcknowledged,  // _diag "Acknowledging runner request" (only when the server asks): a request,
+                  // unless the perf log tells of requests (then it is the same one again)
+  kRunning,       // stdout "Running job: …" (acquired; the first renew follows)
+  kCompleted,     // stdout "Job … completed with result: …"
 };
 
 struct JobTrack {
   std::optional<Duration> requested_at{};  // monotonic; set while a job request is open
   bool worker_seen = false;                // a Worker ran since it opened
   std::string job;                         // its name, once "Running job" told it
+  int64_t requests = 0;                    // requests seen from this Listener
+  int64_t runs = 0;                        // "Running job" lines seen from it (and dropped requests)
+  bool perf_seen = false;                  // its perf log tells of requests
   bool operator==(const JobTrack&) const = default;
 };
 

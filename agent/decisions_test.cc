@@ -825,7 +825,8 @@ TEST(Busy, CompletedEndsIt) {
   EXPECT_EQ(t.job, "build");
   EXPECT_EQ(t.requested_at, seconds(1));  // the clock runs from the arrival, not "Running job"
   t = apply_job_signal(t, JobSignal::kCompleted, seconds(3));
-  EXPECT_EQ(t, JobTrack{});
+  EXPECT_FALSE(t.requested_at);
+  EXPECT_EQ(t.job, "");
   auto d = busy_at(t, seconds(3));
   EXPECT_FALSE(d.busy);
   EXPECT_EQ(d.reason, "");
@@ -833,13 +834,73 @@ TEST(Busy, CompletedEndsIt) {
 
 TEST(Busy, OrderOfSignalsInOnePollMatters) {
   // The previous job completes, then the next request arrives: busy.
-  JobTrack t = apply_job_signal({}, JobSignal::kRunning, seconds(1), "a");
+  JobTrack t = apply_job_signal({}, JobSignal::kRequested, seconds(1));
+  t = apply_job_signal(t, JobSignal::kRunning, seconds(1), "a");
   t = apply_job_signal(t, JobSignal::kCompleted, seconds(2));
   t = apply_job_signal(t, JobSignal::kRequested, seconds(2));
   EXPECT_TRUE(busy_at(t, seconds(2)).busy);
   // A request, then its completion: idle.
   t = apply_job_signal(t, JobSignal::kCompleted, seconds(2));
   EXPECT_FALSE(busy_at(t, seconds(2)).busy);
+}
+
+// stdout is read before the perf log: a job over within one read shows its request last. That
+// request was answered already — not a new job, and no busy until the bound.
+TEST(Busy, AWholeJobWithinOneReadLeavesItIdle) {
+  JobTrack t = apply_job_signal({}, JobSignal::kRunning, seconds(1), "fast");
+  t = apply_job_signal(t, JobSignal::kCompleted, seconds(1));
+  t = apply_job_signal(t, JobSignal::kRequested, seconds(1));
+  EXPECT_FALSE(busy_at(t, seconds(1)).busy);
+  // The next request is a new job.
+  t = apply_job_signal(t, JobSignal::kRequested, seconds(5));
+  EXPECT_TRUE(busy_at(t, seconds(5)).busy);
+  t = apply_job_signal(t, JobSignal::kRunning, seconds(5), "next");
+  EXPECT_EQ(t.job, "next");
+  t = apply_job_signal(t, JobSignal::kCompleted, seconds(6));
+  EXPECT_FALSE(busy_at(t, seconds(6)).busy);
+  // Running read before its own request while the job goes on: one job, busy, named.
+  t = apply_job_signal(t, JobSignal::kRunning, seconds(7), "long");
+  t = apply_job_signal(t, JobSignal::kRequested, seconds(7));
+  EXPECT_TRUE(busy_at(t, seconds(7)).busy);
+  EXPECT_EQ(t.job, "long");
+  t = apply_job_signal(t, JobSignal::kCompleted, seconds(9));
+  EXPECT_FALSE(busy_at(t, seconds(9)).busy);
+}
+
+// A dropped request (no Running, no completion) does not shift the count: after it, a whole job
+// within one read still leaves the runner idle.
+TEST(Busy, ADroppedRequestIsSettledForTheCount) {
+  JobTrack t = apply_job_signal({}, JobSignal::kRequested, seconds(0));
+  t = busy_at(t, seconds(0) + kBound).track;  // over at the bound
+  EXPECT_FALSE(t.requested_at);
+  t = apply_job_signal(t, JobSignal::kRunning, seconds(400), "b");
+  t = apply_job_signal(t, JobSignal::kCompleted, seconds(400));
+  t = apply_job_signal(t, JobSignal::kRequested, seconds(400));
+  EXPECT_FALSE(busy_at(t, seconds(400)).busy);
+  // Dropped, then superseded by the next request before the bound: the same.
+  t = apply_job_signal(t, JobSignal::kRequested, seconds(500));
+  t = apply_job_signal(t, JobSignal::kRunning, seconds(501), "c");
+  t = apply_job_signal(t, JobSignal::kCompleted, seconds(501));
+  // c had its own request (at 500): one more after its completion is the next job's.
+  t = apply_job_signal(t, JobSignal::kRequested, seconds(501));
+  EXPECT_TRUE(busy_at(t, seconds(501)).busy);
+}
+
+// _diag's acknowledgement tells of a request the perf log already told of.
+TEST(Busy, AnAcknowledgementIsARequestOnlyWithoutThePerfLog) {
+  JobTrack t = apply_job_signal({}, JobSignal::kAcknowledged, seconds(0));
+  EXPECT_TRUE(busy_at(t, seconds(0)).busy) << "no perf log: the acknowledgement is the arrival";
+  t = apply_job_signal(t, JobSignal::kRunning, seconds(1), "x");
+  t = apply_job_signal(t, JobSignal::kCompleted, seconds(2));
+  EXPECT_FALSE(busy_at(t, seconds(2)).busy);
+
+  JobTrack p = apply_job_signal({}, JobSignal::kRequested, seconds(0));
+  p = apply_job_signal(p, JobSignal::kAcknowledged, seconds(0));
+  EXPECT_EQ(p.requests, 1) << "the same request, told twice";
+  p = apply_job_signal(p, JobSignal::kRunning, seconds(1), "y");
+  p = apply_job_signal(p, JobSignal::kCompleted, seconds(2));
+  p = apply_job_signal(p, JobSignal::kAcknowledged, seconds(3));
+  EXPECT_FALSE(busy_at(p, seconds(3)).busy);
 }
 
 TEST(Busy, RunningJobWithoutARequestSeenStartsTheClock) {
@@ -854,7 +915,7 @@ TEST(Busy, ARequestThatNeverGotAWorkerIsOverAtTheBound) {
   JobTrack t = apply_job_signal({}, JobSignal::kRequested, seconds(10));
   auto d = busy_at(t, seconds(10) + kBound);
   EXPECT_FALSE(d.busy);
-  EXPECT_EQ(d.track, JobTrack{});
+  EXPECT_FALSE(d.track.requested_at);
   EXPECT_NE(d.reason.find("no Worker and no completion within 5m"), std::string::npos) << d.reason;
   EXPECT_NE(d.reason.find("the job request"), std::string::npos) << d.reason;
 }
@@ -888,7 +949,7 @@ TEST(Busy, TheWorkersExitEndsItBeforeTheBound) {
   t = busy_at(t, seconds(2), true).track;
   auto d = busy_at(t, seconds(3));
   EXPECT_FALSE(d.busy);
-  EXPECT_EQ(d.track, JobTrack{});
+  EXPECT_FALSE(d.track.requested_at);
   EXPECT_NE(d.reason.find("Worker exited without a completion line"), std::string::npos) << d.reason;
 }
 
@@ -896,7 +957,7 @@ TEST(Busy, TheListenersExitEndsIt) {
   JobTrack t = apply_job_signal({}, JobSignal::kRequested, seconds(0));
   auto d = busy_at(t, seconds(1), false, /*listener=*/false);
   EXPECT_FALSE(d.busy);
-  EXPECT_EQ(d.track, JobTrack{});
+  EXPECT_FALSE(d.track.requested_at);
   EXPECT_NE(d.reason.find("ended with the Listener"), std::string::npos);
   // Its Worker still there (being killed with its group): still busy until it is gone.
   EXPECT_TRUE(busy_at(t, seconds(1), true, false).busy);

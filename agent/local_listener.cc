@@ -57,9 +57,9 @@ void LocalListener::read_pipes(std::vector<RunnerEvent>& events) {
 
 std::vector<RunnerEvent> LocalListener::poll_events() {
   std::vector<RunnerEvent> events;
-  // Files do not order lines between them. stdout first, job requests after: a completion and the
-  // next request in one poll leave the next one busy. (A whole job within one poll would then
-  // stay busy until job_start_bound: the error on the side that loses no job.)
+  // Files do not order lines between them: stdout first, job requests after. A completion and
+  // the next request in one poll leave the next one busy; a whole job within one poll is told by
+  // its request after its completion, which the request count recognises (decisions.h).
   read_pipes(events);
   for (const auto& line : perf_.poll()) {
     RunnerEvent e = parse_perf_line(line);

@@ -127,3 +127,29 @@ TEST_F(AgentBusy, ADeregistrationGithubKeepsRefusingLeavesTheRunnerRegisteredAnd
 
 }  // namespace
 }  // namespace runpool::agent::testing
+
+namespace runpool::agent::testing {
+namespace {
+
+// A job over within one read of the runner's output (one that fails at once): its request, in the
+// perf log, is read after its completion on stdout. That request is recognised as the finished
+// job's: busy ends with the completion, not at job_start_bound (5 minutes by default, kept here).
+TEST_F(AgentBusy, AJobOverWithinOneReadLeavesTheRunnerIdleAtOnce) {
+  const std::string id = env_->launch({.runner_mode = "stock"});
+  const std::string label = "busy-fast";
+  env_->write_launched_record(id, label);
+  env_->wait_registered_and_mark_running(id, 1);
+  for (int i = 0; i < 5; ++i) {
+    SCOPED_TRACE(i);
+    const int64_t job = env_->queue_job(label, 0, "exit 1");
+    ASSERT_TRUE(eventually([&] { return env_->job(job)["state"].asString() == "completed"; }, 20s))
+        << write_json(env_->job(job));
+    EXPECT_EQ(env_->job(job)["result"].asString(), "Failed");
+    ASSERT_TRUE(eventually([&] { return !env_->record(id).busy; }, 10s)) << "busy stuck\n" << env_->console(id);
+  }
+  EXPECT_EQ(count_of(env_->console(id), "busy ends: "), 0u) << "no request was left open:\n" << env_->console(id);
+  ASSERT_TRUE(env_->drain(id)) << env_->console(id);
+}
+
+}  // namespace
+}  // namespace runpool::agent::testing
