@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -149,7 +151,10 @@ bool group_exists(const std::string& name) {
 }
 
 // One agent at a time adds job users on this machine (one per EC2 instance; many on a test host
-// running local instances, which must never pick the same uid).
+// running local instances, which must never pick the same uid). The lock file also holds the
+// lowest uid no agent on this machine has handed out since boot: local instances sharing a host
+// then never reuse each other's uids either (a retired uid's files outside one instance's sweep
+// must not become a later user's).
 class HostLock {
  public:
   HostLock() {
@@ -160,8 +165,36 @@ class HostLock {
   ~HostLock() {
     if (fd_ >= 0) close(fd_);
   }
+  // The lowest uid not handed out of the range starting at `first` ("<first> <next>" lines).
+  uid_t floor(uid_t first) const {
+    auto all = read();
+    auto it = all.find(first);
+    return it == all.end() ? 0 : it->second;
+  }
+  void set_floor(uid_t first, uid_t next) const {
+    auto all = read();
+    if (fd_ < 0 || all[first] >= next) return;
+    all[first] = next;
+    std::string text;
+    for (const auto& [f, n] : all) text += std::to_string(f) + " " + std::to_string(n) + "\n";
+    if (ftruncate(fd_, 0) != 0 || pwrite(fd_, text.data(), text.size(), 0) < 0) spdlog::warn("cannot update the job users' lock file");
+  }
 
  private:
+  std::map<uid_t, uid_t> read() const {
+    std::map<uid_t, uid_t> out;
+    if (fd_ < 0) return out;
+    std::string text(4096, '\0');
+    ssize_t n = pread(fd_, text.data(), text.size(), 0);
+    text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    std::istringstream in(text);
+    for (std::string first, next; in >> first >> next;) {
+      auto f = parse_number(first), x = parse_number(next);
+      if (f && x && *f <= kMaxUid && *x <= kMaxUid + 1) out[static_cast<uid_t>(*f)] = static_cast<uid_t>(*x);
+    }
+    return out;
+  }
+
   int fd_ = -1;
 };
 
@@ -192,6 +225,7 @@ UserIdentity SystemTenantUsers::create() {
            (getgrgid_r(u, &gr, buf.data(), buf.size(), &g) == 0 && g);
   };
   HostLock lock;
+  st.next = std::max(st.next, lock.floor(s_.range.first));
   std::optional<uid_t> uid;
   // A uid whose group cannot be made is someone else's (a group of the image with that id): the
   // next one is tried.
@@ -204,6 +238,7 @@ UserIdentity SystemTenantUsers::create() {
     st.current = *candidate;
     st.next = *candidate + 1;
     save(st);  // before the group and user exist: a crash from here on still sweeps this uid
+    lock.set_floor(s_.range.first, st.next);
     const std::string name = tenant_name(*candidate);
     if (run({"groupadd", "--gid", std::to_string(*candidate), name}, [&] { return group_is(name, *candidate); })) {
       uid = candidate;

@@ -63,13 +63,22 @@ async function runJobs(cloud, label, workflow, n) {
   for (let i = 1; i <= n; i++) {
     jobs.push(await control(cloud, 'POST', '/_control/github/jobs', {
       labels: [label], name: `${workflow} / job ${i}`, durationMs: 1500,
-      // Each job fails if it finds what an earlier workflow left, then leaves a file in its work
-      // folder and a process that escaped the runner's own job cleanup.
+      // Each job fails if it finds what an earlier workflow left, then leaves files in its work
+      // folder, /tmp and /dev/shm, and a process that escaped the runner's own job cleanup.
       run: [
-        'if ls leftover-* >/dev/null 2>&1 || pgrep -f runpool-demo-leftover >/dev/null; then',
-        '  echo "found what an earlier workflow left behind"; exit 1',
-        'fi',
-        `echo "made by ${workflow}" > "leftover-${workflow.replace(/\W/g, '')}.txt"`,
+        // The local instances share this machine's /tmp: a file of this workflow's other jobs is
+        // not an earlier workflow's.
+        `wf=${workflow.replace(/\W/g, '')}`,
+        'for f in leftover-* /tmp/runpool-demo-leftover-* /dev/shm/runpool-demo-leftover-*; do',
+        '  case "$f" in *"-$wf-"*) continue ;; esac',
+        '  if [ -e "$f" ]; then echo "found what an earlier workflow left behind: $f"; exit 1; fi',
+        'done',
+        'if pgrep -f runpool-demo-leftover >/dev/null; then echo "found an earlier workflow\'s process"; exit 1; fi',
+        // Instances share this machine's /tmp but not their process ids: the runner's name is unique.
+        'tag="$wf-$RUNNER_NAME"',
+        `echo "made by ${workflow}" > "leftover-$tag-.txt"`,
+        `echo "made by ${workflow}" > "/tmp/runpool-demo-leftover-$tag-"`,
+        `echo "made by ${workflow}" > "/dev/shm/runpool-demo-leftover-$tag-"`,
         "RUNNER_TRACKING_ID= nohup bash -c 'exec -a runpool-demo-leftover sleep 3000' >/dev/null 2>&1 &",
       ].join('\n'),
     }));
@@ -93,7 +102,10 @@ async function workflow(cloud, run, name, label) {
   const ms = Date.now() - started;
   say(`${name}: provision --count 3 → ${out.warm} warm, ${out.launched} launched, all running in ${ms} ms`);
   const jobs = await runJobs(cloud, label, name, 3);
-  if (name === 'workflow 2') say(`${name}: its jobs found nothing of workflow 1 (no files, no processes) on the reused instances`);
+  if (name === 'workflow 2') {
+    say(`${name}: its jobs, each run as a job user of its own, found nothing of workflow 1 on the reused instances ` +
+        '(no file in the work folder, /tmp or /dev/shm, no process)');
+  }
   const releaseStarted = Date.now();
   await run(['release', '--label', label]);
   say(`${name}: release → the instances drained, deregistered, cleaned and back in the pool in ` +
@@ -133,7 +145,7 @@ async function main() {
       `instance_profile = runpool-agent`, `instance_role_id = ${ready.instanceRoleId}`,
       `user_data_template = ${path.join(repo, 'cloud-init/user-data.sh.in')}`, `agent_binary = ${agent}`,
       `agent_runner_root = ${work}/{instance_id}/runner`, `agent_runner_template = ${template}`,
-      `agent_extra = drain_poll_wait=1s`, `agent_heartbeat_interval = 1s`, `agent_assignment_poll_interval = 200ms`,
+      `agent_extra = drain_poll_wait=1s; job_users_state=${work}/{instance_id}/job-users`, `agent_heartbeat_interval = 1s`, `agent_assignment_poll_interval = 200ms`,
       `poll_interval = 200ms`, `claim_wait = 1s`, `max_heartbeat_age = 10s`, `claim_min_remaining = 2s`,
       `idle_ttl = 25s`, `orphan_grace = 30s`,
     ].join('\n') + '\n');
