@@ -77,9 +77,9 @@ std::vector<KeySpec> agent_schema() {
        "next job finds)"},
       {"job_uid_range", KeyType::kString, "1000000000-1099999999",
        "per-assignment job users: their uids and gids (FIRST-LAST), which no other user or file of the image may have"},
-      {"job_users_state", KeyType::kString, "/var/lib/runpool-agent/job-users",
+      {"job_users_state", KeyType::kString, "/var/lib/runpool-agent/{instance_id}/job-users",
        "per-assignment job users: the file that keeps the next uid and the user in place across agent restarts; "
-       "{instance_id} is replaced by the instance's id"},
+       "{instance_id} is replaced by the instance's id (an image made from an instance carries no state of it)"},
       {"clean_sweep_roots", KeyType::kString, "/",
        "per-assignment job users: where the end of an assignment looks for the job user's files (space-separated "
        "absolute paths; every local, writable filesystem mounted at or under them is walked, the runner root "

@@ -67,7 +67,7 @@ TEST(AgentSettings, JobUsersArePerAssignmentByDefault) {
   EXPECT_EQ(s.job_uid_range.last, 1099999999u);
   EXPECT_EQ(s.clean_sweep_roots, std::vector<std::string>{"/"}) << "every local filesystem";
   EXPECT_EQ(s.job_privileges, "user");
-  EXPECT_EQ(s.job_users_state, "/var/lib/runpool-agent/job-users");
+  EXPECT_EQ(s.job_users_state, "/var/lib/runpool-agent/{instance_id}/job-users");
 
   Config d(agent_schema());
   d.merge_text(kMinimal + "job_users = fixed\nclean_sweep_roots = /srv/runners  /tmp /dev/shm\njob_uid_range = 5-9\n",

@@ -35,10 +35,11 @@ struct Figures {
 };
 
 // The agent of a stock runner (later lines of the pool's configuration win).
-std::string stock_agent() {
+// `sweep`: the fixture's job-user settings (clean_sweep_roots()).
+std::string stock_agent(const std::string& sweep) {
   return "agent_extra = notice_poll_interval=500ms; boot_grace=60s; drain_timeout=60s; registration_timeout=60s; "
          "cleanup_timeout=2s; terminate_wait=5s; listener_restart_backoff=200ms; stock_idle_wait=3s; drain_poll_wait=" +
-         drain_poll_wait() + "\n";
+         drain_poll_wait() + "; " + sweep + "\n";
 }
 
 class DrainRace : public E2eTest {
@@ -51,7 +52,7 @@ class DrainRace : public E2eTest {
     use_runner_build(kind());
   }
   // Before init: it renders the agent's configuration into the launch template.
-  std::string more_config() const override { return stock_agent(); }
+  std::string more_config() const override { return stock_agent(clean_sweep_roots()); }
 
   // Both builds drain the stock way (above).
   const Steps& steps() const { return kStockSteps; }

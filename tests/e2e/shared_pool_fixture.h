@@ -317,7 +317,7 @@ class SharedPoolStock : public SharedPoolWindow {
     return SharedPoolWindow::more_config() +
            "agent_extra = notice_poll_interval=500ms; boot_grace=60s; drain_timeout=60s; registration_timeout=60s; "
            "cleanup_timeout=2s; terminate_wait=5s; listener_restart_backoff=200ms; stock_idle_wait=3s; "
-           "drain_poll_wait=" + drain_poll_wait() + "\n";
+           "drain_poll_wait=" + drain_poll_wait() + "; " + clean_sweep_roots() + "\n";
   }
 
   // The job's fate, with a fresh runner to take it should it be back in the queue; one line for the
