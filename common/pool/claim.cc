@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include "common/pool/retire_plan.h"
+#include "common/pool/reuse_policy.h"
 
 namespace runpool::pool {
 
@@ -45,6 +46,9 @@ ClaimVerdict judge_pool_message(const PoolMessage& message, const std::optional<
   }
   if (!instance_type_allowed(r.instance_type, request.allowed_type_globs)) {
     return {MessageFate::kRelease, "instance type not allowed"};
+  }
+  if (!scope_may_claim(r.reuse_scope_key, request.reuse_scope_key)) {
+    return {MessageFate::kRelease, "instance is kept for " + r.reuse_scope_key};
   }
   return {MessageFate::kClaim, "valid"};
 }

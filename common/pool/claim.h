@@ -30,6 +30,9 @@ struct ClaimRequest {
   // The class's max_instance_age (0: none): an older instance, or one `runpoolctl retire` marked,
   // is never claimed; refresh retires it.
   int64_t max_instance_age_ms = 0;
+  // The claim's reuse scope (common/pool/reuse_policy.h: "repository:owner/name" or "owner:owner";
+  // "" when unknown): an instance tagged with another scope is left to a claimer of its own.
+  std::string reuse_scope_key;
 };
 
 enum class MessageFate {

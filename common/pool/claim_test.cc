@@ -140,6 +140,31 @@ TEST(JudgePoolMessage, TypeGlobsRelease) {
   EXPECT_EQ(judge_pool_message(message(), idle_record(), q).fate, MessageFate::kClaim);
 }
 
+// same-scope reuse: a tagged instance is left (released, not dropped) to a claimer of its scope;
+// an untagged one is anyone's; the scope check never outranks a reason to drop.
+TEST(JudgePoolMessage, ReuseScopeTagReleasesToOtherScopes) {
+  InstanceRecord tagged = idle_record();
+  tagged.reuse_scope_key = "repository:octo/app";
+  ClaimRequest q = request();
+  q.reuse_scope_key = "repository:octo/app";
+  EXPECT_EQ(judge_pool_message(message(), tagged, q).fate, MessageFate::kClaim);
+  q.reuse_scope_key = "repository:octo/other";
+  ClaimVerdict v = judge_pool_message(message(), tagged, q);
+  EXPECT_EQ(v.fate, MessageFate::kRelease);
+  EXPECT_EQ(v.reason, "instance is kept for repository:octo/app");
+  q.reuse_scope_key = "owner:octo";
+  EXPECT_EQ(judge_pool_message(message(), tagged, q).fate, MessageFate::kRelease);
+  q.reuse_scope_key = "";
+  EXPECT_EQ(judge_pool_message(message(), tagged, q).fate, MessageFate::kRelease);
+  for (const char* scope : {"", "repository:octo/app", "owner:someone"}) {
+    q.reuse_scope_key = scope;
+    EXPECT_EQ(judge_pool_message(message(), idle_record(), q).fate, MessageFate::kClaim) << scope;
+  }
+  tagged.heartbeat_ms = kNow - 3'600'000;
+  q.reuse_scope_key = "repository:octo/other";
+  EXPECT_EQ(judge_pool_message(message(), tagged, q).fate, MessageFate::kDrop);
+}
+
 TEST(InstanceTypeAllowed, GlobSemantics) {
   EXPECT_TRUE(instance_type_allowed("c7i.large", {}));
   EXPECT_TRUE(instance_type_allowed("c7i.large", {"c*"}));

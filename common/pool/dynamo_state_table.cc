@@ -197,6 +197,10 @@ bool DynamoStateTable::transition(const std::string& instance_id, const Expect& 
     if (*c.retire_pending) b.set(attr::kRetirePending, AttributeValue::boolean(true));
     else b.remove(attr::kRetirePending);
   }
+  if (c.reuse_scope_key) {
+    if (!c.reuse_scope_key->empty()) b.set(attr::kReuseScopeKey, AttributeValue::string(*c.reuse_scope_key));
+    else b.remove(attr::kReuseScopeKey);
+  }
   return conditional_update(db_, table_, key_of(instance_id), instance_id, b);
 }
 

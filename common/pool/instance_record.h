@@ -79,6 +79,9 @@ struct InstanceRecord {
   std::string ami_id;           // the AMI its launch asked for (the class's image, else image_id); "": unknown
   // `runpoolctl retire` marked it while assigned: its release retires it instead of returning it.
   bool retire_pending = false;
+  // The scope of its last assignment when its class reuses same-scope only ("repository:owner/name"
+  // or "owner:owner", common/pool/reuse_policy.h): only a claim of that scope may take it. "": untagged.
+  std::string reuse_scope_key;
 
   // Agent fields: written by the instance's own agent only.
   int64_t heartbeat_ms = 0;

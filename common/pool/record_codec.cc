@@ -56,6 +56,7 @@ aws::Item encode_record(const InstanceRecord& r) {
   if (r.bypass_removal) item[attr::kBypassRemoval] = AttributeValue::boolean(true);
   put_string(item, attr::kAmiId, r.ami_id);
   if (r.retire_pending) item[attr::kRetirePending] = AttributeValue::boolean(true);
+  put_string(item, attr::kReuseScopeKey, r.reuse_scope_key);
   put_int(item, attr::kHeartbeat, r.heartbeat_ms);
   if (r.signal != AgentSignal::kNone) {
     item[attr::kSignal] = AttributeValue::string(std::string(agent_signal_name(r.signal)));
@@ -106,6 +107,7 @@ InstanceRecord decode_record(const aws::Item& item) {
     r.bypass_removal = aws::find_bool(item, attr::kBypassRemoval).value_or(false);
     r.ami_id = aws::find_string(item, attr::kAmiId).value_or("");
     r.retire_pending = aws::find_bool(item, attr::kRetirePending).value_or(false);
+    r.reuse_scope_key = aws::find_string(item, attr::kReuseScopeKey).value_or("");  // absent: untagged
     r.heartbeat_ms = aws::find_int(item, attr::kHeartbeat).value_or(0);
     if (auto s = aws::find_string(item, attr::kSignal)) {
       auto parsed = parse_agent_signal(*s);

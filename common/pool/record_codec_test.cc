@@ -31,6 +31,7 @@ InstanceRecord full_record() {
   r.bypass_removal = true;
   r.ami_id = "ami-0123456789abcdef0";
   r.retire_pending = true;
+  r.reuse_scope_key = "repository:o/r";
   r.heartbeat_ms = 1'799'999'999'000;
   r.signal = AgentSignal::kRegistered;
   r.signal_generation = 7;
@@ -80,7 +81,9 @@ TEST(RecordCodec, MinimalRecordRoundTripsAndOmitsEmptyFields) {
   EXPECT_EQ(item.count(attr::kSignal), 0u);
   EXPECT_EQ(item.count(attr::kPreRun), 0u) << "no script, or not reported: no attribute";
   EXPECT_EQ(item.count(attr::kPreRunDetail), 0u);
+  EXPECT_EQ(item.count(attr::kReuseScopeKey), 0u) << "untagged: no attribute, as in records written before it";
   InstanceRecord back = decode_record(item);
+  EXPECT_EQ(back.reuse_scope_key, "");
   EXPECT_EQ(back.state, State::kCreated);
   EXPECT_EQ(back.signal, AgentSignal::kNone);
   EXPECT_EQ(back.pre_run, PreRun::kNone);

@@ -30,6 +30,7 @@ void apply(InstanceRecord& r, const LifecycleChange& c) {
   if (c.orphan_since_ms) r.orphan_since_ms = *c.orphan_since_ms;
   if (c.bypass_removal) r.bypass_removal = *c.bypass_removal;
   if (c.retire_pending) r.retire_pending = *c.retire_pending;
+  if (c.reuse_scope_key) r.reuse_scope_key = *c.reuse_scope_key;
 }
 
 void apply(InstanceRecord& r, const AgentReport& a) {

@@ -41,6 +41,7 @@ struct LifecycleChange {
   std::optional<int64_t> orphan_since_ms{};  // 0 removes the orphan mark
   std::optional<bool> bypass_removal{};      // false removes the mark
   std::optional<bool> retire_pending{};      // false removes the mark
+  std::optional<std::string> reuse_scope_key{};  // "" removes the tag
   // No agent field is ever touched here: a new assignment is told apart from the previous one by
   // the generation its signal names, not by clearing the agent's fields.
 };

@@ -119,7 +119,7 @@ Step mark_retire(const InstanceRecord& r) {
   return s;
 }
 
-Step return_to_pool(const InstanceRecord& r, int64_t now_ms, const Timeouts& t) {
+Step return_to_pool(const InstanceRecord& r, int64_t now_ms, const Timeouts& t, const std::string& reuse_scope_key) {
   Step s;
   s.expect.states = {State::kDraining};
   s.expect.generation = r.generation;
@@ -134,6 +134,7 @@ Step return_to_pool(const InstanceRecord& r, int64_t now_ms, const Timeouts& t) 
   s.change.state_since_ms = now_ms;
   s.change.advertise_pending = true;
   s.change.orphan_since_ms = 0;  // drained and clean: whatever scale-down suspected is over
+  s.change.reuse_scope_key = reuse_scope_key;
   return s;
 }
 

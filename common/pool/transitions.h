@@ -66,8 +66,9 @@ Step set_bypass_removal(const InstanceRecord& r, bool bypass);
 // release (or refresh) then retires it instead of returning it to the pool.
 Step mark_retire(const InstanceRecord& r);
 
-// draining(gen), agent `drained` for gen → idle, unassigned, advertise_pending set.
-Step return_to_pool(const InstanceRecord& r, int64_t now_ms, const Timeouts& t);
+// draining(gen), agent `drained` for gen → idle, unassigned, advertise_pending set, tagged with
+// `reuse_scope_key` ("" clears any tag: any scope may claim it; see reuse_policy.h).
+Step return_to_pool(const InstanceRecord& r, int64_t now_ms, const Timeouts& t, const std::string& reuse_scope_key = "");
 
 // idle(gen) with advertise_pending → cleared, after the pool message was sent.
 Step advertised(const InstanceRecord& r);
