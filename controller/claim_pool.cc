@@ -8,6 +8,7 @@
 
 #include "common/pool/claim.h"
 #include "common/pool/record_update.h"
+#include "common/pool/reuse_policy.h"
 #include "common/pool/transitions.h"
 
 namespace runpool::controller {
@@ -59,7 +60,9 @@ class Claimer {
                                plan_.type_globs,             ctx_.now_ms(),
                                s.claim_min_remaining.count(), s.max_heartbeat_age.count(),
                                s.pool,  // never another pool's instance, whatever the message says
-                               s.max_instance_age_ms(plan_.resource_class)};
+                               s.max_instance_age_ms(plan_.resource_class),
+                               // same-scope reuse: a tagged instance is only for its own scope
+                               pool::scope_key_for(plan_.reg_url, s.reuse_policy_for(plan_.resource_class).reuse_scope)};
     pool::ClaimVerdict verdict = pool::judge_pool_message(*m.message, record, request);
     if (verdict.fate == pool::MessageFate::kDrop) {
       spdlog::info("dropping the pool message for {} (generation {}): {}", m.message->instance_id,

@@ -13,8 +13,13 @@ namespace runpool::controller {
 
 using pool::State;
 
-bool return_drained(Context& ctx, const pool::InstanceRecord& record) {
-  pool::Step step = pool::return_to_pool(record, ctx.now_ms(), ctx.settings.timeouts);
+pool::DrainedDecision drained_decision(const Settings& settings, const pool::InstanceRecord& record) {
+  const pool::ReusePolicy& policy = settings.reuse_policy_for(record.resource_class);
+  return pool::drained_fate(policy, pool::scope_key_for(record.reg_url, policy.reuse_scope));
+}
+
+bool return_drained(Context& ctx, const pool::InstanceRecord& record, const std::string& reuse_scope_key) {
+  pool::Step step = pool::return_to_pool(record, ctx.now_ms(), ctx.settings.timeouts, reuse_scope_key);
   if (!ctx.table.transition(record.instance_id, step.expect, step.change)) return false;
   pool::InstanceRecord idle = record;
   pool::apply(idle, step.change);
@@ -26,8 +31,8 @@ bool return_drained(Context& ctx, const pool::InstanceRecord& record) {
     spdlog::warn("instance {} is idle but its pool message failed ({}); refresh re-advertises it", idle.instance_id,
                  e.what());
   }
-  spdlog::info("instance {} returned to the {} pool (generation {})", idle.instance_id, idle.resource_class,
-               idle.generation);
+  spdlog::info("instance {} returned to the {} pool (generation {}{})", idle.instance_id, idle.resource_class,
+               idle.generation, reuse_scope_key.empty() ? "" : ", kept for " + reuse_scope_key);
   return true;
 }
 
@@ -185,15 +190,23 @@ DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>
         out.runners.emplace(mine.instance_id, DrainOutcome::Runner{fate.fate, fate.detail});
         if (!fate.proceed) {
           out.left.push_back(mine.instance_id);
-        } else if (r->retire_pending) {
-          // Outdated (`runpoolctl retire`): its job is done and its runner gone, so it ends here.
-          RetireOutcome ro = retire(ctx, {*r}, "retired: outdated");
-          if (!ro.skipped.empty()) return AwaitAction::kKeep;  // moved under us: look again next round
-          out.retired.push_back(mine.instance_id);
-        } else if (return_drained(ctx, *r)) {
-          out.returned.push_back(mine.instance_id);
         } else {
-          return AwaitAction::kKeep;  // moved under us: look again next round
+          // Outdated (`runpoolctl retire`), or its class never reuses an instance (or has no scope
+          // to keep it for): its job is done and its runner gone, so it ends here.
+          pool::DrainedDecision reuse = drained_decision(ctx.settings, *r);
+          std::string why = r->retire_pending ? "outdated"
+                            : reuse.fate == pool::DrainedFate::kTerminate ? reuse.reason
+                                                                         : "";
+          if (!why.empty()) {
+            RetireOutcome ro = retire(ctx, {*r}, "retired: " + why);
+            if (!ro.skipped.empty()) return AwaitAction::kKeep;  // moved under us: look again next round
+            out.retired.push_back(mine.instance_id);
+            out.retired_reasons[mine.instance_id] = why;
+          } else if (return_drained(ctx, *r, reuse.scope_key)) {
+            out.returned.push_back(mine.instance_id);
+          } else {
+            return AwaitAction::kKeep;  // moved under us: look again next round
+          }
         }
         return AwaitAction::kResolve;
       }

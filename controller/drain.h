@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/pool/instance_record.h"
+#include "common/pool/reuse_policy.h"
 #include "common/pool/runner_fate.h"
 #include "common/secret.h"
 #include "controller/context.h"
@@ -20,7 +21,11 @@ namespace runpool::controller {
 struct DrainOutcome {
   std::vector<std::string> returned;    // idle again and advertised (by us or a concurrent caller)
   std::vector<std::string> terminated;  // not drained in time, the agent failed, or stopped in EC2: terminated
-  std::vector<std::string> retired;     // drained, but marked by `runpoolctl retire`: terminated, not returned
+  std::vector<std::string> retired;     // drained, but terminated, not returned: see retired_reasons
+  // Why each retired instance was not returned: "outdated" (marked by `runpoolctl retire`),
+  // "reuse-never" (its class's reuse = never) or "reuse-no-scope" (same-scope reuse, but its
+  // assignment had no repository or owner to keep it for).
+  std::map<std::string, std::string> retired_reasons;
   std::vector<std::string> left;        // still draining at the end: refresh finishes or terminates them
   std::vector<std::string> gone;        // terminating/terminated/removed by someone else, or gone from
                                         // EC2 while draining (its record closed)
@@ -65,6 +70,12 @@ bool hand_fresh_remove_token(Context& ctx, const pool::InstanceRecord& record, c
 // draining(gen) with `drained` for gen → idle, then the pool message, then advertise_pending
 // cleared. False when the record did not meet the condition (someone else moved it). A failed
 // SendMessage leaves advertise_pending set (refresh re-advertises) and still counts as returned.
-bool return_drained(Context& ctx, const pool::InstanceRecord& record);
+// Returned untagged, or tagged with the assignment's scope under same-scope reuse: callers first
+// ask drained_decision, which may say terminate instead.
+bool return_drained(Context& ctx, const pool::InstanceRecord& record, const std::string& reuse_scope_key = "");
+
+// The class's reuse policy applied to a drained record (common/pool/reuse_policy.h): the scope is
+// its registration URL's under the class's reuse_scope.
+pool::DrainedDecision drained_decision(const Settings& settings, const pool::InstanceRecord& record);
 
 }  // namespace runpool::controller

@@ -15,6 +15,7 @@
 #include "common/pool/record_update.h"
 #include "common/pool/refresh_plan.h"
 #include "common/pool/wake_queue.h"
+#include "controller/drain.h"
 #include "controller/metrics_events.h"
 #include "controller/pass_report.h"
 
@@ -316,7 +317,18 @@ class Refresh {
         return write(a.instance_id, pool::start_drain(*a.record, *remove_token, now, t)) ? Outcome{Outcome::kDone, ""}
                                                                                          : changed;
       case ActionKind::kReturnToPool: {
-        pool::Step step = pool::return_to_pool(*a.record, now, t);
+        // Its class's reuse policy decides as release's would: back (perhaps kept for its scope) or terminated.
+        pool::DrainedDecision reuse = drained_decision(s_, *a.record);
+        if (reuse.fate == pool::DrainedFate::kTerminate) {
+          pool::Step step = pool::begin_terminate(*a.record, now, t);
+          if (!write(a.instance_id, step)) return changed;
+          pool::InstanceRecord terminating = *a.record;
+          pool::apply(terminating, step.change);
+          ctx_.compute.terminate({a.instance_id});
+          terminated.push_back(terminating);
+          return {Outcome::kDone, "terminated, not returned: " + reuse.reason};
+        }
+        pool::Step step = pool::return_to_pool(*a.record, now, t, reuse.scope_key);
         if (!write(a.instance_id, step)) return changed;
         pool::InstanceRecord idle = *a.record;
         pool::apply(idle, step.change);

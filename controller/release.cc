@@ -50,6 +50,7 @@ int run_release(Context& ctx, const ReleaseOptions& o) {
       (total.*part).insert((total.*part).end(), (d.*part).begin(), (d.*part).end());
     }
     total.runners.insert(d.runners.begin(), d.runners.end());
+    total.retired_reasons.insert(d.retired_reasons.begin(), d.retired_reasons.end());
     if (ctx.cancelled.load()) break;
   }
   failed = failed || !total.errors.empty() || !total.left.empty();
@@ -76,7 +77,10 @@ std::string release_text(const std::string& label, const DrainOutcome& d) {
   };
   list("returned", d.returned);
   list("terminated", d.terminated);
-  list("retired (outdated)", d.retired);
+  for (const auto& id : d.retired) {
+    auto why = d.retired_reasons.find(id);
+    out += fmt::format("  retired ({}): {}\n", why == d.retired_reasons.end() ? "outdated" : why->second, id);
+  }
   list("gone", d.gone);
   list("still draining", d.left);
   for (const auto& [id, r] : d.runners) {
@@ -97,6 +101,13 @@ Json::Value release_json(const std::string& label, const DrainOutcome& d) {
   v["returned"] = arr(d.returned);
   v["terminated"] = arr(d.terminated);
   v["retired"] = arr(d.retired);
+  // instance → why it was terminated rather than returned: outdated, reuse-never or reuse-no-scope.
+  Json::Value reasons(Json::objectValue);
+  for (const auto& id : d.retired) {
+    auto why = d.retired_reasons.find(id);
+    reasons[id] = why == d.retired_reasons.end() ? "outdated" : why->second;
+  }
+  v["retired_reasons"] = reasons;
   v["gone"] = arr(d.gone);
   v["draining"] = arr(d.left);
   v["errors"] = arr(d.errors);

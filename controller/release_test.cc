@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "common/json.h"
 #include "controller/provision.h"
@@ -241,6 +242,57 @@ TEST(Release, OtherPoolsAreNotTouched) {
   w.settings.pool = "other";
   ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", std::nullopt, false}), kExitOk);
   EXPECT_EQ(w.record(w.compute.launched[0]).state, State::kRunning);
+}
+
+// reuse = never: the drained instance is terminated, not returned, and the output says why.
+TEST(Release, ReuseNeverTerminatesTheDrainedInstance) {
+  World w;
+  w.settings.resource_class_reuse_policy["small"] =
+      pool::ReusePolicy{pool::JobPrivileges::kSudo, pool::Reuse::kNever, pool::ReuseScope::kRepository,
+                        pool::TrustDomain::kNone};
+  provision(w, 1, "run-1");
+  ASSERT_EQ(run_release(w.ctx, {"run-1", std::nullopt, true}), kExitOk) << w.out.str();
+  const std::string id = w.compute.launched.at(0);
+  Json::Value j = parse_json(w.out.str(), "release");
+  ASSERT_EQ(j["retired"].size(), 1u) << w.out.str();
+  EXPECT_EQ(j["retired"][0].asString(), id);
+  EXPECT_EQ(j["retired_reasons"][id].asString(), "reuse-never");
+  EXPECT_EQ(j["returned"].size(), 0u);
+  EXPECT_EQ(w.compute.terminated, std::set<std::string>{id});
+  EXPECT_TRUE(w.queue.bodies("small").empty());
+  EXPECT_NE(w.record(id).state, State::kIdle);
+  // The next run gets a fresh instance.
+  provision(w, 1, "run-2");
+  EXPECT_EQ(w.compute.launched.size(), 2u);
+}
+
+// reuse = same-scope: back to the pool kept for its repository; another repository's claim leaves
+// it (and launches), its own repository's claim takes it.
+TEST(Release, SameScopeKeepsTheInstanceForItsRepository) {
+  World w;
+  w.settings.reuse_policy.reuse = pool::Reuse::kSameScope;
+  provision(w, 1, "run-1");
+  ASSERT_EQ(run_release(w.ctx, {"run-1", std::nullopt, false}), kExitOk) << w.out.str();
+  const std::string kept = w.compute.launched.at(0);
+  EXPECT_EQ(w.record(kept).state, State::kIdle);
+  EXPECT_EQ(w.record(kept).reuse_scope_key, "repository:acme/app");
+  ASSERT_EQ(w.queue.bodies("small").size(), 1u);
+
+  w.github.url = "https://github.com/acme/other";
+  provision(w, 1, "run-2");
+  ASSERT_EQ(w.compute.launched.size(), 2u) << "another repository does not get the kept instance";
+  EXPECT_EQ(w.record(kept).state, State::kIdle);
+  EXPECT_EQ(w.record(w.compute.launched.at(1)).label, "run-2");
+  EXPECT_EQ(w.queue.bodies("small").size(), 1u) << "its message is left for its own repository";
+
+  // The untagged fresh instance of acme/other comes back tagged with acme/other.
+  ASSERT_EQ(run_release(w.ctx, {"run-2", std::nullopt, false}), kExitOk) << w.out.str();
+  EXPECT_EQ(w.record(w.compute.launched.at(1)).reuse_scope_key, "repository:acme/other");
+
+  w.github.url = "https://github.com/acme/app";
+  provision(w, 1, "run-3");
+  EXPECT_EQ(w.compute.launched.size(), 2u) << "its own repository claims it";
+  EXPECT_EQ(w.record(kept).label, "run-3");
 }
 
 TEST(Release, BadLabel) {

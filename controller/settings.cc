@@ -250,6 +250,25 @@ std::vector<KeySpec> settings_schema() {
       {"resource_class_max_instance_age", K::kString, "",
        "max_instance_age of particular resource classes, class=duration[;class=duration] (small=3d;large=7d); "
        "others use max_instance_age"},
+      // Reuse and job privileges (docs/configuration.md, "Reuse and job privileges").
+      {"job_privileges", K::kString, "user",
+       "what a job may do on its instance: user (nothing beyond its own user), docker (the runner user is in the "
+       "docker group: root-equivalent) or sudo (passwordless sudo: root)"},
+      {"reuse", K::kString, "always",
+       "what a drained instance serves next: always (any workflow), same-scope (the same repository or owner only, "
+       "see reuse_scope) or never (terminated after one assignment)"},
+      {"reuse_scope", K::kString, "repository", "reuse = same-scope: repository or owner"},
+      {"trust_domain", K::kString, "none",
+       "pool: the operator declares every workflow that can use this pool one trust domain, which allows reuse = "
+       "always with job_privileges = docker or sudo; none: no such declaration"},
+      {"resource_class_job_privileges", K::kString, "",
+       "job_privileges of particular resource classes, class=value[;class=value]; others use job_privileges"},
+      {"resource_class_reuse", K::kString, "",
+       "reuse of particular resource classes, class=value[;class=value]; others use reuse"},
+      {"resource_class_reuse_scope", K::kString, "",
+       "reuse_scope of particular resource classes, class=value[;class=value]; others use reuse_scope"},
+      {"resource_class_trust_domain", K::kString, "",
+       "trust_domain of particular resource classes, class=value[;class=value]; others use trust_domain"},
       // Shared pools and scale-down.
       {"pool_mode", K::kString, "run-scoped",
        "run-scoped (provision registers runners per workflow run under a unique label) or shared (scale-up "
@@ -541,6 +560,61 @@ Settings load_settings(const Config& c, const std::function<const char*(const ch
     s.resource_class_max_instance_age[cls] = *age;
   }
   s.scale_down.agent_silence_ms = s.agent_silence.count();
+  {
+    // The pool's policy, then each class's overrides field by field; every class's result is checked.
+    auto values_of = [](std::string_view key) -> std::string {
+      if (key.find("job_privileges") != std::string_view::npos) return "user, docker or sudo";
+      if (key.find("reuse_scope") != std::string_view::npos) return "repository or owner";
+      if (key.find("reuse") != std::string_view::npos) return "always, same-scope or never";
+      return "pool or none";
+    };
+    auto field = [&](const char* key, auto parse, auto set) {
+      std::string v = c.get_string(key);
+      auto parsed = parse(v);
+      if (!parsed) c.reject(key, "'" + v + "' must be " + values_of(key));
+      else set(s.reuse_policy, *parsed);
+    };
+    field("job_privileges", pool::parse_job_privileges, [](pool::ReusePolicy& p, auto v) { p.job_privileges = v; });
+    field("reuse", pool::parse_reuse, [](pool::ReusePolicy& p, auto v) { p.reuse = v; });
+    field("reuse_scope", pool::parse_reuse_scope, [](pool::ReusePolicy& p, auto v) { p.reuse_scope = v; });
+    field("trust_domain", pool::parse_trust_domain, [](pool::ReusePolicy& p, auto v) { p.trust_domain = v; });
+    std::map<std::string, std::string> overridden;  // class → the first per-class key that set something
+    auto per_class = [&](const char* key, auto parse, auto set) {
+      std::set<std::string> seen;
+      for (const std::string& entry : split(c.get_string(key), ';')) {
+        if (trim(entry).empty()) continue;
+        auto eq = entry.find('=');
+        std::string cls = eq == std::string::npos ? "" : trim(entry.substr(0, eq));
+        auto parsed = eq == std::string::npos ? decltype(parse(""))() : parse(trim(entry.substr(eq + 1)));
+        const bool known = s.find_class(cls) != nullptr;
+        if (!known || !parsed || !seen.insert(cls).second) {
+          c.reject(key, "'" + trim(entry) + "' is not class=value (" + values_of(key) +
+                            ") for a class of resource_classes, once per class");
+          continue;
+        }
+        auto [it, fresh] = s.resource_class_reuse_policy.try_emplace(cls, s.reuse_policy);
+        set(it->second, *parsed);
+        overridden.try_emplace(cls, key);
+      }
+    };
+    per_class("resource_class_job_privileges", pool::parse_job_privileges,
+              [](pool::ReusePolicy& p, auto v) { p.job_privileges = v; });
+    per_class("resource_class_reuse", pool::parse_reuse, [](pool::ReusePolicy& p, auto v) { p.reuse = v; });
+    per_class("resource_class_reuse_scope", pool::parse_reuse_scope,
+              [](pool::ReusePolicy& p, auto v) { p.reuse_scope = v; });
+    per_class("resource_class_trust_domain", pool::parse_trust_domain,
+              [](pool::ReusePolicy& p, auto v) { p.trust_domain = v; });
+    // What each class ends up with is checked (the pool's values alone when there is no class yet).
+    if (s.resource_classes.empty()) {
+      if (std::string why = pool::reuse_policy_error(s.reuse_policy); !why.empty()) c.reject("reuse", why);
+    }
+    for (const auto& rc : s.resource_classes) {
+      if (std::string why = pool::reuse_policy_error(s.reuse_policy_for(rc.name)); !why.empty()) {
+        auto it = overridden.find(rc.name);
+        c.reject(it == overridden.end() ? "reuse" : it->second, "class '" + rc.name + "': " + why);
+      }
+    }
+  }
   const std::string mode = c.get_string("pool_mode");
   if (mode != "run-scoped" && mode != "shared") c.reject("pool_mode", "'" + mode + "' must be run-scoped or shared");
   s.shared = mode == "shared";

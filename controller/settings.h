@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/pool/instance_record.h"
+#include "common/pool/reuse_policy.h"
 #include "common/pool/scale_down_plan.h"
 #include "common/pool/transitions.h"
 #include "common/schedule/idle_schedule.h"
@@ -104,6 +105,15 @@ struct Settings {
   int64_t max_instance_age_ms(const std::string& resource_class) const {
     auto it = resource_class_max_instance_age.find(resource_class);
     return (it == resource_class_max_instance_age.end() ? max_instance_age : it->second).count();
+  }
+
+  // What a job may do on its instance, and who may use the instance after it (common/pool/reuse_policy.h):
+  // the pool's job_privileges, reuse, reuse_scope and trust_domain, and each class's own where set.
+  pool::ReusePolicy reuse_policy;
+  std::map<std::string, pool::ReusePolicy> resource_class_reuse_policy;  // class → its own (else reuse_policy)
+  const pool::ReusePolicy& reuse_policy_for(const std::string& resource_class) const {
+    auto it = resource_class_reuse_policy.find(resource_class);
+    return it == resource_class_reuse_policy.end() ? reuse_policy : it->second;
   }
 
   // Shared pools and scale-down (docs/design.md, "Shared pools" and "Scale-down").

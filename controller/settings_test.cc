@@ -102,6 +102,62 @@ TEST(Settings, MaxInstanceAgeHasPerClassOverrides) {
   }
 }
 
+TEST(Settings, ReusePolicyDefaultsAndPerClassOverrides) {
+  Settings none = load("resource_classes = small=c7i.large\n");
+  EXPECT_EQ(none.reuse_policy_for("small"), pool::ReusePolicy{});
+  Settings s = load("resource_classes = small=c7i.large;large=m7i.2xlarge;gpu=g5.xlarge\n"
+                    "reuse = same-scope\nreuse_scope = owner\n"
+                    "resource_class_job_privileges = large=sudo; gpu=docker\n"
+                    "resource_class_reuse = large=never\nresource_class_reuse_scope = gpu=repository\n");
+  EXPECT_EQ(s.reuse_policy_for("small"),
+            (pool::ReusePolicy{pool::JobPrivileges::kUser, pool::Reuse::kSameScope, pool::ReuseScope::kOwner,
+                               pool::TrustDomain::kNone}));
+  EXPECT_EQ(s.reuse_policy_for("large"),
+            (pool::ReusePolicy{pool::JobPrivileges::kSudo, pool::Reuse::kNever, pool::ReuseScope::kOwner,
+                               pool::TrustDomain::kNone}));
+  EXPECT_EQ(s.reuse_policy_for("gpu"),
+            (pool::ReusePolicy{pool::JobPrivileges::kDocker, pool::Reuse::kSameScope, pool::ReuseScope::kRepository,
+                               pool::TrustDomain::kNone}));
+  for (const char* bad : {"job_privileges = root", "reuse = sometimes", "reuse_scope = org", "trust_domain = all",
+                          "resource_class_reuse = tiny=never", "resource_class_reuse = small",
+                          "resource_class_reuse = small=never;small=always", "resource_class_job_privileges = small=x"}) {
+    EXPECT_THROW(load(std::string("resource_classes = small=c7i.large\n") + bad + "\n"), ConfigError) << bad;
+  }
+}
+
+// Root-equivalent jobs on instances any workflow reuses: refused, saying why, unless one trust domain.
+TEST(Settings, ReuseAlwaysWithRootEquivalentJobsNeedsOneTrustDomain) {
+  for (const char* priv : {"docker", "sudo"}) {
+    try {
+      load(std::string("resource_classes = small=c7i.large\njob_privileges = ") + priv + "\n");
+      ADD_FAILURE() << priv << " with reuse = always was accepted";
+    } catch (const ConfigError& e) {
+      std::string what = e.what();
+      EXPECT_NE(what.find("reuse"), std::string::npos) << what;
+      EXPECT_NE(what.find("root-equivalent"), std::string::npos) << what;
+      EXPECT_NE(what.find("use reuse = same-scope or never, or declare trust_domain = pool"), std::string::npos) << what;
+    }
+    EXPECT_NO_THROW(load(std::string("resource_classes = small=c7i.large\njob_privileges = ") + priv +
+                         "\ntrust_domain = pool\n"));
+    EXPECT_NO_THROW(load(std::string("resource_classes = small=c7i.large\njob_privileges = ") + priv +
+                         "\nreuse = same-scope\n"));
+    EXPECT_NO_THROW(load(std::string("resource_classes = small=c7i.large\njob_privileges = ") + priv +
+                         "\nreuse = never\n"));
+  }
+  // A class's own override is what is checked, and the error names the key that made it so.
+  try {
+    load("resource_classes = small=c7i.large;big=m7i.2xlarge\nresource_class_job_privileges = big=sudo\n");
+    ADD_FAILURE() << "big: sudo with reuse = always was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("resource_class_job_privileges"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("class 'big'"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(load("resource_classes = small=c7i.large;big=m7i.2xlarge\nresource_class_job_privileges = big=sudo\n"
+                       "resource_class_reuse = big=never\n"));
+  EXPECT_NO_THROW(load("resource_classes = small=c7i.large;big=m7i.2xlarge\njob_privileges = sudo\n"
+                       "resource_class_trust_domain = small=pool;big=pool\n"));
+}
+
 TEST(Settings, InstanceTagsAndRootVolume) {
   Settings s = load("instance_tags = Name=ci-runner CostCenter=42\nroot_volume_size = 100\nroot_volume_type = gp3\n");
   ASSERT_EQ(s.instance_tags.size(), 2u);

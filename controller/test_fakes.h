@@ -219,7 +219,8 @@ class FakeRunners final : public Runners {
     if (fail_remove_token) throw std::runtime_error("GitHub is down");
     return Secret("rm-" + std::to_string(remove_tokens));
   }
-  std::string registration_url() override { return "https://github.com/acme/app"; }
+  std::string registration_url() override { return url; }
+  std::string url = "https://github.com/acme/app";  // where runners register (a test may switch repositories)
   std::vector<github::Runner> list() override {
     ++requests["ListRunners"];
     return {};
