@@ -374,6 +374,28 @@ TEST_F(RefreshTest, DrainedButNotReturnedGoesBackToThePoolWithAMessage) {
   EXPECT_EQ(pool::parse_pool_message(bodies[0])->generation, r.generation);
 }
 
+// A release that crashed after the drain: refresh applies the class's reuse policy as release would.
+TEST_F(RefreshTest, DrainedButNotReturnedFollowsTheClassesReusePolicy) {
+  settings.resource_class_reuse_policy["small"].reuse = pool::Reuse::kNever;
+  InstanceRecord r = put(1, State::kDraining);
+  ASSERT_TRUE(table.report(r.instance_id, {.signal = pool::AgentSignal::kDrained, .generation = r.generation}));
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(compute.state(r.instance_id), "shutting-down") << out.str();
+  EXPECT_NE(get(r.instance_id).state, State::kIdle);
+  EXPECT_NE(out.str().find("reuse-never"), std::string::npos) << out.str();
+  EXPECT_TRUE(queue.bodies("small").empty());
+
+  settings.resource_class_reuse_policy["small"].reuse = pool::Reuse::kSameScope;
+  InstanceRecord s = put(2, State::kDraining);
+  pool::LifecycleChange url;
+  url.reg_url = "https://github.com/acme/app";
+  ASSERT_TRUE(table.transition(s.instance_id, {}, url));
+  ASSERT_TRUE(table.report(s.instance_id, {.signal = pool::AgentSignal::kDrained, .generation = s.generation}));
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(get(s.instance_id).state, State::kIdle);
+  EXPECT_EQ(get(s.instance_id).reuse_scope_key, "repository:acme/app");
+}
+
 // The rule each action came from, for the first reported action of `kind` for `id`.
 std::string rule_of(const Json::Value& report, const std::string& kind, const std::string& id) {
   for (const auto& a : report["actions"]) {

@@ -87,6 +87,8 @@ std::string status_text(const StatusView& v) {
         out += fmt::format("{:<20} agent failed: {}\n", "", r.signal_detail.empty() ? "-" : printable(r.signal_detail, 200));
       }
       if (r.retire_pending) out += fmt::format("{:<20} retired at its release (runpoolctl retire)\n", "");
+      // same-scope reuse: only a claim of this scope takes it.
+      if (!r.reuse_scope_key.empty()) out += fmt::format("{:<20} kept for {}\n", "", printable(r.reuse_scope_key, 200));
     }
   }
   out += "\nPOOL\n";
@@ -131,6 +133,7 @@ Json::Value status_json(const StatusView& v) {
     j["runner_version"] = r.runner_version;
     j["agent_version"] = r.agent_version;
     j["retire_pending"] = r.retire_pending;
+    if (!r.reuse_scope_key.empty()) j["reuse_scope_key"] = printable(r.reuse_scope_key, 200);
     if (r.pre_run != pool::PreRun::kNone) {
       j["pre_run"] = std::string(pool::pre_run_name(r.pre_run));
       j["pre_run_detail"] = printable(r.pre_run_detail, 800);

@@ -136,6 +136,19 @@ TEST(Status, ShowsWhatAnInstanceRunsAFailedAgentsReasonAndARetireMark) {
   EXPECT_EQ(j["agent_version"].asString(), "1.4.0");
   EXPECT_TRUE(j["retire_pending"].asBool());
   EXPECT_EQ(j["signal_detail"].asString().rfind("runner version deprecated", 0), 0u);
+  EXPECT_FALSE(j.isMember("reuse_scope_key")) << "untagged";
+}
+
+TEST(Status, ShowsWhomASameScopeInstanceIsKeptFor) {
+  World w;
+  auto r = testing::idle_record("i-00000000000000cc2", w.now());
+  r.reuse_scope_key = "repository:acme/app";
+  w.table.inner.create(r);
+  ASSERT_EQ(run_status(w.ctx, {false, false}), kExitOk);
+  EXPECT_NE(w.out.str().find("kept for repository:acme/app"), std::string::npos) << w.out.str();
+  w.out.str("");
+  ASSERT_EQ(run_status(w.ctx, {true, false}), kExitOk);
+  EXPECT_EQ(parse_json(w.out.str(), "status")["instances"][0]["reuse_scope_key"].asString(), "repository:acme/app");
 }
 
 TEST(Status, EmptyPoolAndUnreadableDepth) {
