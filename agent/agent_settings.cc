@@ -94,7 +94,7 @@ std::vector<KeySpec> agent_schema() {
        "what a job may do beyond its own files: user = nothing; docker = the job user joins the docker group (root "
        "on this machine in effect: what it does through the engine outlives the assignment)"},
       {"runner_user", KeyType::kString, "runpool-runner",
-       "job_users = fixed: the unprivileged user the runner runs as (must exist; never root)"},
+       "with job_users set to fixed: the unprivileged user the runner runs as (must exist; never root)"},
       {"drain_capable", KeyType::kBool, "false",
        "ignored, kept so older configuration parses: how a runner drains is detected from `bin/Runner.Listener run "
        "--help`, never configured"},

@@ -257,7 +257,7 @@ std::vector<KeySpec> settings_schema() {
       {"reuse", K::kString, "always",
        "what a drained instance serves next: always (any workflow), same-scope (the same repository or owner only, "
        "see reuse_scope) or never (terminated after one assignment)"},
-      {"reuse_scope", K::kString, "repository", "reuse = same-scope: repository or owner"},
+      {"reuse_scope", K::kString, "repository", "for reuse set to same-scope: whose instance it stays, the repository or the owner of its last run"},
       {"trust_domain", K::kString, "none",
        "pool: the operator declares every workflow that can use this pool one trust domain, which allows reuse = "
        "always with job_privileges = docker or sudo; none: no such declaration"},
