@@ -194,6 +194,7 @@ int run_agent(const AgentSettings& s, const std::string& version) {
     tenants = std::make_unique<SystemTenantUsers>(ts, [&] { watchdog.alive(); });
     hs.tenants = tenants.get();
     hs.tenant_range = s.job_uid_range;
+    hs.sweep.roots.clear();  // the configured roots, not the default's "/" besides them
     for (const auto& r : s.clean_sweep_roots) hs.sweep.roots.push_back(expand_instance_path(r, id->instance_id));
     if (s.job_cache_scope != CacheScope::kNone) {
       cache = std::make_unique<JobCache>(hs.root + ".caches", s.job_cache_dirs);
