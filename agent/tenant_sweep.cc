@@ -280,13 +280,7 @@ class Walker {
       }
       if (st.st_dev != dev_) continue;  // another filesystem's mount point: walked on its own, or not at all
       if (st.st_uid == uid_) {
-        if (S_ISDIR(st.st_mode)) {
-          remove_dir(fd, name, child, depth + 1);
-        } else if (unlinkat(fd, name.c_str(), 0) == 0) {
-          ++r_.files;
-        } else if (errno != ENOENT) {
-          error(child, "unlink");
-        }
+        remove_entry(fd, name, child, st, depth);
       } else if (S_ISDIR(st.st_mode)) {
         if (depth >= kMaxSearchDepth) {
           errno = ELOOP;
@@ -319,13 +313,18 @@ class Walker {
         error(child, "a mount point inside the job user's files");
         continue;
       }
-      if (S_ISDIR(st.st_mode)) {
-        remove_dir(fd, name, child, depth + 1);
-      } else if (unlinkat(fd, name.c_str(), 0) == 0) {
-        ++r_.files;
-      } else if (errno != ENOENT) {
-        error(child, "unlink");
-      }
+      remove_entry(fd, name, child, st, depth);
+    }
+  }
+
+  // Removes the entry `name` of the directory `fd` (at `depth`), a whole tree if it is a directory.
+  void remove_entry(int fd, const std::string& name, const std::string& path, const struct stat& st, int depth) {
+    if (S_ISDIR(st.st_mode)) {
+      remove_dir(fd, name, path, depth + 1);
+    } else if (unlinkat(fd, name.c_str(), 0) == 0) {
+      ++r_.files;
+    } else if (errno != ENOENT) {
+      error(path, "unlink");
     }
   }
 
