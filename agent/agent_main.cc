@@ -1,6 +1,5 @@
 #include "agent/agent_main.h"
 
-#include <grp.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -35,13 +34,6 @@
 
 namespace runpool::agent {
 namespace {
-
-bool lookup_group_exists(const std::string& name) {
-  std::vector<char> buf(16384);
-  struct group gr {};
-  struct group* g = nullptr;
-  return getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &g) == 0 && g;
-}
 
 struct Identity {
   std::string instance_id;
@@ -135,7 +127,7 @@ int run_agent(const AgentSettings& s, const std::string& version) {
       spdlog::critical("runner_user {} has uid 0: the runner must run unprivileged", s.runner_user);
       return kExitUsage;
     }
-  } else if (s.job_privileges == "docker" && !lookup_group_exists("docker")) {
+  } else if (s.job_privileges == "docker" && !lookup_group("docker")) {
     spdlog::critical("job_privileges = docker, but this machine has no docker group (install the Docker engine)");
     return kExitUsage;
   }

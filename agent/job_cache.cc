@@ -5,9 +5,10 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <spdlog/spdlog.h>
+
+#include "common/pool/reuse_policy.h"
 
 namespace runpool::agent {
 
@@ -22,20 +23,13 @@ std::optional<CacheScope> parse_cache_scope(std::string_view text) {
 
 std::string cache_scope_key(CacheScope scope, const std::string& reg_url) {
   if (scope == CacheScope::kNone) return "";
-  auto scheme = reg_url.find("://");
-  if (scheme == std::string::npos) return "";
-  auto path_start = reg_url.find('/', scheme + 3);
-  if (path_start == std::string::npos) return "";
-  std::vector<std::string> parts;
-  std::istringstream in(reg_url.substr(path_start + 1));
-  for (std::string p; std::getline(in, p, '/');) {
-    if (!p.empty()) parts.push_back(p);
-  }
-  // https://github.com/owner/repo, https://github.com/owner; an enterprise's URL has
-  // "enterprises/<slug>" and no repository.
-  if (parts.empty() || parts[0] == "enterprises") return "";
-  if (scope == CacheScope::kOwner) return parts[0];
-  return parts.size() == 2 ? parts[0] + "/" + parts[1] : "";
+  const bool repository = scope == CacheScope::kRepository;
+  const std::string key =
+      pool::scope_key_for(reg_url, repository ? pool::ReuseScope::kRepository : pool::ReuseScope::kOwner);
+  // The reuse scope without its kind; an organization's runner (an owner scope) has no repository
+  // whose cache could be kept.
+  const std::string kind = repository ? "repository:" : "owner:";
+  return key.rfind(kind, 0) == 0 ? key.substr(kind.size()) : "";
 }
 
 namespace {

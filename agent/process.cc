@@ -108,6 +108,14 @@ std::optional<UserIdentity> lookup_user(const std::string& name) {
   return u;
 }
 
+std::optional<gid_t> lookup_group(const std::string& name) {
+  struct group gr {};
+  struct group* result = nullptr;
+  std::vector<char> buf(16384);
+  if (getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &result) != 0 || !result) return std::nullopt;
+  return result->gr_gid;
+}
+
 Child spawn(const SpawnOptions& o) {
   if (o.argv.empty()) throw std::invalid_argument("spawn: no argv");
   // Everything the child needs is built before fork: it may only make system calls after it.

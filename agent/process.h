@@ -25,6 +25,8 @@ struct UserIdentity {
 
 // nullopt when the user does not exist.
 std::optional<UserIdentity> lookup_user(const std::string& name);
+// The group's id; nullopt when the group does not exist.
+std::optional<gid_t> lookup_group(const std::string& name);
 
 struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0] is the executable's path

@@ -269,37 +269,10 @@ class Walker {
     return names;
   }
 
-  void search(int fd, const std::string& path, int depth) {
-    for (const auto& name : list(fd, path)) {
-      pulse();
-      const std::string child = join(path, name);
-      struct stat st {};
-      if (fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        if (errno != ENOENT) error(child, "stat");
-        continue;
-      }
-      if (st.st_dev != dev_) continue;  // another filesystem's mount point: walked on its own, or not at all
-      if (st.st_uid == uid_) {
-        remove_entry(fd, name, child, st, depth);
-      } else if (S_ISDIR(st.st_mode)) {
-        if (depth >= kMaxSearchDepth) {
-          errno = ELOOP;
-          error(child, "too deep to search");
-          continue;
-        }
-        int sub = openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (sub < 0) {
-          if (errno != ENOENT) error(child, "open");
-          continue;
-        }
-        search(sub, child, depth + 1);
-        close(sub);
-      }
-    }
-  }
-
-  // Deletes everything in the directory `fd` (all of it is the tenant's: it owns the directory).
-  void empty_dir(int fd, const std::string& path, int depth) {
+  // Calls `f(name, path, st)` for each entry of the directory `fd` still there, on this file
+  // system; an entry that is another file system's mount point is skipped (`mount_is_error`: and reported).
+  template <typename F>
+  void each_entry(int fd, const std::string& path, bool mount_is_error, F&& f) {
     for (const auto& name : list(fd, path)) {
       pulse();
       const std::string child = join(path, name);
@@ -309,12 +282,45 @@ class Walker {
         continue;
       }
       if (st.st_dev != dev_) {
-        errno = EBUSY;
-        error(child, "a mount point inside the job user's files");
+        // Another file system's mount point: walked on its own (or not at all) when searching;
+        // inside the job user's own files, something it cannot have made.
+        if (mount_is_error) {
+          errno = EBUSY;
+          error(child, "a mount point inside the job user's files");
+        }
         continue;
       }
-      remove_entry(fd, name, child, st, depth);
+      f(name, child, st);
     }
+  }
+
+  void search(int fd, const std::string& path, int depth) {
+    each_entry(fd, path, false, [&](const std::string& name, const std::string& child, const struct stat& st) {
+      if (st.st_uid == uid_) {
+        remove_entry(fd, name, child, st, depth);
+        return;
+      }
+      if (!S_ISDIR(st.st_mode)) return;
+      if (depth >= kMaxSearchDepth) {
+        errno = ELOOP;
+        error(child, "too deep to search");
+        return;
+      }
+      int sub = openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub < 0) {
+        if (errno != ENOENT) error(child, "open");
+        return;
+      }
+      search(sub, child, depth + 1);
+      close(sub);
+    });
+  }
+
+  // Deletes everything in the directory `fd` (all of it is the tenant's: it owns the directory).
+  void empty_dir(int fd, const std::string& path, int depth) {
+    each_entry(fd, path, true, [&](const std::string& name, const std::string& child, const struct stat& st) {
+      remove_entry(fd, name, child, st, depth);
+    });
   }
 
   // Removes the entry `name` of the directory `fd` (at `depth`), a whole tree if it is a directory.

@@ -136,20 +136,6 @@ bool SystemTenantUsers::run(const std::vector<std::string>& argv, const std::fun
 
 namespace {
 
-bool group_is(const std::string& name, gid_t gid) {
-  std::vector<char> buf(16384);
-  struct group gr {};
-  struct group* g = nullptr;
-  return getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &g) == 0 && g && g->gr_gid == gid;
-}
-
-bool group_exists(const std::string& name) {
-  std::vector<char> buf(16384);
-  struct group gr {};
-  struct group* g = nullptr;
-  return getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &g) == 0 && g;
-}
-
 // One agent at a time adds job users on this machine (one per EC2 instance; many on a test host
 // running local instances, which must never pick the same uid). The lock file also holds the
 // lowest uid no agent on this machine has handed out since boot: local instances sharing a host
@@ -240,7 +226,7 @@ UserIdentity SystemTenantUsers::create() {
     save(st);  // before the group and user exist: a crash from here on still sweeps this uid
     lock.set_floor(s_.range.first, st.next);
     const std::string name = tenant_name(*candidate);
-    if (run({"groupadd", "--gid", std::to_string(*candidate), name}, [&] { return group_is(name, *candidate); })) {
+    if (run({"groupadd", "--gid", std::to_string(*candidate), name}, [&] { return lookup_group(name) == *candidate; })) {
       uid = candidate;
     } else {
       st.current.reset();
@@ -277,7 +263,7 @@ void SystemTenantUsers::retire() {
   HostLock lock;
   // userdel also removes the user's own group when it has no other member; groupdel makes sure.
   if (!run({"userdel", name}, [&] { return !lookup_user(name); }) ||
-      !run({"groupdel", name}, [&] { return !group_exists(name); })) {
+      !run({"groupdel", name}, [&] { return !lookup_group(name); })) {
     throw std::runtime_error("cannot delete the job user " + name);
   }
   st.current.reset();
