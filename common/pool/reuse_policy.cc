@@ -1,5 +1,8 @@
 #include "common/pool/reuse_policy.h"
 
+#include <algorithm>
+#include <numeric>
+
 namespace runpool::pool {
 
 std::string_view job_privileges_name(JobPrivileges p) {
@@ -98,6 +101,17 @@ DrainedDecision drained_fate(const ReusePolicy& p, const std::string& scope_key)
 
 bool scope_may_claim(const std::string& tag, const std::string& claim_scope) {
   return tag.empty() || tag == claim_scope;
+}
+
+std::vector<size_t> claim_preference_order(const std::vector<std::string>& tags, const std::string& claim_scope) {
+  auto rank = [&](const std::string& tag) {
+    if (claim_scope.empty() || tag == claim_scope) return 0;
+    return tag.empty() ? 1 : 2;
+  };
+  std::vector<size_t> order(tags.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rank(tags[a]) < rank(tags[b]); });
+  return order;
 }
 
 }  // namespace runpool::pool

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace runpool::pool {
 
@@ -62,5 +63,12 @@ DrainedDecision drained_fate(const ReusePolicy& policy, const std::string& scope
 // May a claim for scope `claim_scope` ("" when unknown) take an idle instance tagged `tag`?
 // An untagged (fresh) instance: anyone. A tagged one: the same scope only.
 bool scope_may_claim(const std::string& tag, const std::string& claim_scope);
+
+// The order in which a claim for `claim_scope` tries the instances it may take, given each one's
+// tag (`tags[i]`: the i-th candidate's reuse_scope_key), as indices into `tags`: its own scope's
+// first, whose caches are warm for it, then untagged ones, then any others; each group keeps the
+// given order. No claim scope (""): the given order. The claim applies it to one received batch:
+// SQS offers no way to choose across the queue.
+std::vector<size_t> claim_preference_order(const std::vector<std::string>& tags, const std::string& claim_scope);
 
 }  // namespace runpool::pool

@@ -112,5 +112,22 @@ TEST(ReusePolicy, ScopeMayClaim) {
   EXPECT_FALSE(scope_may_claim("owner:octo", "owner:other"));
 }
 
+TEST(ReusePolicy, ClaimPreferenceOrder) {
+  const std::string own = "repository:octo/app";
+  using Order = std::vector<size_t>;
+  // Own scope first, untagged next; each group in the given order.
+  EXPECT_EQ(claim_preference_order({"", own, "", own}, own), (Order{1, 3, 0, 2}));
+  // Tagged with another scope (the judge leaves those; the order still puts them last, stably).
+  EXPECT_EQ(claim_preference_order({"owner:octo", "", own, "repository:octo/other"}, own), (Order{2, 1, 0, 3}));
+  // Nothing to prefer: the given order.
+  EXPECT_EQ(claim_preference_order({"", "", ""}, own), (Order{0, 1, 2}));
+  EXPECT_EQ(claim_preference_order({own, own}, own), (Order{0, 1}));
+  // No claim scope (an enterprise's runner): the given order, whatever the tags.
+  EXPECT_EQ(claim_preference_order({"", own, "owner:octo"}, ""), (Order{0, 1, 2}));
+  EXPECT_EQ(claim_preference_order({}, own), Order{});
+  // An owner scope is a scope of its own: a repository tag of that owner is not it.
+  EXPECT_EQ(claim_preference_order({"repository:octo/app", "", "owner:octo"}, "owner:octo"), (Order{2, 1, 0}));
+}
+
 }  // namespace
 }  // namespace runpool::pool
