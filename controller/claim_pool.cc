@@ -23,19 +23,60 @@ bool ours_after_all(Context& ctx, const pool::InstanceRecord& idle, const std::s
 
 class Claimer {
  public:
-  Claimer(Context& ctx, const ClaimPlan& plan) : ctx_(ctx), plan_(plan) {}
+  Claimer(Context& ctx, const ClaimPlan& plan)
+      : ctx_(ctx),
+        plan_(plan),
+        scope_key_(pool::scope_key_for(plan.reg_url, ctx.settings.reuse_policy_for(plan.resource_class).reuse_scope)) {}
 
-  // Reads the records a received batch names, in one batch read: a warm claim of 10 costs one read,
-  // not ten in a row.
-  void prefetch(const std::vector<QueuedMessage>& batch) {
+  // Whether the claim has an own scope to prefer (see prepare): its class reuses same-scope, and
+  // its registration URL names an owner.
+  bool prefers_own_scope() const {
+    return !scope_key_.empty() &&
+           ctx_.settings.reuse_policy_for(plan_.resource_class).reuse == pool::Reuse::kSameScope;
+  }
+
+  // Reads the records a received batch names, in one batch read (a warm claim of 10 costs one read,
+  // not ten in a row), judges each message, and puts the batch in the order handle() takes it: the
+  // messages it may claim last, its own reuse scope's first among them (pool::claim_preference_order).
+  void prepare(std::vector<QueuedMessage>& batch) {
     std::vector<std::string> ids;
     for (const QueuedMessage& m : batch) {
       if (m.message) ids.push_back(m.message->instance_id);
     }
     records_ = ids.empty() ? std::map<std::string, pool::InstanceRecord>{} : ctx_.table.get_many(ids);
+    const Settings& s = ctx_.settings;
+    pool::ClaimRequest request{plan_.resource_class,         plan_.usage,
+                               plan_.type_globs,             ctx_.now_ms(),
+                               s.claim_min_remaining.count(), s.max_heartbeat_age.count(),
+                               s.pool,  // never another pool's instance, whatever the message says
+                               s.max_instance_age_ms(plan_.resource_class),
+                               // same-scope reuse: a tagged instance is only for its own scope
+                               scope_key_};
+    verdicts_.clear();
+    std::vector<QueuedMessage> arranged, claimable;
+    std::vector<std::string> tags;
+    // Copies: should anything throw, the caller still holds the whole batch to make visible again.
+    for (const QueuedMessage& m : batch) {
+      if (!m.message) {
+        arranged.push_back(m);
+        continue;
+      }
+      const std::optional<pool::InstanceRecord> record = this->record(*m.message);
+      pool::ClaimVerdict verdict = pool::judge_pool_message(*m.message, record, request);
+      const bool may_claim = verdict.fate == pool::MessageFate::kClaim;
+      verdicts_[m.receipt] = std::move(verdict);
+      if (!may_claim) {
+        arranged.push_back(m);
+        continue;
+      }
+      tags.push_back(record->reuse_scope_key);
+      claimable.push_back(m);
+    }
+    for (size_t i : pool::claim_preference_order(tags, scope_key_)) arranged.push_back(std::move(claimable[i]));
+    batch = std::move(arranged);
   }
 
-  // Deals with one message of the prefetched batch: claim, drop or hold it.
+  // Deals with one message of the prepared batch: claim, drop or hold it.
   void handle(const QueuedMessage& m) {
     ++out.examined;
     if (done()) {
@@ -54,16 +95,8 @@ class Claimer {
       return;
     }
     const Settings& s = ctx_.settings;
-    std::optional<pool::InstanceRecord> record;
-    if (auto it = records_.find(m.message->instance_id); it != records_.end()) record = it->second;
-    pool::ClaimRequest request{plan_.resource_class,         plan_.usage,
-                               plan_.type_globs,             ctx_.now_ms(),
-                               s.claim_min_remaining.count(), s.max_heartbeat_age.count(),
-                               s.pool,  // never another pool's instance, whatever the message says
-                               s.max_instance_age_ms(plan_.resource_class),
-                               // same-scope reuse: a tagged instance is only for its own scope
-                               pool::scope_key_for(plan_.reg_url, s.reuse_policy_for(plan_.resource_class).reuse_scope)};
-    pool::ClaimVerdict verdict = pool::judge_pool_message(*m.message, record, request);
+    const std::optional<pool::InstanceRecord> record = this->record(*m.message);
+    const pool::ClaimVerdict& verdict = verdicts_.at(m.receipt);
     if (verdict.fate == pool::MessageFate::kDrop) {
       spdlog::info("dropping the pool message for {} (generation {}): {}", m.message->instance_id,
                    m.message->generation, verdict.reason);
@@ -125,6 +158,10 @@ class Claimer {
   std::vector<QueuedMessage> held;
 
  private:
+  std::optional<pool::InstanceRecord> record(const pool::PoolMessage& message) const {
+    auto it = records_.find(message.instance_id);
+    return it == records_.end() ? std::nullopt : std::optional<pool::InstanceRecord>(it->second);
+  }
   void remove(const QueuedMessage& m) { removals_.push_back(m.receipt); }
   void drop(const QueuedMessage& m) {
     remove(m);
@@ -133,7 +170,9 @@ class Claimer {
 
   Context& ctx_;
   const ClaimPlan& plan_;
+  const std::string scope_key_;  // the claim's reuse scope ("" when its registration URL names no owner)
   std::map<std::string, pool::InstanceRecord> records_;  // the current batch's, by instance id
+  std::map<std::string, pool::ClaimVerdict> verdicts_;   // the current batch's, by receipt
   std::set<std::string> claimed_ids_;
   std::vector<std::string> removals_;  // receipts to delete at the end of the batch
 };
@@ -150,11 +189,15 @@ ClaimOutcome claim_from_pool(Context& ctx, const ClaimPlan& plan) {
   try {
     while (!claimer.done() && claimer.out.examined < max_examined) {
       if (ctx.cancelled.load() || ctx.clock.steady_now() >= plan.deadline) break;
-      int want = std::min(10, plan.count - static_cast<int>(claimer.out.claimed.size()));
+      // A claim that prefers its own scope receives a full batch whatever its count, so there is a
+      // choice: the preference holds within each received batch only, SQS offering no way to choose
+      // across the queue. What it does not take is made visible again at the end.
+      const int missing = plan.count - static_cast<int>(claimer.out.claimed.size());
+      const int want = claimer.prefers_own_scope() ? 10 : std::min(10, missing);
       batch = ctx.queue.receive(plan.resource_class, want, ctx.settings.claim_wait, ctx.settings.claim_visibility);
       if (batch.empty()) break;  // the pool is empty (for this request)
       next = 0;
-      claimer.prefetch(batch);
+      claimer.prepare(batch);
       for (; next < batch.size(); ++next) claimer.handle(batch[next]);
       claimer.flush_removals();
     }

@@ -112,6 +112,38 @@ TEST(Provision, ASecondMessageForAnInstanceClaimedFromTheSameBatchIsDropped) {
   EXPECT_TRUE(w.queue.bodies("small").empty()) << "both messages deleted";
 }
 
+// Under reuse = same-scope a claim prefers, among the instances of the batch it receives, one kept
+// for its own scope (its caches are warm) to an untagged one ahead of it in the queue; the untagged
+// one stays in the pool, visible again.
+TEST(Provision, ASameScopeClaimPrefersItsOwnScopeWithinTheBatch) {
+  World w;
+  w.settings.reuse_policy.reuse = pool::Reuse::kSameScope;
+  w.add_idle("i-00000000000000aa1");  // untagged, first in the queue
+  pool::InstanceRecord other = testing::idle_record("i-00000000000000aa2", w.now());
+  other.reuse_scope_key = "repository:acme/other";
+  w.table.inner.create(other);
+  w.queue.advertise("small", {other.instance_id, other.generation});
+  pool::InstanceRecord own = testing::idle_record("i-00000000000000aa3", w.now());
+  own.reuse_scope_key = "repository:acme/app";  // the runs' repository (FakeRunners::url)
+  w.table.inner.create(own);
+  w.queue.advertise("small", {own.instance_id, own.generation});
+
+  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitOk) << w.out.str();
+  EXPECT_EQ(w.record(own.instance_id).state, State::kRunning);
+  EXPECT_EQ(w.record(own.instance_id).label, "ci-1-1-build");
+  EXPECT_EQ(w.record("i-00000000000000aa1").state, State::kIdle) << "the untagged one is left for later";
+  EXPECT_EQ(w.record(other.instance_id).state, State::kIdle);
+  EXPECT_TRUE(w.compute.requests.empty());
+  EXPECT_EQ(w.queue.bodies("small").size(), 2u);
+  EXPECT_TRUE(w.queue.all_visible());
+
+  // With no instance of its own scope left, the next claim takes the untagged one.
+  ASSERT_EQ(run_provision(w.ctx, opts(1, "ci-2-1-build")), kExitOk) << w.out.str();
+  EXPECT_EQ(w.record("i-00000000000000aa1").label, "ci-2-1-build");
+  EXPECT_EQ(w.record(other.instance_id).state, State::kIdle);
+  EXPECT_TRUE(w.compute.requests.empty());
+}
+
 TEST(Provision, AFailingWakeUpCostsNothingButLatency) {
   World w;
   w.add_idle("i-00000000000000aa1");
