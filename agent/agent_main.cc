@@ -177,12 +177,18 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   hs.template_dir = s.runner_template;
   std::unique_ptr<SystemTenantUsers> tenants;
   std::unique_ptr<JobCache> cache;
+  std::unique_ptr<DockerEngineApi> docker;
   if (per_assignment) {
     TenantUsersSettings ts;
     ts.range = s.job_uid_range;
     ts.state_file = expand_instance_path(s.job_users_state, id->instance_id);
     ts.home = hs.root + "/_home";
-    if (s.job_privileges == "docker") ts.extra_groups = {"docker"};
+    if (s.job_privileges == "docker") {
+      ts.extra_groups = {"docker"};
+      docker = std::make_unique<DockerEngineApi>(s.docker_socket, s.docker_timeout);
+      hs.docker = docker.get();
+      hs.docker_baseline = hs.root + ".docker-baseline";
+    }
     tenants = std::make_unique<SystemTenantUsers>(ts, [&] { watchdog.alive(); });
     hs.tenants = tenants.get();
     hs.tenant_range = s.job_uid_range;

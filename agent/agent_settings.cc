@@ -93,6 +93,12 @@ std::vector<KeySpec> agent_schema() {
       {"job_privileges", KeyType::kString, "user",
        "what a job may do beyond its own files: user = nothing; docker = the job user joins the docker group (root "
        "on this machine in effect: what it does through the engine outlives the assignment)"},
+      {"docker_socket", KeyType::kString, "/var/run/docker.sock",
+       "with job_privileges set to docker: the Docker engine's Unix socket, through which the engine is cleaned after "
+       "every assignment (what the job made removed, the tags it moved put back, the rest verified unchanged)"},
+      {"docker_timeout", KeyType::kDuration, "2m",
+       "with job_privileges set to docker: the longest one request to the Docker engine may take while cleaning "
+       "(removing a large image takes a while)", 1000, kHour},
       {"runner_user", KeyType::kString, "runpool-runner",
        "with job_users set to fixed: the unprivileged user the runner runs as (must exist; never root)"},
       {"drain_capable", KeyType::kBool, "false",
@@ -245,6 +251,9 @@ AgentSettings load_agent_settings(const Config& c) {
   if (s.job_privileges != "user" && s.job_users != "per-assignment") {
     c.reject("job_privileges", "needs job_users = per-assignment");
   }
+  s.docker_socket = c.get_string("docker_socket");
+  if (s.docker_socket.empty() || s.docker_socket[0] != '/') c.reject("docker_socket", "must be an absolute path");
+  s.docker_timeout = c.get_duration("docker_timeout");
   s.runner_user = c.get_string("runner_user");
   if (!is_user_name(s.runner_user)) c.reject("runner_user", "is not a valid user name");
   if (s.runner_user == "root") c.reject("runner_user", "must not be root: the runner runs unprivileged");

@@ -34,6 +34,8 @@ struct AgentSettings {
   std::string job_users_state;                // may contain {instance_id}
   std::vector<std::string> clean_sweep_roots;  // may contain {instance_id}
   std::string job_privileges = "user";         // or "docker"
+  std::string docker_socket;                   // job_privileges = docker: the engine cleaned after each job
+  Duration docker_timeout{std::chrono::minutes(2)};
   CacheScope job_cache_scope = CacheScope::kNone;
   std::vector<std::string> job_cache_dirs;     // relative to the runner root
   std::string runner_user;                    // job_users = fixed

@@ -19,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "agent/local_listener.h"
+#include "agent/state_file.h"
 
 namespace runpool::agent {
 
@@ -177,6 +178,7 @@ void LocalRunnerHost::prepare() {
     must(chown(s_.root.c_str(), 0, user.gid) == 0, "chown " + s_.root);
     must(chmod(s_.root.c_str(), 01770) == 0, "chmod " + s_.root);
   }
+  keep_docker_baseline();
   if (s_.tenants && !manifest_) {
     // Taken with no job user's file in the root (the last clean removed them): what the next
     // clean must find again.
@@ -374,7 +376,51 @@ void LocalRunnerHost::retire_tenant() {
   tenant_.reset();
 }
 
+void LocalRunnerHost::keep_docker_baseline() {
+  if (!s_.docker || read_state_file(s_.docker_baseline)) return;  // kept: this assignment's start
+  write_state_file(s_.docker_baseline, encode_engine_state(s_.docker->state()));
+}
+
+void LocalRunnerHost::clean_docker() {
+  if (!s_.docker) return;
+  std::optional<EngineState> baseline;
+  if (auto text = read_state_file(s_.docker_baseline)) {
+    try {
+      baseline = decode_engine_state(*text);
+    } catch (const std::exception& e) {
+      spdlog::error("the Docker engine's state from the assignment's start is unreadable ({}): cleaning without it",
+                    e.what());
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  DockerCleanReport r = clean_docker_engine(*s_.docker, baseline, alive_);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  spdlog::info("Docker engine cleaned: {} removed, {} tags put back or taken off ({} ms)", r.removed, r.retagged,
+               ms.count());
+  if (!r.problems.empty()) {
+    std::string all;
+    for (const auto& p : r.problems) all += (all.empty() ? "" : "; ") + p;
+    throw std::runtime_error("the Docker engine is not as the assignment found it: " + all);
+  }
+  // The next assignment keeps its own start.
+  if (unlink(s_.docker_baseline.c_str()) != 0 && errno != ENOENT) {
+    throw std::runtime_error("cannot remove " + s_.docker_baseline + ": " + std::strerror(errno));
+  }
+}
+
 void LocalRunnerHost::clean() {
+  // The engine first, once the job can start nothing more through it: containers run as root,
+  // beyond the job user's sweep. A failure fails the clean only after the job user is retired,
+  // and the baseline stays, so every retry checks the engine again.
+  std::optional<std::string> docker_failure;
+  if (s_.docker) {
+    end_user_processes();
+    try {
+      clean_docker();
+    } catch (const std::exception& e) {
+      docker_failure = e.what();
+    }
+  }
   if (s_.tenants) retire_tenant();
   else if (s_.end_processes) end_user_processes();
   if (!fs::exists(s_.root)) return;  // never installed: nothing on disk to clean
@@ -401,6 +447,7 @@ void LocalRunnerHost::clean() {
         throw std::runtime_error("the runner's installation changed during the assignment: " + *diff);
       }
     }
+    if (docker_failure) throw std::runtime_error(*docker_failure);
     return;
   }
   user_dir(fs::path(s_.root) / "_work", s_.user, 0755);

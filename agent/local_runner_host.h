@@ -11,6 +11,7 @@
 #include <functional>
 #include <string>
 
+#include "agent/docker_engine.h"
 #include "agent/install_manifest.h"
 #include "agent/job_cache.h"
 #include "agent/process.h"
@@ -30,6 +31,11 @@ struct RunnerHostSettings {
   TenantUsers* tenants = nullptr;
   UidRange tenant_range;  // the tenants' uids: never part of the installation's manifest
   SweepOptions sweep;     // where clean() looks for a job user's files (roots: every local filesystem)
+  // Jobs may use this Docker engine (job_privileges = docker; job users only): its state when an
+  // assignment starts is kept in `docker_baseline` (a file, so an agent restarted mid-assignment
+  // still has it), and the engine is cleaned back to it after the assignment. nullptr: no engine.
+  DockerEngine* docker = nullptr;
+  std::string docker_baseline;
   // Caches kept for the next assignment of the same scope (job users only; nullptr: none kept).
   JobCache* cache = nullptr;
   CacheScope cache_scope = CacheScope::kNone;
@@ -77,6 +83,10 @@ class LocalRunnerHost final : public RunnerHost {
   UserIdentity need_runner_user();
   // Ends the job user's processes, removes what it owns everywhere and retires it.
   void retire_tenant();
+  // With a Docker engine: its state at the assignment's start, unless already kept.
+  void keep_docker_baseline();
+  // With a Docker engine: back to that state; throws when it cannot be (the instance is unfit).
+  void clean_docker();
   // Before a token is handed to config.sh: ends every process of the runner user outside the tree
   // of the Listener this host started (if it runs); throws when some would not end, and when
   // that tree holds a Worker (a job in hand: the token must not reach it, and the deregistration

@@ -13,6 +13,8 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/testing/memory_docker_engine.h"
+
 namespace runpool::agent {
 namespace {
 
@@ -400,6 +402,66 @@ TEST_F(LocalRunnerHostTest, JobUsersComeAndGoWithEveryAssignment) {
 
 namespace runpool::agent {
 namespace {
+
+// job_privileges = docker: what the job did through the engine is undone after the assignment, from
+// the engine's state when it started (kept in a file); what cannot be undone fails the clean, every
+// time it is tried, while the job user is retired all the same.
+TEST_F(LocalRunnerHostTest, TheDockerEngineIsCleanedBackToTheAssignmentsStart) {
+  if (access("/usr/sbin/useradd", X_OK) != 0) GTEST_SKIP() << "no useradd";
+  const fs::path root = base_ / "runner";
+  TenantUsersSettings ts;
+  ts.range = {1987001000, 1987001999};
+  ts.state_file = (base_ / "job-users").string();
+  ts.home = (root / "_home").string();
+  SystemTenantUsers users(ts, nullptr);
+  EngineState start;
+  start.images = {{"sha256:ubuntu", {"ubuntu:latest"}, 100}};
+  start.networks = {{"n-none", "none"}};
+  testing::MemoryDockerEngine engine(start);
+  RunnerHostSettings s = settings(root);
+  s.tenants = &users;
+  s.tenant_range = ts.range;
+  s.sweep.roots = {base_.string()};
+  s.sweep.sysvipc_dir = (base_ / "no-sysvipc").string();
+  s.docker = &engine;
+  s.docker_baseline = (base_ / "docker-baseline").string();
+  LocalRunnerHost host(s, nullptr);
+
+  host.prepare();
+  ASSERT_TRUE(fs::exists(s.docker_baseline));
+  engine.engine().images[0].tags.clear();  // the job moves ubuntu:latest to its own image …
+  engine.engine().images.push_back({"sha256:evil", {"ubuntu:latest"}, 200});
+  engine.engine().containers.push_back({"c1", "sha256:evil", "backdoor"});  // … and leaves a container
+  engine.engine().volumes.push_back("loot");
+  host.prepare();  // a second registration attempt: the start stays the assignment's
+  host.clean();
+  EXPECT_TRUE(engine_differences(start, engine.state()).empty());
+  EXPECT_FALSE(fs::exists(s.docker_baseline)) << "the next assignment keeps its own start";
+
+  host.prepare();
+  const auto second = users.current();
+  ASSERT_TRUE(second);
+  engine.engine().images.clear();  // deleted: nothing can bring it back
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      host.clean();
+      ADD_FAILURE() << "a deleted image passed the clean (attempt " << attempt << ")";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("image ubuntu (ubuntu:latest) was removed"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(lookup_user(second->name)) << "the job user is retired all the same";
+  }
+
+  // An agent restarted mid-assignment whose baseline is gone: the images cannot be vouched for.
+  fs::remove(s.docker_baseline);
+  engine.engine() = start;
+  try {
+    host.clean();
+    ADD_FAILURE() << "images with no record of the start passed the clean";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot be vouched for"), std::string::npos) << e.what();
+  }
+}
 
 // job_cache_scope = repository: the tool cache goes to the next job user of the same repository,
 // never to another's.

@@ -35,6 +35,9 @@ struct HttpRequest {
   Duration timeout{std::chrono::seconds(30)};
   Duration connect_timeout{std::chrono::seconds(5)};
   std::optional<SigV4Signing> sigv4;
+  // A local service's Unix socket to connect to instead of the URL's host (the Docker Engine API);
+  // the URL still gives the path. Empty: TCP as usual.
+  std::string unix_socket;
 };
 
 struct HttpResponse {
