@@ -13,6 +13,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "agent/state_file.h"
+
 namespace runpool::agent {
 namespace {
 
@@ -80,16 +82,7 @@ void save_boot_result(const std::string& path, const std::string& boot_id, const
   text << "boot_id " << boot_id << "\npre_run " << status << "\ndetail " << clean_text(detail, kPreRunDetailMax)
        << "\n";
   const std::string body = text.str();
-  const std::string tmp = path + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
-  const bool written = write(fd, body.data(), body.size()) == static_cast<ssize_t>(body.size());
-  const bool closed = close(fd) == 0;
-  if (!written || !closed || rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string err = std::strerror(errno);
-    unlink(tmp.c_str());
-    throw std::runtime_error("cannot write " + path + ": " + err);
-  }
+  write_state_file(path, body);
 }
 
 PreRunResult run_pre_run_once(const PreRunOptions& o, const std::string& state_file, const std::string& boot_id,

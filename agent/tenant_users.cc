@@ -18,6 +18,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "agent/state_file.h"
+
 namespace runpool::agent {
 
 namespace fs = std::filesystem;
@@ -103,13 +105,10 @@ TenantState SystemTenantUsers::load() {
 void SystemTenantUsers::save(const TenantState& st) {
   std::error_code ec;
   fs::create_directories(fs::path(s_.state_file).parent_path(), ec);
-  const std::string tmp = s_.state_file + ".tmp-" + std::to_string(getpid());
-  const std::string text = format_tenant_state(st);
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  bool ok = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(fd) == 0;
-  if (fd >= 0) close(fd);
-  if (!ok || rename(tmp.c_str(), s_.state_file.c_str()) != 0) {
-    throw std::runtime_error("cannot write the job users' state " + s_.state_file);
+  try {
+    write_state_file(s_.state_file, format_tenant_state(st));
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("the job users' state: ") + e.what());
   }
 }
 
