@@ -68,8 +68,7 @@ TEST(ProvisionRetry, RunsOnWhatTheDeadAttemptLaunchedInsteadOfASecondFleet) {
   }
   EXPECT_EQ(w.record("i-00000000000000aa1").state, State::kIdle) << "left in the pool";
   for (const auto& id : first) {
-    EXPECT_NE(std::find(w.queue.wake_urls.begin(), w.queue.wake_urls.end(),
-                        "http://sqs.local/000000000000/" + id + "-wake"),
+    EXPECT_NE(std::find(w.queue.wake_urls.begin(), w.queue.wake_urls.end(), w.queue.wake_url(id)),
               w.queue.wake_urls.end())
         << id << " has no wake-up queue";
   }

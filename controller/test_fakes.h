@@ -4,17 +4,21 @@
 // wrapper that injects failures and races. Only tests include this.
 #pragma once
 
+#include <algorithm>
 #include <cstdio>
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "common/aws/aws_error.h"
+#include "common/aws/sqs.h"
 #include "common/pool/memory_state_table.h"
 #include "common/pool/pool_message.h"
 #include "common/pool/transitions.h"
+#include "common/pool/wake_queue.h"
 #include "controller/context.h"
 #include "controller/provision.h"
 
@@ -35,39 +39,75 @@ class TickingClock final : public Clock {
   int sleeps = 0;
 };
 
+// The pool queues and the agents' wake-up queues in memory, held to SqsPoolQueue on SQS by the
+// contract suite (tests/integration/pool_queue_test.cc). Differences from SQS, kept on purpose:
+// - receive never waits: an empty queue answers at once (a long poll would have to move the fake
+//   clock, and with it the simulated agents);
+// - messages come back in the order sent (SQS: best effort), and depth() is exact (SQS:
+//   approximate; local-aws-sqs also counts messages in flight in `visible`);
+// - every class has a queue (SQS: QueueDoesNotExist for a class `init` did not create);
+// - a receipt of an earlier receive, the message received again since, neither deletes it nor
+//   makes it visible (SQS: the call succeeds but "the message might not be deleted"; local-aws-sqs
+//   does both) — the pessimistic choice, so the next reader's drop is what unit tests see;
+// - a deleted wake-up queue is gone at once (SQS may list it, and take messages, for a minute).
+// Where local-aws-sqs departs from SQS's documentation, this follows the documentation: in-flight
+// messages are not counted visible, and make_visible of a message no longer in flight is
+// MessageNotInflight (local-aws-sqs accepts it).
 class MemoryQueue final : public PoolQueue {
  public:
   struct Msg {
     std::string id, body, receipt;
     int64_t hidden_until = 0;
   };
-  explicit MemoryQueue(Clock& clock) : clock_(clock) {}
+  // `pool` names the wake-up queues ("<pool>-wake-<instance id>"); test_settings() is pool "ci".
+  explicit MemoryQueue(Clock& clock, std::string pool = "ci") : clock_(clock), pool_(std::move(pool)) {}
 
   std::vector<QueuedMessage> receive(const std::string& c, int max, Duration, Duration visibility) override {
     ++receives;
     if (fail_receive) throw aws::AwsError("sqs", "ReceiveMessage", 500, "InternalFailure", "injected");
+    // As SqsPoolQueue asks SQS: 1..10 messages, hidden for whole seconds, at least one.
+    max = std::clamp(max, 1, 10);
+    const int64_t hidden_ms = std::max<int64_t>(1, visibility.count() / 1000) * 1000;
     std::vector<QueuedMessage> out;
     for (auto& m : queues[c]) {
       if (static_cast<int>(out.size()) >= max) break;
       if (m.hidden_until > now()) continue;
       m.receipt = "rh-" + std::to_string(++counter_);
-      m.hidden_until = now() + visibility.count();
+      receipts_[m.receipt] = {c, m.id};
+      m.hidden_until = now() + hidden_ms;
       out.push_back({m.id, m.receipt, m.body, pool::parse_pool_message(m.body)});
     }
     return out;
   }
   void remove(const std::string& c, const std::string& receipt) override {
     ++removes;
+    issued(c, receipt, "DeleteMessage");
     std::erase_if(queues[c], [&](const Msg& m) { return m.receipt == receipt; });
   }
+  // As SqsPoolQueue: a receipt that cannot be removed is skipped, never thrown.
   void remove_many(const std::string& c, const std::vector<std::string>& receipts) override {
     ++batch_removes;
-    for (const auto& r : receipts) remove(c, r);
-  }
-  void make_visible(const std::string& c, const std::string& receipt) override {
-    for (auto& m : queues[c]) {
-      if (m.receipt == receipt) m.hidden_until = 0;
+    for (const auto& r : receipts) {
+      try {
+        remove(c, r);
+      } catch (const aws::AwsError&) {
+      }
     }
+  }
+  // SQS refuses a receipt it never issued, one whose message is deleted (ReceiptHandleIsInvalid)
+  // and a message no longer in flight (MessageNotInflight).
+  void make_visible(const std::string& c, const std::string& receipt) override {
+    const std::string& id = issued(c, receipt, "ChangeMessageVisibility");
+    auto& q = queues[c];
+    auto it = std::find_if(q.begin(), q.end(), [&](const Msg& m) { return m.id == id; });
+    if (it == q.end()) {
+      throw aws::AwsError("sqs", "ChangeMessageVisibility", 404, "ReceiptHandleIsInvalid", "its message is deleted");
+    }
+    if (it->receipt != receipt) return;  // received again since: this receipt no longer counts
+    if (it->hidden_until <= now()) {
+      throw aws::AwsError("sqs", "ChangeMessageVisibility", 400, "MessageNotInflight", "the message is not in flight");
+    }
+    it->hidden_until = 0;
   }
   void advertise(const std::string& c, const pool::PoolMessage& message) override {
     if (fail_advertise) throw aws::AwsError("sqs", "SendMessage", 500, "InternalFailure", "injected");
@@ -78,13 +118,22 @@ class MemoryQueue final : public PoolQueue {
     for (const auto& m : queues[c]) (m.hidden_until > now() ? d.in_flight : d.visible)++;
     return d;
   }
+  // Wake-up queues are named and refused as on SQS: created once per instance (CreateQueue is
+  // idempotent), and a wake-up for an instance without one is QueueDoesNotExist.
   void create_wake_queue(const std::string& instance_id) override {
     if (fail_wake) throw aws::AwsError("sqs", "CreateQueue", 500, "InternalFailure", "injected");
-    wake_urls.push_back("http://sqs.local/000000000000/" + instance_id + "-wake");
+    auto url = wake_url(instance_id);
+    if (!url) throw std::runtime_error("no wake-up queue name for " + instance_id);
+    if (std::find(wake_urls.begin(), wake_urls.end(), *url) == wake_urls.end()) wake_urls.push_back(*url);
   }
   void wake(const std::string& instance_id) override {
     ++wake_calls;
-    if (fail_wake) throw aws::AwsError("sqs", "SendMessage", 400, "QueueDoesNotExist", "injected");
+    auto url = wake_url(instance_id);
+    if (!url) return;  // as SqsPoolQueue: no queue can have been made for it
+    if (fail_wake || std::find(wake_urls.begin(), wake_urls.end(), *url) == wake_urls.end()) {
+      throw aws::QueueDoesNotExistError(
+          aws::AwsError("sqs", "SendMessage", 400, "QueueDoesNotExist", "The specified queue does not exist."));
+    }
     wakes.push_back(instance_id);
   }
   std::vector<std::string> wake_queue_urls() override { return wake_urls; }
@@ -107,6 +156,12 @@ class MemoryQueue final : public PoolQueue {
     }
     return true;
   }
+  // The URL SQS would give instance_id's wake-up queue; nullopt when its name is too long.
+  std::optional<std::string> wake_url(const std::string& instance_id) const {
+    auto name = pool::wake_queue_name(pool_, instance_id);
+    if (!name) return std::nullopt;
+    return "http://sqs.local/000000000000/" + *name;
+  }
 
   std::map<std::string, std::deque<Msg>> queues;
   int receives = 0, removes = 0, batch_removes = 0;
@@ -118,8 +173,19 @@ class MemoryQueue final : public PoolQueue {
 
  private:
   int64_t now() const { return to_epoch_ms(clock_.now()); }
+  // The id of the message `receipt` was issued for; ReceiptHandleIsInvalid for one this class's
+  // queue never issued.
+  const std::string& issued(const std::string& c, const std::string& receipt, const char* operation) const {
+    auto it = receipts_.find(receipt);
+    if (it == receipts_.end() || it->second.first != c) {
+      throw aws::AwsError("sqs", operation, 400, "ReceiptHandleIsInvalid", "not a receipt of queue " + c);
+    }
+    return it->second.second;
+  }
   Clock& clock_;
+  std::string pool_;
   int counter_ = 0;
+  std::map<std::string, std::pair<std::string, std::string>> receipts_;  // every receipt issued → class, message id
 };
 
 class FakeCompute final : public Compute {
@@ -396,6 +462,7 @@ struct World {
                                 pool::UsageClass usage = pool::UsageClass::kSpot, const std::string& type = "c7i.large") {
     pool::InstanceRecord r = idle_record(id, now(), generation, cls, usage, type);
     table.inner.create(r);
+    queue.create_wake_queue(id);  // made at its launch
     queue.advertise(cls, {id, generation});
     return r;
   }
