@@ -383,14 +383,16 @@ void LocalRunnerHost::keep_docker_baseline() {
 
 void LocalRunnerHost::clean_docker() {
   if (!s_.docker) return;
+  // No baseline: no assignment started since the last clean (prepare() keeps one before any runner
+  // starts), and the engine is the image's own — left as it is.
+  auto text = read_state_file(s_.docker_baseline);
+  if (!text) return;
   std::optional<EngineState> baseline;
-  if (auto text = read_state_file(s_.docker_baseline)) {
-    try {
-      baseline = decode_engine_state(*text);
-    } catch (const std::exception& e) {
-      spdlog::error("the Docker engine's state from the assignment's start is unreadable ({}): cleaning without it",
-                    e.what());
-    }
+  try {
+    baseline = decode_engine_state(*text);
+  } catch (const std::exception& e) {
+    spdlog::error("the Docker engine's state from the assignment's start is unreadable ({}): cleaning without it",
+                  e.what());
   }
   const auto start = std::chrono::steady_clock::now();
   DockerCleanReport r = clean_docker_engine(*s_.docker, baseline, alive_);

@@ -452,8 +452,8 @@ TEST_F(LocalRunnerHostTest, TheDockerEngineIsCleanedBackToTheAssignmentsStart) {
     EXPECT_FALSE(lookup_user(second->name)) << "the job user is retired all the same";
   }
 
-  // An agent restarted mid-assignment whose baseline is gone: the images cannot be vouched for.
-  fs::remove(s.docker_baseline);
+  // A baseline that cannot be read: the images cannot be vouched for.
+  std::ofstream(s.docker_baseline, std::ios::trunc) << "{\"version\": 1, \"contain";
   engine.engine() = start;
   try {
     host.clean();
@@ -461,6 +461,15 @@ TEST_F(LocalRunnerHostTest, TheDockerEngineIsCleanedBackToTheAssignmentsStart) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("cannot be vouched for"), std::string::npos) << e.what();
   }
+
+  // No baseline at all: no assignment started since the last clean (an agent's first clean after
+  // boot): the image's own engine is left alone.
+  fs::remove(s.docker_baseline);
+  engine.engine() = start;
+  engine.applied.clear();
+  host.clean();
+  EXPECT_TRUE(engine.applied.empty());
+  EXPECT_TRUE(engine_differences(start, engine.state()).empty());
 }
 
 // job_cache_scope = repository: the tool cache goes to the next job user of the same repository,

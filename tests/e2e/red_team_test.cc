@@ -16,6 +16,7 @@
 #include <random>
 
 #include "agent/tenant_sweep.h"
+#include "tests/support/docker_daemon.h"
 #include "tests/e2e/e2e_fixture.h"
 
 namespace runpool::controller::e2e {
@@ -89,6 +90,7 @@ class RedTeam : public E2eTest {
     std::mt19937_64 rng(std::random_device{}());
     char token[32];
     std::snprintf(token, sizeof token, "rt%012llx", static_cast<unsigned long long>(rng() & 0xffffffffffffULL));
+    token_ = token;
     results_ = testing::make_temp_dir("runpool-e2e-redteam");
     chmod(results_.c_str(), 01777);
     const fs::path src = fs::path(RUNPOOL_SOURCE_DIR) / "tests" / "e2e" / "red_team";
@@ -101,6 +103,7 @@ class RedTeam : public E2eTest {
     }
     std::string attack = replace_all(slurp(src / "attack.sh"), "@TOKEN@", token);
     attack = replace_all(attack, "@RESULTS@", results_);
+    attack = replace_all(attack, "@DOCKER_HOST@", docker_host_);
     auto a = finished_job(queue_job("rt-attack", "attack", attack, 100), 180s);
     EXPECT_EQ(a["result"].asString(), "Succeeded") << write_json(a) << consoles();
     for (const auto& l : lines(fs::path(results_) / "attack")) {
@@ -117,6 +120,8 @@ class RedTeam : public E2eTest {
     probe = replace_all(probe, "@RESULTS@", results_);
     probe = replace_all(probe, "@ATTACKER_UID@", o.attacker_uid);
     probe = replace_all(probe, "@ROOT@", root);
+    probe = replace_all(probe, "@DOCKER_HOST@", docker_host_);
+    probe = replace_all(probe, "@UBUNTU_ID@", ubuntu_id_);
     const fs::path tmpl = fs::path(base_) / "runner-template";
     probe = replace_all(probe, "@LISTENER_SHA@", sha256_line(tmpl / "bin" / "Runner.Listener"));
     probe = replace_all(probe, "@RUN_SHA@", sha256_line(tmpl / "run.sh"));
@@ -150,6 +155,9 @@ class RedTeam : public E2eTest {
   }
 
   std::string results_;
+  std::string token_;
+  std::string docker_host_;  // the engine jobs may use ("": none)
+  std::string ubuntu_id_;    // its ubuntu:latest before the attack
 };
 
 class RedTeamPerAssignment : public RedTeam {
@@ -172,6 +180,49 @@ TEST_F(RedTeamPerAssignment, NothingOfTheLastTenantSurvives) {
   }
   EXPECT_EQ(o.found_by_name, "") << "entries the attacker named, found by the next tenant";
   EXPECT_EQ(o.found_processes, "") << "the attacker's processes, found by the next tenant";
+}
+
+// job_privileges = docker: the job users join the group of a Docker engine (a private dockerd), and
+// the attack goes through it. Everything of the engine's own state is undone; a file written as
+// root through a bind mount is not — such a pool is one trust domain, or never reuses.
+class RedTeamDocker : public RedTeam {
+ protected:
+  void SetUp() override {
+    daemon_ = std::make_unique<runpool::testing::DockerDaemon>("docker");
+    ubuntu_id_ = daemon_->import_image("ubuntu:latest", "ubuntu");
+    docker_host_ = "unix://" + daemon_->socket();
+    RedTeam::SetUp();
+  }
+  void TearDown() override {
+    RedTeam::TearDown();
+    std::error_code ec;
+    if (!token_.empty()) fs::remove("/tmp/" + token_ + "-root", ec);  // root's: the point of the last vector
+    daemon_.reset();
+  }
+  std::string clean_sweep_roots() const override {
+    return "job_users_state=" + base_ + "/{instance_id}/job-users; job_privileges=docker; docker_socket=" +
+           daemon_->socket();
+  }
+  std::unique_ptr<runpool::testing::DockerDaemon> daemon_;
+};
+
+TEST_F(RedTeamDocker, TheEnginesStateIsUndoneAndWhatRootWroteIsNot) {
+  Outcome o = run_red_team("a job user per assignment, reuse always, job privileges docker");
+  EXPECT_NE(o.attacker_uid, o.prober_uid);
+  for (const char* v : {"docker-build", "docker-image", "docker-container", "docker-volume", "docker-network"}) {
+    EXPECT_EQ(o.vectors[v].attack, "planted") << v;
+    EXPECT_EQ(o.vectors[v].probe, "gone") << v << " survived to the next tenant";
+  }
+  EXPECT_EQ(o.vectors["docker-root-file"].attack, "planted");
+  EXPECT_EQ(o.vectors["docker-root-file"].probe, "survived") << "the probe missed a file root wrote";
+  for (const auto& [name, v] : o.vectors) {
+    // The catch-all by name finds the root's file above; every user-level vector is gone.
+    if (v.level == "user" && v.attack == "planted" && name != "anything-named-with-the-token") {
+      EXPECT_EQ(v.probe, "gone") << name;
+    }
+  }
+  EXPECT_EQ(o.found_by_name, "/tmp/" + token_ + "-root\n") << "only what root wrote through the engine is left";
+  EXPECT_EQ(o.found_processes, "");
 }
 
 class RedTeamFixedUser : public RedTeam {

@@ -25,14 +25,17 @@ namespace runpool::testing {
 
 class DockerDaemon {
  public:
-  DockerDaemon() {
+  // `socket_group`: who besides root may use the engine (the socket's group, as Debian's docker
+  // group for a system engine).
+  explicit DockerDaemon(const std::string& socket_group = "root") {
     namespace fs = std::filesystem;
     char tmpl[] = "/tmp/rpdocker-XXXXXX";  // short: a Unix socket's path has 107 bytes at most
     if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
     dir_ = tmpl;
+    chmod(dir_.c_str(), 0755);  // the socket's group must reach it; dockerd keeps its roots to itself
     const std::string cmd = "exec dockerd --data-root " + dir_ + "/data --exec-root " + dir_ + "/exec --pidfile " +
                             dir_ + "/dockerd.pid -H unix://" + socket() +
-                            " --bridge=none --iptables=false --ip-masq=false --group root > " + dir_ + "/dockerd.log 2>&1";
+                            " --bridge=none --iptables=false --ip-masq=false --group " + socket_group + " > " + dir_ + "/dockerd.log 2>&1";
     agent::SpawnOptions o;
     o.argv = {"/bin/sh", "-c", cmd};
     o.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};

@@ -1,7 +1,8 @@
 # The red team's first job: it tries every way it knows to leave something for the next tenant of
 # its instance, and says for each whether it managed (planted), was refused (blocked) or had no
 # means here (unavailable). Every name it makes carries the token, so the next job can look for it
-# anywhere. Placeholders: @TOKEN@, @RESULTS@ (a directory the test reads before the release).
+# anywhere. Placeholders: @TOKEN@, @RESULTS@ (a directory the test reads before the release),
+# @DOCKER_HOST@ (the engine jobs may use; empty: none).
 set +e
 T='@TOKEN@'
 R='@RESULTS@'
@@ -104,5 +105,25 @@ needs linger user loginctl && try linger user loginctl enable-linger
 # The machine itself.
 needs clock user date && try clock user date -s '2001-01-01 00:00:00'
 needs hostname user hostname && try hostname user hostname "$T"
-needs docker-image docker docker && try docker-image docker docker tag busybox ubuntu:latest
+
+# Through the Docker engine (job_privileges = docker: root on the machine in effect). Blocked where
+# the job user has no engine; the file written as root through a bind mount is beyond any cleaning.
+export DOCKER_HOST='@DOCKER_HOST@'
+[ -n "$DOCKER_HOST" ] || unset DOCKER_HOST
+docker_vectors="docker-build docker-image docker-container docker-volume docker-network docker-root-file"
+if ! command -v docker > /dev/null 2>&1; then
+  for v in $docker_vectors; do record "$v" docker unavailable; done
+elif ! docker version > /dev/null 2>&1; then
+  for v in $docker_vectors; do record "$v" docker blocked; done
+else
+  ctx=$(mktemp -d)
+  printf 'FROM ubuntu:latest\nRUN ["/bin/busybox", "touch", "/%s"]\n' "$T" > "$ctx/Dockerfile"
+  try docker-build docker env DOCKER_BUILDKIT=0 docker build -q --network none -t "$T-built" "$ctx"
+  try docker-image docker sh -c "tar -cf - -C '$ctx' Dockerfile | docker import - '$T-poison' && docker tag '$T-poison' ubuntu:latest"
+  try docker-container docker docker run -d --restart always --network none --name "$T-ctr" "$T-built" /bin/busybox sleep 100000
+  try docker-volume docker docker volume create "$T-vol"
+  try docker-network docker docker network create --internal "$T-net"
+  try docker-root-file docker docker run --rm --network none -v /tmp:/t "$T-built" /bin/busybox touch "/t/$T-root"
+  rm -rf "$ctx"
+fi
 exit 0

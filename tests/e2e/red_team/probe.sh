@@ -1,6 +1,7 @@
 # The red team's second job, on the same instance for another tenant: for every vector the first
 # job tried, it looks for what that job left, and writes "survived" or "gone". Placeholders:
-# @TOKEN@, @RESULTS@, @ATTACKER_UID@, @ROOT@ (the runner root), @LISTENER_SHA@, @RUN_SHA@.
+# @TOKEN@, @RESULTS@, @ATTACKER_UID@, @ROOT@ (the runner root), @LISTENER_SHA@, @RUN_SHA@,
+# @DOCKER_HOST@ and @UBUNTU_ID@ (the engine jobs may use, and its ubuntu:latest; empty: none).
 set +e
 T='@TOKEN@'
 R='@RESULTS@'
@@ -90,7 +91,14 @@ probe systemd-user-timer test -e "/tmp/$T-timer"
 probe linger sh -c "ls /var/lib/systemd/linger 2> /dev/null | grep -q runpool-j$U1"
 probe clock sh -c "[ \$(date +%Y) = 2001 ]"
 probe hostname sh -c "[ \"\$(hostname)\" = '$T' ]"
-probe docker-image sh -c "docker image inspect ubuntu:latest 2> /dev/null | grep -q busybox"
+export DOCKER_HOST='@DOCKER_HOST@'
+[ -n "$DOCKER_HOST" ] || unset DOCKER_HOST
+probe docker-image sh -c "[ \"\$(docker image inspect --format '{{.Id}}' ubuntu:latest 2> /dev/null)\" != '@UBUNTU_ID@' ]"
+probe docker-build sh -c "docker images -a --format '{{.Repository}}' | grep -q -- '$T'"
+probe docker-container sh -c "docker ps -a --format '{{.Names}}' | grep -q -- '$T'"
+probe docker-volume sh -c "docker volume ls --format '{{.Name}}' | grep -q -- '$T'"
+probe docker-network sh -c "docker network ls --format '{{.Name}}' | grep -q -- '$T'"
+probe docker-root-file test -e "/tmp/$T-root"
 # Anything else with the token in its name, wherever it is.
 probe anything-named-with-the-token test -s "$R/found-by-name"
 probe any-process-of-the-attacker test -s "$R/found-processes"
