@@ -92,7 +92,8 @@ std::vector<KeySpec> agent_schema() {
        "the directories job_cache_scope keeps (space-separated, relative to the runner root, under _work/ or _home/)"},
       {"job_privileges", KeyType::kString, "user",
        "what a job may do beyond its own files: user = nothing; docker = the job user joins the docker group (root "
-       "on this machine in effect: what it does through the engine outlives the assignment)"},
+       "on this machine in effect: the engine's state is cleaned after each assignment, what the job does as root "
+       "through it is not)"},
       {"docker_socket", KeyType::kString, "/var/run/docker.sock",
        "with job_privileges set to docker: the Docker engine's Unix socket, through which the engine is cleaned after "
        "every assignment (what the job made removed, the tags it moved put back, the rest verified unchanged)"},
