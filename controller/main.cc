@@ -1,17 +1,16 @@
-// runpoolctl: parses the command line, assembles the configuration (file < RUNPOOL_* < flags),
-// builds the real clients and runs one command. Exit codes: 0 done, 1 the operation failed,
-// 2 usage or configuration error (docs/runpoolctl.md).
+// runpoolctl: parses the command line, assembles the configuration (file < RUNPOOL_* < flags;
+// cli_global_options.h), builds the real clients and runs one command. Exit codes: 0 done, 1 the
+// operation failed, 2 usage or configuration error (docs/runpoolctl.md).
 #include <CLI/CLI.hpp>
 
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
-#include <map>
 
 #include "common/config.h"
 #include "common/log.h"
 #include "controller/backend.h"
-#include "controller/config_file.h"
+#include "controller/cli_global_options.h"
 #include "controller/context.h"
 #include "controller/init.h"
 #include "controller/label.h"
@@ -47,23 +46,6 @@ void install_signal_handlers() {
 }
 
 const char* env(const char* name) { return std::getenv(name); }
-
-// Flags that set a configuration key: --table → table, and so on.
-struct KeyFlag {
-  const char* flag;
-  const char* key;
-  const char* help;
-};
-constexpr KeyFlag kKeyFlags[] = {
-    {"--table", "table", "DynamoDB state table"},
-    {"--pool", "pool", "the pool's name"},
-    {"--region", "region", "AWS region"},
-    {"--endpoint-dynamodb", "endpoint_dynamodb", "DynamoDB endpoint URL"},
-    {"--endpoint-sqs", "endpoint_sqs", "SQS endpoint URL"},
-    {"--endpoint-ec2", "endpoint_ec2", "EC2 endpoint URL"},
-    {"--github-api-url", "github_api_url", "GitHub REST API base URL"},
-    {"--github-owner", "github_owner", "whose runners: owner/repo or an organization"},
-};
 
 std::optional<pool::UsageClass> parse_usage(const std::string& text) {
   if (text.empty()) return std::nullopt;
@@ -120,18 +102,8 @@ int main(int argc, char** argv) {
     return "runpoolctl: " + printable(e.what(), 300) + "\nRun with --help for more information.\n";
   });
 
-  std::string config_file, log_format, log_level;
-  bool json = false;
-  std::map<std::string, std::string> key_flags;
-  std::vector<std::string> sets;
-  app.add_option("--config", config_file,
-                 std::string("Configuration file (key = value lines); default: ") + kDefaultConfigFile +
-                     " when it exists")->check(CLI::ExistingFile);
-  app.add_option("--log-format", log_format, "Log format on stderr: text or json (key log_format)");
-  app.add_option("--log-level", log_level, "Log level: trace, debug, info, warn, error (key log_level)");
-  app.add_flag("--json", json, "Print the command's result as JSON on stdout");
-  for (const auto& kf : kKeyFlags) app.add_option(kf.flag, key_flags[kf.key], std::string(kf.help) + " (key " + kf.key + ")");
-  app.add_option("--set", sets, "Set any configuration key: --set key=value (repeatable; not for secrets)");
+  GlobalOptions global;
+  add_global_options(app, global);
 
   auto* init = app.add_subcommand("init",
                                   "Create or update the state table (and its by_label index), one pool queue per "
@@ -255,34 +227,7 @@ int main(int argc, char** argv) {
   Config config(settings_schema());
   Settings settings;
   try {
-    if (std::string file = config_file_to_read(config_file); !file.empty()) config.merge_file(file);
-    config.merge_env(env);
-    for (const auto& [key, value] : key_flags) {
-      if (!value.empty()) config.set(key, value, "--" + key);
-    }
-    for (const auto& kv : sets) {
-      auto eq = kv.find('=');
-      if (eq == std::string::npos) throw ConfigError("--set " + printable(kv, 80) + ": expected key=value");
-      std::string key = kv.substr(0, eq);
-      for (const auto& spec : config.schema()) {
-        if (spec.key == key && spec.type == KeyType::kSecret) {
-          throw ConfigError("--set " + key + ": secrets are read from the environment or the config file only");
-        }
-      }
-      config.set(key, kv.substr(eq + 1), "--set " + key);
-    }
-    if (!log_format.empty()) config.set("log_format", log_format, "--log-format");
-    if (!log_level.empty()) config.set("log_level", log_level, "--log-level");
-    LogFormat format;
-    if (!parse_log_format(config.get_string("log_format"), &format) || format == LogFormat::kJournal) {
-      config.reject("log_format", "text or json");
-    }
-    std::string level = config.get_string("log_level");
-    if (spdlog::level::from_str(level) == spdlog::level::off && level != "off") {
-      config.reject("log_level", "'" + level + "'");
-    }
-    init_logging(format, level);
-    settings = load_settings(config, env);
+    settings = configure(global, config);
   } catch (const ConfigError& e) {
     std::cerr << "runpoolctl: configuration error: " << printable(e.what(), 600) << "\n";
     return kExitUsage;
@@ -320,7 +265,7 @@ int main(int argc, char** argv) {
     CommandMetrics metrics(settings, backend);  // its one PutLogEvents goes when it does, at the end
     Context ctx{settings, backend.clock(), backend.table(), backend.queue(), backend.compute(), backend.github(),
                 std::cout, g_cancelled, metrics.sink()};
-    if (*init) return run_init(settings, backend.dynamodb(), backend.sqs(), backend.ec2(), std::cout, json);
+    if (*init) return run_init(settings, backend.dynamodb(), backend.sqs(), backend.ec2(), std::cout, global.json);
     if (*provision) {
       ProvisionOptions o;
       o.count = count;
@@ -330,17 +275,17 @@ int main(int argc, char** argv) {
       o.label = label;
       o.timeout = parse_timeout("--timeout", timeout);
       o.actions = actions_files(env);
-      o.json = json;
+      o.json = global.json;
       o.getenv = env;
       o.random = random_hex16;
       return run_provision(ctx, o);
     }
     if (*release) {
-      return run_release(ctx, ReleaseOptions{release_label, parse_timeout("--timeout", release_timeout), json});
+      return run_release(ctx, ReleaseOptions{release_label, parse_timeout("--timeout", release_timeout), global.json});
     }
-    if (*status) return run_status(ctx, StatusOptions{json, status_all});
+    if (*status) return run_status(ctx, StatusOptions{global.json, status_all});
     if (*scale_down) {
-      ScaleDownOptions o{sd_dry_run, json, std::nullopt};
+      ScaleDownOptions o{sd_dry_run, global.json, std::nullopt};
       if (sd_idle >= 0) o.idle = sd_idle;
       return run_scale_down(ctx, o);
     }
@@ -350,20 +295,20 @@ int main(int argc, char** argv) {
       o.resource_class = su_class;
       o.wait = !su_no_wait;
       o.timeout = parse_timeout("--timeout", su_timeout);
-      o.json = json;
+      o.json = global.json;
       return run_scale_up(ctx, o);
     }
-    if (*bypass) return run_bypass_removal(ctx, bypass_ids, !bypass_off, json);
+    if (*bypass) return run_bypass_removal(ctx, bypass_ids, !bypass_off, global.json);
     if (*retire_cmd) {
       RetireOptions o;
       if (!retire_ami.empty()) o.criteria.ami_id = retire_ami;
       if (!retire_runner.empty()) o.criteria.runner_version = retire_runner;
       if (!retire_agent.empty()) o.criteria.agent_version = retire_agent;
       o.dry_run = retire_dry_run;
-      o.json = json;
+      o.json = global.json;
       return run_retire(ctx, o);
     }
-    if (*refresh) return run_refresh(ctx, RefreshOptions{dry_run, json});
+    if (*refresh) return run_refresh(ctx, RefreshOptions{dry_run, global.json});
   } catch (const ConfigError& e) {
     // Every error may quote outside input (an argument, a value from the table or an answer):
     // printed printable and short, one line.
