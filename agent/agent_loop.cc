@@ -390,7 +390,7 @@ void AgentLoop::do_register(const InstanceRecord& r) {
   label_ = r.label;
   set_status("registering a runner for " + r.label + " (generation " + std::to_string(g) + ")");
   try {
-    host_.prepare();
+    host_.prepare(r.job_privileges);
   } catch (const std::exception& e) {
     spdlog::error("the runner root is not usable: {}", e.what());
     refuse(r, std::string("runner root: ") + e.what());

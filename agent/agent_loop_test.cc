@@ -46,6 +46,12 @@ TEST_F(AgentLoopTest, RegistersTakesTheTokenBeforeTheListenerStartsAndReportsReg
   EXPECT_EQ(loop().status(), "serving run-1 (generation 1), idle");
 }
 
+TEST_F(AgentLoopTest, TheRunnerIsPreparedWithThePrivilegesTheRecordNames) {
+  launch("run-1", "docker");
+  ticks(1);
+  EXPECT_EQ(host_.prepared_privileges, std::vector<std::string>{"docker"});
+}
+
 TEST_F(AgentLoopTest, ListenerDoesNotStartWhileTheTokenCannotBeTaken) {
   launch();
   table_.down = true;

@@ -183,14 +183,16 @@ int run_agent(const AgentSettings& s, const std::string& version) {
     ts.range = s.job_uid_range;
     ts.state_file = expand_instance_path(s.job_users_state, id->instance_id);
     ts.home = hs.root + "/_home";
-    if (s.job_privileges == "docker") {
-      ts.extra_groups = {"docker"};
+    // Any assignment's record may ask for docker (its class's job_privileges): the engine is
+    // there when its group is.
+    if (lookup_group("docker")) {
       docker = std::make_unique<DockerEngineApi>(s.docker_socket, s.docker_timeout);
       hs.docker = docker.get();
       hs.docker_baseline = hs.root + ".docker-baseline";
     }
     tenants = std::make_unique<SystemTenantUsers>(ts, [&] { watchdog.alive(); });
     hs.tenants = tenants.get();
+    hs.job_privileges = s.job_privileges;
     hs.tenant_range = s.job_uid_range;
     hs.sweep.roots.clear();  // the configured roots, not the default's "/" besides them
     for (const auto& r : s.clean_sweep_roots) hs.sweep.roots.push_back(expand_instance_path(r, id->instance_id));

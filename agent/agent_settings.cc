@@ -91,7 +91,8 @@ std::vector<KeySpec> agent_schema() {
       {"job_cache_dirs", KeyType::kString, "_work/_tool",
        "the directories job_cache_scope keeps (space-separated, relative to the runner root, under _work/ or _home/)"},
       {"job_privileges", KeyType::kString, "user",
-       "what a job may do beyond its own files: user = nothing; docker = the job user joins the docker group (root "
+       "what a job may do beyond its own files when its instance's record does not say (runpoolctl records each "
+       "class's): user = nothing; docker = the job user joins the docker group (root "
        "on this machine in effect: the engine's state is cleaned after each assignment, what the job does as root "
        "through it is not)"},
       {"docker_socket", KeyType::kString, "/var/run/docker.sock",

@@ -135,11 +135,22 @@ std::vector<std::string> LocalRunnerHost::runner_env(const std::vector<std::stri
   return env;
 }
 
-void LocalRunnerHost::prepare() {
+void LocalRunnerHost::prepare(const std::string& job_privileges) {
+  const std::string privileges = job_privileges.empty() ? s_.job_privileges : job_privileges;
+  const bool docker = privileges == "docker";
+  if (privileges != "user" && privileges != "docker" && privileges != "sudo") {
+    throw std::runtime_error("job privileges '" + privileges + "' are none this agent knows (user, docker, sudo)");
+  }
+  if (docker && (!s_.tenants || !s_.docker)) {
+    throw std::runtime_error(s_.tenants ? "job privileges docker: this machine has no Docker engine (install one in "
+                                          "the image; its docker group must exist)"
+                                        : "job privileges docker need a job user per assignment (job_users)");
+  }
   if (s_.tenants && !runner_user()) {
-    tenant_ = s_.tenants->create();
+    tenant_ = s_.tenants->create(docker ? std::vector<std::string>{"docker"} : std::vector<std::string>{});
     tenant_read_ = true;
   }
+  // sudo: root comes from the image and the agent unit's drop-in (docs/agent.md); nothing to grant.
   const UserIdentity user = need_runner_user();
   if (user.uid == 0) throw std::runtime_error("the runner user must not be root");
   if (s_.confine_jobs) s_.confine_jobs();
@@ -178,7 +189,7 @@ void LocalRunnerHost::prepare() {
     must(chown(s_.root.c_str(), 0, user.gid) == 0, "chown " + s_.root);
     must(chmod(s_.root.c_str(), 01770) == 0, "chmod " + s_.root);
   }
-  keep_docker_baseline();
+  if (docker) keep_docker_baseline();
   if (s_.tenants && !manifest_) {
     // Taken with no job user's file in the root (the last clean removed them): what the next
     // clean must find again.
@@ -377,7 +388,7 @@ void LocalRunnerHost::retire_tenant() {
 }
 
 void LocalRunnerHost::keep_docker_baseline() {
-  if (!s_.docker || read_state_file(s_.docker_baseline)) return;  // kept: this assignment's start
+  if (read_state_file(s_.docker_baseline)) return;  // kept: this assignment's start
   write_state_file(s_.docker_baseline, encode_engine_state(s_.docker->state()));
 }
 

@@ -31,9 +31,12 @@ struct RunnerHostSettings {
   TenantUsers* tenants = nullptr;
   UidRange tenant_range;  // the tenants' uids: never part of the installation's manifest
   SweepOptions sweep;     // where clean() looks for a job user's files (roots: every local filesystem)
-  // Jobs may use this Docker engine (job_privileges = docker; job users only): its state when an
+  // What jobs may do when the assignment's record names nothing ("user" or "docker").
+  std::string job_privileges = "user";
+  // The Docker engine jobs of a docker assignment use (job users only): its state when such an
   // assignment starts is kept in `docker_baseline` (a file, so an agent restarted mid-assignment
-  // still has it), and the engine is cleaned back to it after the assignment. nullptr: no engine.
+  // still has it), and the engine is cleaned back to it after the assignment. nullptr: no engine
+  // on this machine (a docker assignment is refused).
   DockerEngine* docker = nullptr;
   std::string docker_baseline;
   // Caches kept for the next assignment of the same scope (job users only; nullptr: none kept).
@@ -58,7 +61,7 @@ class LocalRunnerHost final : public RunnerHost {
   // `alive` is called while waiting on commands and processes (the watchdog's pulse).
   LocalRunnerHost(RunnerHostSettings settings, std::function<void()> alive);
 
-  void prepare() override;
+  void prepare(const std::string& job_privileges) override;
   std::optional<RunnerIdentity> configured() override;
   CommandResult configure(const Registration& r) override;
   CommandResult remove(const Secret& remove_token) override;

@@ -58,6 +58,17 @@ std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
+// Whether `user` is a member of `group` by /etc/group's list (supplementary membership).
+bool in_group(const std::string& user, const std::string& group) {
+  std::ifstream in("/etc/group");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(group + ":", 0) != 0) continue;
+    const std::string members = "," + line.substr(line.rfind(':') + 1) + ",";
+    return members.find("," + user + ",") != std::string::npos;
+  }
+  return false;
+}
+
 class LocalRunnerHostTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -99,7 +110,7 @@ TEST_F(LocalRunnerHostTest, ARootTheRunnerCannotReachIsRefusedClearly) {
   chmod((base_ / "private").c_str(), 0700);
   LocalRunnerHost host(settings(base_ / "private" / "runner"), nullptr);
   try {
-    host.prepare();
+    host.prepare("");
     FAIL() << "no error";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("not searchable"), std::string::npos) << e.what();
@@ -111,7 +122,7 @@ TEST_F(LocalRunnerHostTest, ARunnerGroupIsOneArgumentAfterRunnergroup) {
   RunnerHostSettings hs = settings(root);
   hs.runner_group = "Linux GPU";
   LocalRunnerHost host(hs, nullptr);
-  host.prepare();
+  host.prepare("");
   ASSERT_TRUE(host.configure({"https://github.com/octo-org", "run-9", "ci-i-1-g3", Secret("t")}).ok());
   std::string call = read_file(root / ".config-call");
   EXPECT_NE(call.find("args=--url https://github.com/octo-org --labels run-9 --no-default-labels --name ci-i-1-g3 "
@@ -124,7 +135,7 @@ TEST_F(LocalRunnerHostTest, ARunnerGroupIsOneArgumentAfterRunnergroup) {
 TEST_F(LocalRunnerHostTest, PrepareInstallsTheTemplateRootOwnedInAStickyRoot) {
   const fs::path root = base_ / "i-1" / "runner";
   LocalRunnerHost host(settings(root), nullptr);
-  host.prepare();
+  host.prepare("");
   struct stat st {};
   ASSERT_EQ(stat(root.c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 0u);
@@ -139,14 +150,14 @@ TEST_F(LocalRunnerHostTest, PrepareInstallsTheTemplateRootOwnedInAStickyRoot) {
   EXPECT_FALSE(fs::exists(root.string() + ".staging-" + std::to_string(getpid())));
   // Idempotent, and a root with a Listener is not copied over again.
   fs::remove(root / ".standin.json");
-  host.prepare();
+  host.prepare("");
   EXPECT_FALSE(fs::exists(root / ".standin.json"));
 }
 
 TEST_F(LocalRunnerHostTest, ConfigureRunsAsTheRunnerWithTheTokenInTheEnvironmentOnly) {
   const fs::path root = base_ / "runner";
   LocalRunnerHost host(settings(root), nullptr);
-  host.prepare();
+  host.prepare("");
   std::ofstream(root / ".runner_migrated") << "stale";
   setenv("RUNPOOL_TABLE", "leak", 1);
   setenv("AWS_ACCESS_KEY_ID", "leak", 1);
@@ -183,7 +194,7 @@ TEST_F(LocalRunnerHostTest, ConfigureRunsAsTheRunnerWithTheTokenInTheEnvironment
 TEST_F(LocalRunnerHostTest, TheListenerRunsAsTheRunnerAndItsOutputBecomesEvents) {
   const fs::path root = base_ / "runner";
   LocalRunnerHost host(settings(root), nullptr);
-  host.prepare();
+  host.prepare("");
   fs::create_directories(root / "_diag");
   ASSERT_EQ(chown((root / "_diag").c_str(), user_->uid, user_->gid), 0);
   std::ofstream(root / "_diag" / "Runner_0-old.log") << "[x INFO BrokerMessageListener] Acknowledging runner request '1'.\n";
@@ -239,11 +250,11 @@ TEST_F(LocalRunnerHostTest, JobsAreConfinedBeforeAnyRunnerProcessAndAFailedConfi
     if (fail) throw std::runtime_error("job IMDS guard: nft failed");
   };
   LocalRunnerHost host(s, nullptr);
-  EXPECT_THROW(host.prepare(), std::runtime_error);
+  EXPECT_THROW(host.prepare(""), std::runtime_error);
   EXPECT_EQ(calls, 1);
   EXPECT_FALSE(fs::exists(root / "bin" / "Runner.Listener")) << "nothing installed without the guard";
   fail = false;
-  host.prepare();
+  host.prepare("");
   EXPECT_EQ(calls, 2);
   fail = true;
   EXPECT_THROW(host.start_listener(), std::runtime_error);  // a Listener would be a process to find: none
@@ -255,7 +266,7 @@ TEST_F(LocalRunnerHostTest, DrainInputsAreReadFromRunHelpAsTheRunnerUserWithinAB
   RunnerHostSettings st = settings(root);
   st.registration_timeout = 1s;
   LocalRunnerHost host(st, nullptr);
-  host.prepare();
+  host.prepare("");
   std::optional<RunnerDrainSupport> none = host.drain_support();
   ASSERT_TRUE(none.has_value());
   EXPECT_EQ(*none, (RunnerDrainSupport{}));
@@ -271,7 +282,7 @@ TEST_F(LocalRunnerHostTest, DrainInputsAreReadFromRunHelpAsTheRunnerUserWithinAB
 TEST_F(LocalRunnerHostTest, CleanRemovesEverythingTheRunnerLeftAndKeepsTheInstallation) {
   const fs::path root = base_ / "runner";
   LocalRunnerHost host(settings(root), nullptr);
-  host.prepare();
+  host.prepare("");
   ASSERT_TRUE(host.configure({"https://github.com/o/r", "l", "ci-i-1-g1", Secret("t")}).ok());
   std::ofstream(root / ".drain") << "";  // a sentinel someone left
   fs::create_directories(root / "_diag" / "pages");
@@ -348,7 +359,7 @@ TEST_F(LocalRunnerHostTest, JobUsersComeAndGoWithEveryAssignment) {
   s.sweep.sysvipc_dir = (base_ / "no-sysvipc").string();
   LocalRunnerHost host(s, nullptr);
 
-  host.prepare();
+  host.prepare("");
   const auto first = users.current();
   ASSERT_TRUE(first);
   EXPECT_TRUE(ts.range.contains(first->uid));
@@ -381,7 +392,7 @@ TEST_F(LocalRunnerHostTest, JobUsersComeAndGoWithEveryAssignment) {
   EXPECT_TRUE(fs::exists(root / "bin" / "Runner.Listener"));
   EXPECT_FALSE(host.configured());
 
-  host.prepare();
+  host.prepare("");
   const auto second = users.current();
   ASSERT_TRUE(second);
   EXPECT_GT(second->uid, first->uid) << "a uid is never handed out twice";
@@ -427,18 +438,21 @@ TEST_F(LocalRunnerHostTest, TheDockerEngineIsCleanedBackToTheAssignmentsStart) {
   s.docker_baseline = (base_ / "docker-baseline").string();
   LocalRunnerHost host(s, nullptr);
 
-  host.prepare();
+  host.prepare("docker");
   ASSERT_TRUE(fs::exists(s.docker_baseline));
+  const auto first = users.current();
+  ASSERT_TRUE(first);
+  EXPECT_TRUE(in_group(first->name, "docker")) << "a docker assignment's job user is in the engine's group";
   engine.engine().images[0].tags.clear();  // the job moves ubuntu:latest to its own image …
   engine.engine().images.push_back({"sha256:evil", {"ubuntu:latest"}, 200});
   engine.engine().containers.push_back({"c1", "sha256:evil", "backdoor"});  // … and leaves a container
   engine.engine().volumes.push_back("loot");
-  host.prepare();  // a second registration attempt: the start stays the assignment's
+  host.prepare("docker");  // a second registration attempt: the start stays the assignment's
   host.clean();
   EXPECT_TRUE(engine_differences(start, engine.state()).empty());
   EXPECT_FALSE(fs::exists(s.docker_baseline)) << "the next assignment keeps its own start";
 
-  host.prepare();
+  host.prepare("docker");
   const auto second = users.current();
   ASSERT_TRUE(second);
   engine.engine().images.clear();  // deleted: nothing can bring it back
@@ -470,6 +484,26 @@ TEST_F(LocalRunnerHostTest, TheDockerEngineIsCleanedBackToTheAssignmentsStart) {
   host.clean();
   EXPECT_TRUE(engine.applied.empty());
   EXPECT_TRUE(engine_differences(start, engine.state()).empty());
+
+  // Each assignment's record says what its jobs may do; "" is the agent's own setting (user).
+  host.prepare("");
+  const auto plain = users.current();
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(in_group(plain->name, "docker"));
+  EXPECT_FALSE(fs::exists(s.docker_baseline)) << "no engine state kept for an assignment without Docker";
+  engine.engine().containers.push_back({"c2", "sha256:ubuntu", "not-a-job's"});
+  engine.applied.clear();
+  host.clean();
+  EXPECT_TRUE(engine.applied.empty()) << "the engine is left alone after an assignment without Docker";
+  EXPECT_THROW(host.prepare("root"), std::runtime_error);
+  s.docker = nullptr;
+  LocalRunnerHost no_engine(s, nullptr);
+  try {
+    no_engine.prepare("docker");
+    ADD_FAILURE() << "a docker assignment on a machine without an engine";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("no Docker engine"), std::string::npos) << e.what();
+  }
 }
 
 // job_cache_scope = repository: the tool cache goes to the next job user of the same repository,
@@ -492,7 +526,7 @@ TEST_F(LocalRunnerHostTest, CachesFollowTheScopeAcrossJobUsers) {
   s.cache_scope = CacheScope::kRepository;
   LocalRunnerHost host(s, nullptr);
   auto assignment = [&](const std::string& url) {
-    host.prepare();
+    host.prepare("");
     EXPECT_TRUE(host.configure({url, "l", "ci-i-1-g1", Secret("t")}).ok());
     return *users.current();
   };

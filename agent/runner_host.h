@@ -49,8 +49,9 @@ class RunnerHost {
   virtual ~RunnerHost() = default;
 
   // Ensures the runner root exists and is usable by the runner user (copying the template when
-  // the root has no Listener). Throws std::runtime_error with the reason.
-  virtual void prepare() = 0;
+  // the root has no Listener), granting the assignment's jobs `job_privileges` ("user", "docker",
+  // "sudo"; "": the agent's own setting). Throws std::runtime_error with the reason.
+  virtual void prepare(const std::string& job_privileges) = 0;
   // What `.runner` says (nullopt: not configured; RunnerFileError when unreadable).
   virtual std::optional<RunnerIdentity> configured() = 0;
   // Deletes stale configuration, then config.sh as the runner user, the token in the environment.

@@ -197,7 +197,7 @@ std::optional<UserIdentity> SystemTenantUsers::current() {
   return u;
 }
 
-UserIdentity SystemTenantUsers::create() {
+UserIdentity SystemTenantUsers::create(const std::vector<std::string>& extra_groups) {
   TenantState st = load();
   if (st.current) throw std::runtime_error("a job user is still in place: " + tenant_name(*st.current));
   auto taken = [](uid_t u) {
@@ -238,7 +238,7 @@ UserIdentity SystemTenantUsers::create() {
                                       "--home-dir", s_.home, "--shell", "/usr/sbin/nologin", "--comment",
                                       "runpool job user"};
   std::string groups;
-  for (const auto& g : s_.extra_groups) groups += (groups.empty() ? "" : ",") + g;
+  for (const auto& g : extra_groups) groups += (groups.empty() ? "" : ",") + g;
   if (!groups.empty()) {
     useradd.push_back("--groups");
     useradd.push_back(groups);

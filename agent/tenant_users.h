@@ -53,7 +53,6 @@ struct TenantUsersSettings {
   UidRange range;
   std::string state_file;
   std::string home;                        // the tenants' home directory (created by the runner host)
-  std::vector<std::string> extra_groups;   // supplementary groups (docker), "" none
   Duration command_timeout{std::chrono::seconds(30)};
 };
 
@@ -63,9 +62,10 @@ class TenantUsers {
   // The tenant in place (a restarted agent finds it), even when its user is already gone:
   // only the uid and its group are known then.
   virtual std::optional<UserIdentity> current() = 0;
-  // A new user and group with the next uid; the state names it current before it exists.
-  // Throws std::runtime_error when it cannot (range used up, useradd failing).
-  virtual UserIdentity create() = 0;
+  // A new user and group with the next uid, also a member of `extra_groups` (the assignment's
+  // privileges: docker); the state names it current before it exists. Throws std::runtime_error
+  // when it cannot (range used up, useradd failing).
+  virtual UserIdentity create(const std::vector<std::string>& extra_groups) = 0;
   // Deletes the current tenant's user and group (if they exist) and forgets it; its uid is never
   // handed out again. Throws std::runtime_error when the deletion fails.
   virtual void retire() = 0;
@@ -76,7 +76,7 @@ class SystemTenantUsers final : public TenantUsers {
  public:
   SystemTenantUsers(TenantUsersSettings settings, std::function<void()> alive);
   std::optional<UserIdentity> current() override;
-  UserIdentity create() override;
+  UserIdentity create(const std::vector<std::string>& extra_groups) override;
   void retire() override;
 
  private:

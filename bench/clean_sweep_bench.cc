@@ -41,7 +41,7 @@ int run(const Options& o) {
   std::vector<double> create, retire;
   for (int i = 0; i < rounds; ++i) {
     auto t = std::chrono::steady_clock::now();
-    users.create();
+    users.create({});
     create.push_back(seconds_since(t));
     t = std::chrono::steady_clock::now();
     users.retire();

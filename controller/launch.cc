@@ -17,6 +17,7 @@ bool write_record(Context& ctx, const LaunchOrder& order, const LaunchedInstance
   r.shared = order.shared;
   r.os = ctx.settings.os;
   r.ami_id = launch_image(ctx.settings, order.resource_class);
+  r.job_privileges = pool::job_privileges_name(ctx.settings.reuse_policy_for(order.resource_class).job_privileges);
   if (ctx.table.create(r)) {
     *out = r;
     return true;

@@ -112,6 +112,22 @@ TEST(Provision, ASecondMessageForAnInstanceClaimedFromTheSameBatchIsDropped) {
   EXPECT_TRUE(w.queue.bodies("small").empty()) << "both messages deleted";
 }
 
+// A launched instance's record carries its class's job privileges: its agent grants them.
+TEST(Provision, ALaunchedRecordCarriesItsClasssJobPrivileges) {
+  World w;
+  pool::ReusePolicy docker;
+  docker.job_privileges = pool::JobPrivileges::kDocker;
+  docker.reuse = pool::Reuse::kNever;
+  w.settings.resource_class_reuse_policy["small"] = docker;
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1, "run-1")), kExitOk) << w.out.str();
+  ASSERT_EQ(w.compute.launched.size(), 1u);
+  EXPECT_EQ(w.record(w.compute.launched[0]).job_privileges, "docker");
+  w.settings.resource_class_reuse_policy.clear();
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1, "run-2")), kExitOk) << w.out.str();
+  ASSERT_EQ(w.compute.launched.size(), 2u);
+  EXPECT_EQ(w.record(w.compute.launched[1]).job_privileges, "user");
+}
+
 // Under reuse = same-scope a claim prefers, among the instances of the batch it receives, one kept
 // for its own scope (its caches are warm) to an untagged one ahead of it in the queue; the untagged
 // one stays in the pool, visible again.

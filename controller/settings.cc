@@ -252,8 +252,9 @@ std::vector<KeySpec> settings_schema() {
        "others use max_instance_age"},
       // Reuse and job privileges (docs/configuration.md, "Reuse and job privileges").
       {"job_privileges", K::kString, "user",
-       "what a job may do on its instance: user (nothing beyond its own user), docker (the runner user is in the "
-       "docker group: root-equivalent) or sudo (passwordless sudo: root)"},
+       "what a job may do on its instance, recorded at launch and granted by its agent: user (nothing beyond its own "
+       "user), docker (the job user is in the docker group: root-equivalent) or sudo (root from the image: a "
+       "declaration only)"},
       {"reuse", K::kString, "always",
        "what a drained instance serves next: always (any workflow), same-scope (the same repository or owner only, "
        "see reuse_scope) or never (terminated after one assignment)"},

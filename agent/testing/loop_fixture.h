@@ -48,8 +48,9 @@ class FakeListener final : public ListenerProcess {
 
 class FakeHost final : public RunnerHost {
  public:
-  void prepare() override {
+  void prepare(const std::string& job_privileges) override {
     ++prepares;
+    prepared_privileges.push_back(job_privileges);
     if (!prepare_error.empty()) throw std::runtime_error(prepare_error);
   }
   std::optional<RunnerIdentity> configured() override { return identity; }
@@ -119,6 +120,7 @@ class FakeHost final : public RunnerHost {
   std::deque<int> remove_results;
   bool remove_makes_listener_exit = true;
   int remove_locals = 0, starts = 0, ends = 0, cleans = 0, prepares = 0, support_asks = 0;
+  std::vector<std::string> prepared_privileges;  // what each prepare() was asked to grant
   std::string prepare_error, clean_error, remove_local_error;
   bool start_error = false;
   std::shared_ptr<FakeListener::Shared> listener;
@@ -212,9 +214,11 @@ class AgentLoopTest : public ::testing::Test {
   int64_t now() const { return to_epoch_ms(clock_.now()); }
   pool::InstanceRecord record() { return *memory_.get(kId); }
 
-  void launch(const std::string& label = "run-1") {
-    ASSERT_TRUE(memory_.create(pool::launched_record(kId, "ci", label, "small", pool::UsageClass::kSpot, "c7i.large",
-                                                     Secret("reg-1"), "https://github.com/o/r", now(), timeouts_)));
+  void launch(const std::string& label = "run-1", const std::string& job_privileges = "") {
+    auto r = pool::launched_record(kId, "ci", label, "small", pool::UsageClass::kSpot, "c7i.large", Secret("reg-1"),
+                                   "https://github.com/o/r", now(), timeouts_);
+    r.job_privileges = job_privileges;
+    ASSERT_TRUE(memory_.create(r));
   }
   void step(const pool::Step& s) { ASSERT_TRUE(memory_.transition(kId, s.expect, s.change)); }
 

@@ -82,6 +82,10 @@ struct InstanceRecord {
   // The scope of its last assignment when its class reuses same-scope only ("repository:owner/name"
   // or "owner:owner", common/pool/reuse_policy.h): only a claim of that scope may take it. "": untagged.
   std::string reuse_scope_key;
+  // What its class lets jobs do ("user", "docker", "sudo"; common/pool/reuse_policy.h), written at
+  // launch: the agent grants it to each assignment's job user. "": a record from before the field
+  // (the agent's own job_privileges applies).
+  std::string job_privileges;
 
   // Agent fields: written by the instance's own agent only.
   int64_t heartbeat_ms = 0;

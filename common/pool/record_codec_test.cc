@@ -32,6 +32,7 @@ InstanceRecord full_record() {
   r.ami_id = "ami-0123456789abcdef0";
   r.retire_pending = true;
   r.reuse_scope_key = "repository:o/r";
+  r.job_privileges = "docker";
   r.heartbeat_ms = 1'799'999'999'000;
   r.signal = AgentSignal::kRegistered;
   r.signal_generation = 7;
@@ -84,6 +85,8 @@ TEST(RecordCodec, MinimalRecordRoundTripsAndOmitsEmptyFields) {
   EXPECT_EQ(item.count(attr::kReuseScopeKey), 0u) << "untagged: no attribute, as in records written before it";
   InstanceRecord back = decode_record(item);
   EXPECT_EQ(back.reuse_scope_key, "");
+  EXPECT_EQ(item.count(attr::kJobPrivileges), 0u) << "records written before the field decode to \"\"";
+  EXPECT_EQ(back.job_privileges, "");
   EXPECT_EQ(back.state, State::kCreated);
   EXPECT_EQ(back.signal, AgentSignal::kNone);
   EXPECT_EQ(back.pre_run, PreRun::kNone);

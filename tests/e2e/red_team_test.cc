@@ -199,9 +199,11 @@ class RedTeamDocker : public RedTeam {
     if (!token_.empty()) fs::remove("/tmp/" + token_ + "-root", ec);  // root's: the point of the last vector
     daemon_.reset();
   }
+  // The class's privileges reach the agent through the record; the attacker's and the prober's
+  // workflows share an instance only because the pool is declared one trust domain.
+  std::string more_config() const override { return "job_privileges = docker\ntrust_domain = pool\n"; }
   std::string clean_sweep_roots() const override {
-    return "job_users_state=" + base_ + "/{instance_id}/job-users; job_privileges=docker; docker_socket=" +
-           daemon_->socket();
+    return "job_users_state=" + base_ + "/{instance_id}/job-users; docker_socket=" + daemon_->socket();
   }
   std::unique_ptr<runpool::testing::DockerDaemon> daemon_;
 };
