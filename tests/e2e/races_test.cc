@@ -12,6 +12,7 @@
 // Seeded: RUNPOOL_RACE_SEED=<seed> RUNPOOL_RACE_TRIALS=1 replays a trial's schedule; the full size
 // (RUNPOOL_RELIABILITY_FULL=1) runs 50 trials.
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <regex>
 
@@ -32,8 +33,14 @@ constexpr int kPoolSize = 3;  // idle instances at the start of every trial
 // instances EC2 launched per label tag.
 class AssignmentSampler {
  public:
-  AssignmentSampler(runpool::testing::LocalCloud& cloud, const std::string& table, std::string pool)
-      : cloud_(cloud), clients_(cloud), table_(clients_.db, table, cloud.instance_role_id()), pool_(std::move(pool)) {
+  // `observe`, if given, also sees every look at the pool's records (on the sampler's thread).
+  AssignmentSampler(runpool::testing::LocalCloud& cloud, const std::string& table, std::string pool,
+                    std::function<void(const std::vector<InstanceRecord>&)> observe = {})
+      : cloud_(cloud),
+        clients_(cloud),
+        table_(clients_.db, table, cloud.instance_role_id()),
+        pool_(std::move(pool)),
+        observe_(std::move(observe)) {
     thread_ = std::thread([this] {
       for (int i = 0; i < 200000 && !stop_; ++i) {  // bounded: ~6 h at most
         sample(i % 5 == 0);
@@ -67,6 +74,7 @@ class AssignmentSampler {
       table_.scan([&](const InstanceRecord& r) {
         if (r.pool == pool_) recs.push_back(r);
       });
+      if (observe_) observe_(recs);
       const Json::Value gh = cloud_.control("GET", "/_control/github/runners");
       Json::Value ec2;
       if (with_ec2) ec2 = cloud_.control("GET", "/_control/ec2/instances");
@@ -127,6 +135,7 @@ class AssignmentSampler {
   testing::CloudClients clients_;
   pool::DynamoStateTable table_;
   std::string pool_;
+  std::function<void(const std::vector<InstanceRecord>&)> observe_;
   mutable std::mutex mu_;
   std::map<std::pair<std::string, int64_t>, std::string> label_of_;
   std::map<std::string, std::set<std::string>> launched_;
@@ -518,6 +527,335 @@ TEST_F(Races, ARetryAfterACrashAtTheFleetLaunchesNoSecondFleet) {
   EXPECT_EQ(got, first_fleet) << "the retry should run on what its first attempt launched";
   EXPECT_EQ(release(label)["returned"].size(), 2u);
 }
+
+}  // namespace
+}  // namespace runpool::controller::e2e
+
+namespace runpool::controller::e2e {
+namespace {
+
+// The reuse policy under concurrency: three of the repositories acme/app, acme/lib, acme/web and
+// acme/api each provision, run a job and release at once, seeded and randomized like the trials
+// above, while the sampler
+// watches. Under reuse = same-scope an instance tagged for one repository must never be claimed by
+// another's provision; under reuse = never every released instance is terminated and no instance
+// ever serves a second assignment. Both: no double assignment, and every provision gets its runners
+// or fails with a reason.
+constexpr int kReusePoolSize = 3;
+const std::vector<std::string> kRepos = {"app", "lib", "web", "api"};
+
+// The scope of every claim the sampler sees. A claim leaves the idle record's reuse_scope_key as it
+// was (only a return to the pool rewrites it, in the same write that makes the record idle), so an
+// assigned record shows the tag its instance carried when it was claimed.
+class ClaimWatch {
+ public:
+  explicit ClaimWatch(bool never) : never_(never) {}
+  // A trial's label and the scope of the repository provisioning it.
+  void expect(const std::string& label, const std::string& scope) {
+    std::lock_guard<std::mutex> l(mu_);
+    scope_of_label_[label] = scope;
+  }
+  void observe(const std::vector<InstanceRecord>& recs) {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& r : recs) {
+      const bool assigned = r.state == State::kCreated || r.state == State::kClaimed ||
+                            r.state == State::kRunning || r.state == State::kDraining;
+      auto scope = scope_of_label_.find(r.label);
+      if (assigned && scope != scope_of_label_.end() &&
+          claims_.emplace(std::make_pair(r.instance_id, r.generation), r.reuse_scope_key).second) {
+        const std::string& tag = r.reuse_scope_key;
+        if (!tag.empty() && tag != scope->second) {
+          ++cross_scope_;
+          violations_.push_back("scope: " + r.instance_id + " kept for " + tag + " claimed (generation " +
+                                std::to_string(r.generation) + ") by " + r.label + " of " + scope->second);
+        }
+        own_scope_ += !tag.empty() && tag == scope->second;
+        if (ended_.count(r.instance_id)) {
+          violations_.push_back("never: " + r.instance_id + " claimed by " + r.label + " after it was retired");
+        }
+        auto [first, fresh] = first_generation_.emplace(r.instance_id, r.generation);
+        if (never_ && !fresh && first->second != r.generation) {
+          ++claimed_again_;
+          violations_.push_back("never: " + r.instance_id + " served generation " + std::to_string(first->second) +
+                                " and is claimed again (generation " + std::to_string(r.generation) + ") by " +
+                                r.label);
+        }
+      }
+      if (never_ && r.state == State::kIdle && first_generation_.count(r.instance_id) &&
+          returned_.insert(r.instance_id).second) {
+        violations_.push_back("never: " + r.instance_id + " returned to the pool after an assignment");
+      }
+      if (r.state == State::kTerminating || r.state == State::kTerminated) ended_.insert(r.instance_id);
+    }
+  }
+  // The tag an assignment's record carried when the sampler first saw it claimed; nullopt if unseen.
+  std::optional<std::string> tag_at_claim(const std::string& id, int64_t generation) const {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = claims_.find({id, generation});
+    return it == claims_.end() ? std::nullopt : std::optional<std::string>(it->second);
+  }
+  std::vector<std::string> violations() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return violations_;
+  }
+  int claims() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return static_cast<int>(claims_.size());
+  }
+  int own_scope() const { return own_scope_; }
+  int cross_scope() const { return cross_scope_; }
+  int claimed_again() const { return claimed_again_; }
+
+ private:
+  const bool never_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::string> scope_of_label_;
+  std::map<std::pair<std::string, int64_t>, std::string> claims_;  // (instance, generation) → tag at claim
+  std::map<std::string, int64_t> first_generation_;  // instance → its first generation claimed in a trial
+  std::set<std::string> ended_, returned_;
+  std::atomic<int> own_scope_{0}, cross_scope_{0}, claimed_again_{0};
+  std::vector<std::string> violations_;
+};
+
+// One repository's run in a trial: provision, one job, release.
+struct Life {
+  std::string repo, label;
+  int count = 1;
+  int64_t offset_ms = 0, hold_ms = 0;
+  CtlResult provision, release;
+  int64_t job = -1;
+};
+
+struct ReuseTotals {
+  int trials = 0, provisions_ok = 0, provisions_failed = 0, warm = 0, launched = 0, jobs = 0, releases = 0;
+  int refreshes = 0, max_concurrency = 0, retired_never = 0, unseen_claims = 0;
+  std::map<std::string, int> failure_reasons;
+};
+
+class ReuseRaces : public E2eTest {
+ protected:
+  std::string scope_of(const std::string& repo) const { return "repository:acme/" + repo; }
+  std::vector<std::string> for_repo(const std::string& repo, std::vector<std::string> args) const {
+    args.insert(args.begin(), {"--set", "github_owner=acme/" + repo});
+    return args;
+  }
+  CtlResult timed(const std::vector<std::string>& args) {
+    const int now = ++running_;
+    for (int m = max_running_; now > m && !max_running_.compare_exchange_weak(m, now);) {
+    }
+    CtlResult r = start_ctl(args)->wait(240s);
+    --running_;
+    return r;
+  }
+
+  void live(Life& l) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(l.offset_ms));
+    l.provision = timed(for_repo(l.repo, provision_args(l.label, l.count, {"--timeout", "90s"})));
+    if (l.provision.exit_code == 0) {
+      Json::Value body;
+      body["label"] = l.label;
+      body["name"] = l.label + "-job";
+      body["durationMs"] = 200;
+      body["owner"] = "acme";
+      body["repo"] = l.repo;
+      body["run"] = "true";
+      l.job = cloud_.control("POST", "/_control/github/jobs", body)["id"].asInt64();
+      finished_job(l.job, 90s);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(l.hold_ms));
+    l.release = timed(for_repo(l.repo, {"--json", "release", "--label", l.label}));
+  }
+
+  // Three repositories of four once, then one or two more runs of any, started later so some find
+  // the instances the first runs returned. A repository the last trial left out finds the pool
+  // holding other scopes' instances only: where a scope check that let it in would show.
+  std::vector<Life> plan(std::mt19937_64& rng, int trial) const {
+    std::vector<std::string> repos = kRepos;
+    std::shuffle(repos.begin(), repos.end(), rng);
+    repos.pop_back();
+    std::vector<Life> lives;
+    const int extra = static_cast<int>(uniform(rng, 1, 2));
+    for (int k = 0; k < static_cast<int>(repos.size()) + extra; ++k) {
+      Life l;
+      const bool first = k < static_cast<int>(repos.size());
+      l.repo = first ? repos[k] : kRepos[uniform(rng, 0, kRepos.size() - 1)];
+      l.label = "s" + std::to_string(trial) + "-" + l.repo + "-" + std::to_string(k);
+      l.count = chance(rng, 0.25) ? 2 : 1;
+      l.offset_ms = first ? uniform(rng, 0, 1500) : uniform(rng, 3000, 9000);
+      l.hold_ms = uniform(rng, 0, 1000);
+      lives.push_back(l);
+    }
+    return lives;
+  }
+
+  // Idle instances the next trial can claim: untagged ones launched and returned under reuse =
+  // always, up to kReusePoolSize.
+  void top_up() {
+    int idle = 0;
+    for (const auto& r : records()) idle += r.state == State::kIdle;
+    if (idle >= kReusePoolSize) return;
+    static int n = 0;
+    const std::string label = "seed-" + std::to_string(++n);
+    Json::Value p = provision(label, kReusePoolSize - idle, {"--set", "reuse=always"});
+    ASSERT_EQ(ids_of(p).size(), static_cast<size_t>(kReusePoolSize - idle)) << write_json(p);
+    CtlResult r = ctl({"--set", "reuse=always", "--json", "release", "--label", label});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+  }
+
+  void run_trials(bool never) {
+    const uint64_t base = base_seed(kSeedVar);
+    const int trials = trial_count(kTrialsVar, 2, 20);
+    const char* mode = never ? "never" : "same-scope";
+    std::printf("reuse races (%s): %d trial(s), base seed %llu (replay all: %s=%llu %s=%d)\n", mode, trials,
+                static_cast<unsigned long long>(base), kSeedVar, static_cast<unsigned long long>(base), kTrialsVar,
+                trials);
+    RecordProperty("seed", std::to_string(base));
+    top_up();
+    if (HasFatalFailure()) return;
+
+    ClaimWatch watch(never);
+    AssignmentSampler sampler(cloud_, pool_->table(), pool_name_,
+                              [&](const std::vector<InstanceRecord>& recs) { watch.observe(recs); });
+    ReuseTotals t;
+    int double_assignments = 0;
+    size_t seen = 0, seen_watch = 0;
+    for (int trial = 0; trial < trials; ++trial) {
+      const uint64_t ts = base + static_cast<uint64_t>(trial);
+      const std::string hint = replay_hint(kSeedVar, kTrialsVar, ts, "e2e.races_test");
+      SCOPED_TRACE(hint);
+      std::mt19937_64 rng(ts);
+      std::vector<Life> lives = plan(rng, trial);
+      for (const auto& l : lives) watch.expect(l.label, scope_of(l.repo));
+      const int64_t refresh_at = uniform(rng, 0, 8000);
+      CtlResult refreshed;
+      max_running_ = 0;
+      std::vector<std::thread> threads;
+      for (auto& l : lives) threads.emplace_back([this, &l] { live(l); });
+      threads.emplace_back([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(refresh_at));
+        refreshed = timed({"--json", "refresh"});
+      });
+      for (auto& th : threads) th.join();
+      ++t.trials;
+      ++t.refreshes;
+      t.max_concurrency = std::max(t.max_concurrency, max_running_.load());
+      EXPECT_LE(refreshed.exit_code, 1) << describe(refreshed);
+
+      std::map<std::pair<std::string, int64_t>, std::string> owner;
+      int warm = 0, won = 0;
+      for (auto& l : lives) {
+        std::optional<Json::Value> j = try_parse_json(l.provision.out);
+        if (!j || !j->isObject()) {
+          ADD_FAILURE() << "provision " << l.label << " printed no report: " << describe(l.provision);
+          continue;
+        }
+        ++t.releases;
+        EXPECT_EQ(l.release.exit_code, 0) << describe(l.release);
+        if (l.provision.exit_code != 0) {
+          EXPECT_EQ(l.provision.exit_code, 1) << describe(l.provision);
+          EXPECT_FALSE((*j)["error"].asString().empty()) << "a failed provision must say why: " << describe(l.provision);
+          ++t.provisions_failed;
+          ++t.failure_reasons[reason_kind((*j)["error"].asString())];
+          continue;
+        }
+        ++t.provisions_ok;
+        warm += (*j)["warm"].asInt();
+        t.warm += (*j)["warm"].asInt();
+        t.launched += (*j)["launched"].asInt();
+        EXPECT_EQ((*j)["instances"].size(), static_cast<size_t>(l.count)) << l.provision.out;
+        std::set<std::string> mine;
+        for (const auto& i : (*j)["instances"]) {
+          const std::string id = i["instance_id"].asString();
+          const int64_t gen = i["generation"].asInt64();
+          mine.insert(id);
+          ++won;
+          auto [it, fresh] = owner.emplace(std::make_pair(id, gen), l.label);
+          if (!fresh && it->second != l.label) {
+            ++double_assignments;
+            ADD_FAILURE() << id << " generation " << gen << " won by both " << it->second << " and " << l.label;
+          }
+          // The report's own claim, checked against the tag the sampler saw it claimed with.
+          const std::optional<std::string> tag = watch.tag_at_claim(id, gen);
+          t.unseen_claims += !tag;
+          if (tag) {
+            EXPECT_TRUE(tag->empty() || *tag == scope_of(l.repo)) << l.label << " claimed " << id << " kept for " << *tag;
+          }
+        }
+        const Json::Value job = this->job(l.job);
+        ++t.jobs;
+        EXPECT_EQ(job["result"].asString(), "Succeeded") << l.label << ": " << write_json(job);
+        EXPECT_EQ(mine.count(instance_of_runner(job["runnerName"].asString())), 1u)
+            << l.label << "'s job ran on " << job["runnerName"].asString();
+        if (never) {
+          // Each instance it won is retired by its release (or by the concurrent refresh, when
+          // the release left it draining) and terminated in EC2.
+          std::optional<Json::Value> rel = try_parse_json(l.release.out);
+          for (const auto& id : mine) {
+            t.retired_never += rel && (*rel)["retired_reasons"][id].asString() == "reuse-never";
+            EXPECT_TRUE(eventually([&] { return record(id).state == State::kTerminated && ec2_state(id) == "terminated"; },
+                                   30s))
+                << id << " of " << l.label << " not terminated after its release: "
+                << pool::state_name(record(id).state) << ", EC2 " << ec2_state(id) << "; release " << l.release.out;
+          }
+        }
+      }
+      for (const std::vector<std::string> v = sampler.violations(); seen < v.size(); ++seen) {
+        ++double_assignments;
+        ADD_FAILURE() << "sampler: " << v[seen];
+      }
+      for (const std::vector<std::string> v = watch.violations(); seen_watch < v.size(); ++seen_watch) {
+        ADD_FAILURE() << "sampler: " << v[seen_watch];
+      }
+      std::printf("trial %d (seed %llu): %zu runs, max %d at once; %d instances won (%d warm)\n", trial,
+                  static_cast<unsigned long long>(ts), lives.size(), max_running_.load(), won, warm);
+
+      Json::Value rf = refresh();
+      EXPECT_EQ(rf["exit_code"].asInt(), 0) << write_json(rf);
+      if (never) {
+        top_up();
+      } else {
+        CtlResult sd = ctl({"--json", "scale-down", "--idle", std::to_string(kReusePoolSize)});
+        EXPECT_EQ(sd.exit_code, 0) << describe(sd);
+      }
+      if (HasFailure()) {
+        std::printf("FAILED %s\n", hint.c_str());
+        break;
+      }
+    }
+    sampler.stop();
+
+    std::printf("REUSE RACES SUMMARY (%s): %d trials (base seed %llu), %d provisions ok and %d failed clearly (%d "
+                "warm + %d launched), %d jobs, %d releases, %d refreshes, max %d at once; %d claims seen (%d of "
+                "them not seen by the sampler), %d warm by their own scope; cross-scope claims %d, claimed again "
+                "under never %d, retired reuse-never by their release %d; double assignments %d; %d sampler looks\n",
+                mode, t.trials, static_cast<unsigned long long>(base), t.provisions_ok, t.provisions_failed, t.warm,
+                t.launched, t.jobs, t.releases, t.refreshes, t.max_concurrency, watch.claims(), t.unseen_claims,
+                watch.own_scope(), watch.cross_scope(), watch.claimed_again(), t.retired_never, double_assignments,
+                sampler.samples());
+    for (const auto& [why, n] : t.failure_reasons) std::printf("  provision failed %d x: %s\n", n, why.c_str());
+    RecordProperty("cross_scope_claims", watch.cross_scope());
+    RecordProperty("double_assignments", double_assignments);
+    EXPECT_EQ(watch.cross_scope(), 0);
+    EXPECT_EQ(watch.claimed_again(), 0);
+    EXPECT_EQ(double_assignments, 0);
+  }
+
+  std::atomic<int> running_{0}, max_running_{0};
+};
+
+class SameScopeRaces : public ReuseRaces {
+  std::string more_config() const override {
+    return "reuse = same-scope\nreuse_scope = repository\nmin_running_time_linux = 0s\n";
+  }
+};
+
+class NeverReuseRaces : public ReuseRaces {
+  std::string more_config() const override { return "reuse = never\nmin_running_time_linux = 0s\n"; }
+};
+
+TEST_F(SameScopeRaces, ConcurrentRepositoriesNeverClaimAnotherScopesInstance) { run_trials(false); }
+
+TEST_F(NeverReuseRaces, ConcurrentReleasesTerminateAndNothingIsClaimedTwice) { run_trials(true); }
 
 }  // namespace
 }  // namespace runpool::controller::e2e
