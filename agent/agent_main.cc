@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -130,6 +132,9 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   } else if (s.job_privileges == "docker" && !lookup_group("docker")) {
     spdlog::critical("job_privileges = docker, but this machine has no docker group (install the Docker engine)");
     return kExitUsage;
+  } else if (s.job_privileges == "sudo" && access("/etc/sudoers.d", F_OK) != 0) {
+    spdlog::critical("job_privileges = sudo, but this machine has no /etc/sudoers.d (install sudo)");
+    return kExitUsage;
   }
 
   if (s.instance_role_id.empty()) {
@@ -190,6 +195,9 @@ int run_agent(const AgentSettings& s, const std::string& version) {
       hs.docker = docker.get();
       hs.docker_baseline = hs.root + ".docker-baseline";
     }
+    // And sudo when the machine has it: a sudo assignment's job user gets a drop-in of its own.
+    struct stat sudoers {};
+    if (stat("/etc/sudoers.d", &sudoers) == 0 && S_ISDIR(sudoers.st_mode)) hs.sudoers_file = "/etc/sudoers.d/runpool-job";
     tenants = std::make_unique<SystemTenantUsers>(ts, [&] { watchdog.alive(); });
     hs.tenants = tenants.get();
     hs.job_privileges = s.job_privileges;

@@ -94,7 +94,8 @@ std::vector<KeySpec> agent_schema() {
        "what a job may do beyond its own files when its instance's record does not say (runpoolctl records each "
        "class's): user = nothing; docker = the job user joins the docker group (root "
        "on this machine in effect: the engine's state is cleaned after each assignment, what the job does as root "
-       "through it is not)"},
+       "through it is not); sudo = the job user may become root through a sudoers drop-in of its own, removed "
+       "after the assignment (root can change anything: no cleaning vouches for the instance after it)"},
       {"docker_socket", KeyType::kString, "/var/run/docker.sock",
        "with job_privileges set to docker: the Docker engine's Unix socket, through which the engine is cleaned after "
        "every assignment (what the job made removed, the tags it moved put back, the rest verified unchanged)"},
@@ -247,8 +248,8 @@ AgentSettings load_agent_settings(const Config& c) {
     c.reject("job_cache_scope", "needs job_users = per-assignment");
   }
   s.job_privileges = c.get_string("job_privileges");
-  if (s.job_privileges != "user" && s.job_privileges != "docker") {
-    c.reject("job_privileges", "must be user or docker");
+  if (s.job_privileges != "user" && s.job_privileges != "docker" && s.job_privileges != "sudo") {
+    c.reject("job_privileges", "must be user, docker or sudo");
   }
   if (s.job_privileges != "user" && s.job_users != "per-assignment") {
     c.reject("job_privileges", "needs job_users = per-assignment");

@@ -91,6 +91,7 @@ TEST(AgentSettings, JobUsersArePerAssignmentByDefault) {
     EXPECT_NE(error_of(kMinimal + text).find(key), std::string::npos) << text;
   }
   EXPECT_EQ(error_of(kMinimal + "job_privileges = docker\n"), "");
+  EXPECT_EQ(error_of(kMinimal + "job_privileges = sudo\n"), "");
   EXPECT_EQ(s.job_cache_scope, CacheScope::kNone);
   EXPECT_EQ(error_of(kMinimal + "job_cache_scope = repository\njob_cache_dirs = _work/_tool _home/.cache/pip\n"), "");
   for (const char* bad : {"job_cache_scope = all\n", "job_cache_dirs = /opt/cache\n", "job_cache_dirs = _work/../x\n",

@@ -146,13 +146,20 @@ void LocalRunnerHost::prepare(const std::string& job_privileges) {
                                           "the image; its docker group must exist)"
                                         : "job privileges docker need a job user per assignment (job_users)");
   }
+  const bool grant_sudo = privileges == "sudo" && s_.tenants;
+  if (grant_sudo && s_.sudoers_file.empty()) {
+    throw std::runtime_error("job privileges sudo: this machine has no sudo (install it in the image; "
+                             "/etc/sudoers.d must exist)");
+  }
   if (s_.tenants && !runner_user()) {
     tenant_ = s_.tenants->create(docker ? std::vector<std::string>{"docker"} : std::vector<std::string>{});
     tenant_read_ = true;
   }
-  // sudo: root comes from the image and the agent unit's drop-in (docs/agent.md); nothing to grant.
   const UserIdentity user = need_runner_user();
   if (user.uid == 0) throw std::runtime_error("the runner user must not be root");
+  // Root for this assignment's user alone; sudo also needs the agent unit's drop-in that relaxes
+  // NoNewPrivileges (docs/agent.md). With a fixed runner user the image grants it.
+  if (grant_sudo) grant_root(user);
   if (s_.confine_jobs) s_.confine_jobs();
   const fs::path root(s_.root);
   if (auto bad = unsearchable_ancestor(root, user)) {
@@ -387,6 +394,21 @@ void LocalRunnerHost::retire_tenant() {
   tenant_.reset();
 }
 
+void LocalRunnerHost::grant_root(const UserIdentity& user) {
+  // sudo reads every file of its include directory whose name has no '.': the state file's
+  // temporary name has one, so sudo never sees half a rule.
+  write_state_file(s_.sudoers_file, "# runpool-agent: this assignment's job user may become root (job_privileges = sudo)\n" +
+                                        user.name + " ALL=(ALL:ALL) NOPASSWD: ALL\n");
+  must(chmod(s_.sudoers_file.c_str(), 0440) == 0, "chmod " + s_.sudoers_file);
+}
+
+void LocalRunnerHost::revoke_root() {
+  if (s_.sudoers_file.empty()) return;
+  if (unlink(s_.sudoers_file.c_str()) != 0 && errno != ENOENT) {
+    throw std::runtime_error("cannot remove " + s_.sudoers_file + ": " + std::strerror(errno));
+  }
+}
+
 void LocalRunnerHost::keep_docker_baseline() {
   if (read_state_file(s_.docker_baseline)) return;  // kept: this assignment's start
   write_state_file(s_.docker_baseline, encode_engine_state(s_.docker->state()));
@@ -422,6 +444,8 @@ void LocalRunnerHost::clean_docker() {
 }
 
 void LocalRunnerHost::clean() {
+  // No new sudo from here on; what root already did is not undone (docs/security.md).
+  revoke_root();
   // The engine first, once the job can start nothing more through it: containers run as root,
   // beyond the job user's sweep. A failure fails the clean only after the job user is retired,
   // and the baseline stays, so every retry checks the engine again.

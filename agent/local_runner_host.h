@@ -31,8 +31,12 @@ struct RunnerHostSettings {
   TenantUsers* tenants = nullptr;
   UidRange tenant_range;  // the tenants' uids: never part of the installation's manifest
   SweepOptions sweep;     // where clean() looks for a job user's files (roots: every local filesystem)
-  // What jobs may do when the assignment's record names nothing ("user" or "docker").
+  // What jobs may do when the assignment's record names nothing ("user", "docker" or "sudo").
   std::string job_privileges = "user";
+  // The sudoers drop-in that lets a sudo assignment's job user become root without a password
+  // (job users only), removed by clean(). "" = no sudo on this machine: a sudo assignment of a
+  // job user is refused. With a fixed runner user, root for it is the image's to grant.
+  std::string sudoers_file;
   // The Docker engine jobs of a docker assignment use (job users only): its state when such an
   // assignment starts is kept in `docker_baseline` (a file, so an agent restarted mid-assignment
   // still has it), and the engine is cleaned back to it after the assignment. nullptr: no engine
@@ -86,6 +90,9 @@ class LocalRunnerHost final : public RunnerHost {
   UserIdentity need_runner_user();
   // Ends the job user's processes, removes what it owns everywhere and retires it.
   void retire_tenant();
+  // job_privileges = sudo: the job user's sudoers drop-in, written by prepare(), removed by clean().
+  void grant_root(const UserIdentity& user);
+  void revoke_root();
   // With a Docker engine: its state at the assignment's start, unless already kept.
   void keep_docker_baseline();
   // With a Docker engine: back to that state; throws when it cannot be (the instance is unfit).

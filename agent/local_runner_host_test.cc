@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -504,6 +505,88 @@ TEST_F(LocalRunnerHostTest, TheDockerEngineIsCleanedBackToTheAssignmentsStart) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("no Docker engine"), std::string::npos) << e.what();
   }
+}
+
+// job_privileges = sudo: the assignment's job user, and no one else, may become root through a
+// sudoers drop-in of its own, which the clean takes away; a machine without sudo refuses.
+TEST_F(LocalRunnerHostTest, ASudoAssignmentsJobUserAloneMayBecomeRootUntilTheClean) {
+  if (access("/usr/sbin/useradd", X_OK) != 0) GTEST_SKIP() << "no useradd";
+  const fs::path root = base_ / "runner";
+  TenantUsersSettings ts;
+  ts.range = {1987002000, 1987002999};
+  ts.state_file = (base_ / "job-users").string();
+  ts.home = (root / "_home").string();
+  SystemTenantUsers users(ts, nullptr);
+  RunnerHostSettings s = settings(root);
+  s.tenants = &users;
+  s.tenant_range = ts.range;
+  s.sweep.roots = {base_.string()};
+  s.sweep.sysvipc_dir = (base_ / "no-sysvipc").string();
+  fs::create_directories(base_ / "sudoers.d");
+  s.sudoers_file = (base_ / "sudoers.d" / "runpool-job").string();
+  LocalRunnerHost host(s, nullptr);
+
+  host.prepare("sudo");
+  const auto job = users.current();
+  ASSERT_TRUE(job);
+  std::stringstream rule;
+  rule << std::ifstream(s.sudoers_file).rdbuf();
+  EXPECT_NE(rule.str().find("\n" + job->name + " ALL=(ALL:ALL) NOPASSWD: ALL\n"), std::string::npos) << rule.str();
+  struct stat st {};
+  ASSERT_EQ(stat(s.sudoers_file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_mode & 07777, 0440u) << "sudo ignores a drop-in others can write";
+  EXPECT_EQ(fs::directory_iterator(base_ / "sudoers.d")->path(), fs::path(s.sudoers_file)) << "no file but the rule";
+  if (access("/usr/sbin/visudo", X_OK) == 0) {  // sudo's own parser, where installed
+    const std::string check = "/usr/sbin/visudo -c -q -f " + s.sudoers_file;
+    EXPECT_EQ(std::system(check.c_str()), 0) << check;
+  }
+  host.clean();
+  EXPECT_FALSE(fs::exists(s.sudoers_file)) << "root is the assignment's only";
+  EXPECT_FALSE(lookup_user(job->name));
+
+  host.prepare("user");
+  EXPECT_FALSE(fs::exists(s.sudoers_file)) << "a user assignment gets no sudo";
+  host.clean();
+
+  // The rule of an assignment an agent crashed in goes at the next clean all the same.
+  std::ofstream(s.sudoers_file) << "left behind ALL=(ALL:ALL) NOPASSWD: ALL\n";
+  host.clean();
+  EXPECT_FALSE(fs::exists(s.sudoers_file));
+
+  // With sudo installed, for real: the job user becomes root, a user assignment's job user cannot.
+  if (access("/usr/bin/sudo", X_OK) == 0 && fs::is_directory("/etc/sudoers.d")) {
+    s.sudoers_file = "/etc/sudoers.d/runpool-test-" + std::to_string(getpid());
+    LocalRunnerHost real(s, nullptr);
+    auto as_job = [&](const std::string& command) {
+      const std::string line = "/usr/bin/sudo -n -u " + users.current()->name + " -- " + command + " 2>/dev/null";
+      std::string out;
+      if (FILE* f = popen(line.c_str(), "r")) {
+        char buf[256];
+        while (fgets(buf, sizeof buf, f)) out += buf;
+        pclose(f);
+      }
+      return out;
+    };
+    real.prepare("sudo");
+    EXPECT_EQ(as_job("/usr/bin/sudo -n /usr/bin/id -u"), "0\n");
+    real.clean();
+    EXPECT_FALSE(fs::exists(s.sudoers_file));
+    real.prepare("user");
+    EXPECT_EQ(as_job("/usr/bin/sudo -n /usr/bin/id -u"), "");
+    EXPECT_EQ(as_job("/usr/bin/id -u"), std::to_string(users.current()->uid) + "\n") << "the check itself works";
+    real.clean();
+  }
+
+  s.sudoers_file.clear();
+  LocalRunnerHost no_sudo(s, nullptr);
+  try {
+    no_sudo.prepare("sudo");
+    ADD_FAILURE() << "a sudo assignment on a machine without sudo";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("no sudo"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(users.current()) << "refused before any job user is made";
 }
 
 // job_cache_scope = repository: the tool cache goes to the next job user of the same repository,

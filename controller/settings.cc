@@ -253,8 +253,8 @@ std::vector<KeySpec> settings_schema() {
       // Reuse and job privileges (docs/configuration.md, "Reuse and job privileges").
       {"job_privileges", K::kString, "user",
        "what a job may do on its instance, recorded at launch and granted by its agent: user (nothing beyond its own "
-       "user), docker (the job user is in the docker group: root-equivalent) or sudo (root from the image: a "
-       "declaration only)"},
+       "user), docker (the job user is in the docker group: root-equivalent) or sudo (the job user may become "
+       "root through a sudoers drop-in of its own; with a fixed runner user, root is the image's to give)"},
       {"reuse", K::kString, "always",
        "what a drained instance serves next: always (any workflow), same-scope (the same repository or owner only, "
        "see reuse_scope) or never (terminated after one assignment)"},

@@ -10,7 +10,7 @@ packages=(
   libpugixml-dev libssl-dev libhowardhinnant-date-dev tzdata libgtest-dev libgmock-dev
   nodejs npm util-linux procps shellcheck python3-yaml python3-venv cloud-init
   clang libclang-rt-14-dev nftables patchelf
-  docker.io busybox-static
+  docker.io busybox-static sudo
 )
 missing=()
 for p in "${packages[@]}"; do
