@@ -21,6 +21,7 @@ benches=(
   control_plane
   idle_cost
   clean_sweep
+  docker_clean
 )
 
 picked=()
