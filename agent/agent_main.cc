@@ -14,7 +14,6 @@
 
 #include "agent/agent_loop.h"
 #include "agent/aws_services.h"
-#include "agent/clock_observing_http.h"
 #include "agent/heartbeat.h"
 #include "agent/job_imds_guard.h"
 #include "agent/local_runner_host.h"
@@ -24,6 +23,7 @@
 #include "agent/stop_flag.h"
 #include "agent/systemd.h"
 #include "agent/wake_listener.h"
+#include "common/aws/aws_session.h"
 #include "common/aws/credentials.h"
 #include "common/aws/dynamodb.h"
 #include "common/aws/ec2.h"
@@ -85,17 +85,6 @@ RetryPolicy aws_retry(const AgentSettings& s) {
   p.max_server_wait = std::chrono::seconds(10);
   return p;
 }
-
-// One service's own connection and caller (threads do not share a connection).
-struct Service {
-  Service(const std::string& name, const std::string& endpoint, const std::string& region, const AgentSettings& s,
-          aws::CredentialsProvider& creds, AwsClock& aws_clock)
-      : http(raw, aws_clock, system_clock()),
-        caller(http, creds, system_clock(), aws::ServiceSettings{name, endpoint, region, aws_retry(s), s.aws_timeout}) {}
-  CurlHttpClient raw;
-  ClockObservingHttp http;
-  aws::AwsCaller caller;
-};
 
 }  // namespace
 
@@ -159,8 +148,9 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   spdlog::info("runpool-agent {} on {} in {} (pool {}, table {})", version, id->instance_id, id->region, s.pool,
                s.table);
 
-  AwsClock aws_clock(system_clock());
   auto credentials = aws::default_credentials(&imds, system_clock());
+  aws::AwsSession session(*credentials, system_clock(), aws::SessionSettings{id->region, aws_retry(s), s.aws_timeout});
+  AwsClock& aws_clock = session.clock();
   aws::AwsSettings endpoints;
   endpoints.region = id->region;
   if (!s.endpoint_dynamodb.empty()) endpoints.endpoints["dynamodb"] = s.endpoint_dynamodb;
@@ -168,12 +158,10 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   if (!s.endpoint_sqs.empty()) endpoints.endpoints["sqs"] = s.endpoint_sqs;
   const std::string ddb_url = aws::resolve_endpoint(endpoints, "dynamodb", id->region);
   const std::string ec2_url = aws::resolve_endpoint(endpoints, "ec2", id->region);
-  Service ddb("dynamodb", ddb_url, id->region, s, *credentials, aws_clock);
-  Service ddb_beat("dynamodb", ddb_url, id->region, s, *credentials, aws_clock);
-  Service ec2_service("ec2", ec2_url, id->region, s, *credentials, aws_clock);
-  aws::DynamoDbClient db(ddb.caller), db_beat(ddb_beat.caller);
+  // The heartbeat has a connection of its own: it beats while the loop's call waits.
+  aws::DynamoDbClient db(session.caller("dynamodb", ddb_url)), db_beat(session.caller("dynamodb", ddb_url));
   pool::DynamoStateTable table(db, s.table, s.instance_role_id), table_beat(db_beat, s.table, s.instance_role_id);
-  aws::Ec2Client ec2(ec2_service.caller);
+  aws::Ec2Client ec2(session.caller("ec2", ec2_url));
 
   SystemdNotifier notifier;
   Watchdog watchdog(notifier, SystemdNotifier::watchdog_interval());
@@ -258,10 +246,7 @@ int run_agent(const AgentSettings& s, const std::string& version) {
 
   // The wake-up queue's long poll, on a connection of its own that a stop cancels at once.
   std::atomic<bool> cancel_wake{false};
-  Service sqs_service("sqs", aws::resolve_endpoint(endpoints, "sqs", id->region), id->region, s, *credentials,
-                      aws_clock);
-  sqs_service.raw.cancel_when(&cancel_wake);
-  aws::SqsClient sqs(sqs_service.caller);
+  aws::SqsClient sqs(session.caller("sqs", aws::resolve_endpoint(endpoints, "sqs", id->region), &cancel_wake));
   std::unique_ptr<WakeListener> wake;
   if (s.wake_queue) {
     if (auto name = pool::wake_queue_name(s.pool, id->instance_id)) {

@@ -1,10 +1,12 @@
-// The real clients behind a Context, built from the settings: one HTTP connection per service
-// (plus one for SQS long polls), SigV4 credentials from the AWS SDKs' default chain, the
-// shared retry policy, and the AWS clock fed by every AWS answer's Date header.
+// The real clients behind a Context, built from the settings: one AWS session
+// (common/aws/aws_session.h) with SigV4 credentials from the AWS SDKs' default chain, the shared
+// retry policy and the AWS clock fed by every AWS answer's Date header; a connection per service
+// (plus one for SQS long polls).
 #pragma once
 
 #include <memory>
 
+#include "common/aws/aws_session.h"
 #include "common/aws/cloudwatch_logs.h"
 #include "common/aws/credentials.h"
 #include "common/aws/dynamodb.h"
@@ -27,7 +29,7 @@ class Backend {
   explicit Backend(const Settings& settings, const aws::GetEnv& getenv = aws::real_getenv);
   ~Backend();
 
-  AwsClock& clock() { return aws_clock_; }
+  AwsClock& clock() { return session_->clock(); }
   aws::DynamoDbClient& dynamodb() { return *dynamodb_; }
   aws::SqsClient& sqs() { return *sqs_; }
   aws::Ec2Client& ec2() { return *ec2_; }
@@ -38,15 +40,11 @@ class Backend {
   aws::CloudWatchLogsClient& logs() { return *logs_; }  // metrics_log_group (controller/metrics.h)
 
  private:
-  std::unique_ptr<aws::AwsCaller> caller(HttpClient& http, const std::string& service, const std::string& endpoint);
-
-  const Settings& settings_;
   SystemClock local_;
-  AwsClock aws_clock_{local_};
-  CurlHttpClient http_dynamodb_, http_sqs_, http_sqs_poll_, http_ec2_, http_github_, http_imds_, http_logs_;
+  CurlHttpClient http_github_, http_imds_;
   std::unique_ptr<aws::ImdsClient> imds_;
   std::unique_ptr<aws::CredentialsProvider> credentials_;
-  std::unique_ptr<aws::AwsCaller> dynamodb_caller_, sqs_caller_, sqs_poll_caller_, ec2_caller_, logs_caller_;
+  std::unique_ptr<aws::AwsSession> session_;  // every AWS service's caller, and the AWS clock
   std::unique_ptr<aws::DynamoDbClient> dynamodb_;
   std::unique_ptr<aws::SqsClient> sqs_, sqs_poll_;
   std::unique_ptr<aws::Ec2Client> ec2_;
