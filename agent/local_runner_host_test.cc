@@ -102,7 +102,24 @@ class LocalRunnerHostTest : public ::testing::Test {
     return s;
   }
 
+  // Settings for a new job user per assignment in `root`, from a uid range of the test's own:
+  // nothing else on the machine has it, and tests that may run at once each use their own.
+  RunnerHostSettings job_user_settings(const fs::path& root, UidRange range) {
+    TenantUsersSettings ts;
+    ts.range = range;
+    ts.state_file = (base_ / "job-users").string();
+    ts.home = (root / "_home").string();
+    users_ = std::make_unique<SystemTenantUsers>(ts, nullptr);
+    RunnerHostSettings s = settings(root);
+    s.tenants = users_.get();
+    s.tenant_range = range;
+    s.sweep.roots = {base_.string()};
+    s.sweep.sysvipc_dir = (base_ / "no-sysvipc").string();
+    return s;
+  }
+
   std::optional<UserIdentity> user_;
+  std::unique_ptr<SystemTenantUsers> users_;
   fs::path base_, tpl_;
 };
 
@@ -348,22 +365,14 @@ namespace {
 TEST_F(LocalRunnerHostTest, JobUsersComeAndGoWithEveryAssignment) {
   if (access("/usr/sbin/useradd", X_OK) != 0) GTEST_SKIP() << "no useradd";
   const fs::path root = base_ / "runner";
-  TenantUsersSettings ts;
-  ts.range = {1987000000, 1987000999};
-  ts.state_file = (base_ / "job-users").string();
-  ts.home = (root / "_home").string();
-  SystemTenantUsers users(ts, nullptr);
-  RunnerHostSettings s = settings(root);
-  s.tenants = &users;
-  s.tenant_range = ts.range;
-  s.sweep.roots = {base_.string()};
-  s.sweep.sysvipc_dir = (base_ / "no-sysvipc").string();
+  RunnerHostSettings s = job_user_settings(root, {1987000000, 1987000999});
+  SystemTenantUsers& users = *users_;
   LocalRunnerHost host(s, nullptr);
 
   host.prepare("");
   const auto first = users.current();
   ASSERT_TRUE(first);
-  EXPECT_TRUE(ts.range.contains(first->uid));
+  EXPECT_TRUE(s.tenant_range.contains(first->uid));
   EXPECT_EQ(first->name, tenant_name(first->uid));
   struct stat st {};
   ASSERT_EQ(stat(root.c_str(), &st), 0);
@@ -421,20 +430,12 @@ namespace {
 TEST_F(LocalRunnerHostTest, TheDockerEngineIsCleanedBackToTheAssignmentsStart) {
   if (access("/usr/sbin/useradd", X_OK) != 0) GTEST_SKIP() << "no useradd";
   const fs::path root = base_ / "runner";
-  TenantUsersSettings ts;
-  ts.range = {1987001000, 1987001999};
-  ts.state_file = (base_ / "job-users").string();
-  ts.home = (root / "_home").string();
-  SystemTenantUsers users(ts, nullptr);
   EngineState start;
   start.images = {{"sha256:ubuntu", {"ubuntu:latest"}, 100}};
   start.networks = {{"n-none", "none"}};
   testing::MemoryDockerEngine engine(start);
-  RunnerHostSettings s = settings(root);
-  s.tenants = &users;
-  s.tenant_range = ts.range;
-  s.sweep.roots = {base_.string()};
-  s.sweep.sysvipc_dir = (base_ / "no-sysvipc").string();
+  RunnerHostSettings s = job_user_settings(root, {1987001000, 1987001999});
+  SystemTenantUsers& users = *users_;
   s.docker = &engine;
   s.docker_baseline = (base_ / "docker-baseline").string();
   LocalRunnerHost host(s, nullptr);
@@ -512,16 +513,8 @@ TEST_F(LocalRunnerHostTest, TheDockerEngineIsCleanedBackToTheAssignmentsStart) {
 TEST_F(LocalRunnerHostTest, ASudoAssignmentsJobUserAloneMayBecomeRootUntilTheClean) {
   if (access("/usr/sbin/useradd", X_OK) != 0) GTEST_SKIP() << "no useradd";
   const fs::path root = base_ / "runner";
-  TenantUsersSettings ts;
-  ts.range = {1987002000, 1987002999};
-  ts.state_file = (base_ / "job-users").string();
-  ts.home = (root / "_home").string();
-  SystemTenantUsers users(ts, nullptr);
-  RunnerHostSettings s = settings(root);
-  s.tenants = &users;
-  s.tenant_range = ts.range;
-  s.sweep.roots = {base_.string()};
-  s.sweep.sysvipc_dir = (base_ / "no-sysvipc").string();
+  RunnerHostSettings s = job_user_settings(root, {1987002000, 1987002999});
+  SystemTenantUsers& users = *users_;
   fs::create_directories(base_ / "sudoers.d");
   s.sudoers_file = (base_ / "sudoers.d" / "runpool-job").string();
   LocalRunnerHost host(s, nullptr);
@@ -594,17 +587,9 @@ TEST_F(LocalRunnerHostTest, ASudoAssignmentsJobUserAloneMayBecomeRootUntilTheCle
 TEST_F(LocalRunnerHostTest, CachesFollowTheScopeAcrossJobUsers) {
   if (access("/usr/sbin/useradd", X_OK) != 0) GTEST_SKIP() << "no useradd";
   const fs::path root = base_ / "runner";
-  TenantUsersSettings ts;
-  ts.range = {1987001000, 1987001999};
-  ts.state_file = (base_ / "job-users").string();
-  ts.home = (root / "_home").string();
-  SystemTenantUsers users(ts, nullptr);
+  RunnerHostSettings s = job_user_settings(root, {1987003000, 1987003999});
+  SystemTenantUsers& users = *users_;
   JobCache cache((base_ / "runner.caches").string(), {"_work/_tool"});
-  RunnerHostSettings s = settings(root);
-  s.tenants = &users;
-  s.tenant_range = ts.range;
-  s.sweep.roots = {base_.string()};
-  s.sweep.sysvipc_dir = (base_ / "no-sysvipc").string();
   s.cache = &cache;
   s.cache_scope = CacheScope::kRepository;
   LocalRunnerHost host(s, nullptr);
