@@ -317,8 +317,14 @@ class FakeRunners final : public Runners {
 
 // A MemoryStateTable with hooks: a failing create, failing batch reads, and a `before_transition`
 // callback (a competitor's write slipped in between our read and our write); it logs its reads.
-class HookedTable final : public pool::StateTable {
+struct HookedTableStorage {
+  pool::MemoryStateTable inner;  // constructed before the wrapper that forwards to it
+};
+class HookedTable final : public HookedTableStorage, public pool::StateTableWrapper {
  public:
+  HookedTable() : StateTableWrapper(inner) {}
+  HookedTable(const HookedTable&) = delete;
+  HookedTable& operator=(const HookedTable&) = delete;
   std::optional<pool::InstanceRecord> get(const std::string& id) override {
     reads.push_back("get " + id);
     return inner.get(id);
@@ -346,12 +352,7 @@ class HookedTable final : public pool::StateTable {
     }
     return ok;
   }
-  std::vector<pool::InstanceRecord> by_label(const std::string& label) override { return inner.by_label(label); }
-  pool::ScanStats scan(const std::function<void(const pool::InstanceRecord&)>& v) override { return inner.scan(v); }
-  bool remove(const std::string& id, const pool::Expect& e) override { return inner.remove(id, e); }
-  bool report(const std::string& id, const pool::AgentReport& r) override { return inner.report(id, r); }
 
-  pool::MemoryStateTable inner;
   bool fail_create = false;
   int fail_get_many = 0;  // how many more get_many calls fail
   int pass_get_many = 0;  // how many get_many calls succeed before those failures

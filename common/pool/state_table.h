@@ -96,4 +96,32 @@ class StateTable {
   virtual bool report(const std::string& instance_id, const AgentReport& report) = 0;
 };
 
+// A table that passes every call to another. Wrappers that inject faults, hook or log derive from
+// it and override only the calls they change, as LevelDB's EnvWrapper does for Env.
+class StateTableWrapper : public StateTable {
+ public:
+  explicit StateTableWrapper(StateTable& target) : target_(target) {}
+  StateTable& target() { return target_; }
+
+  std::optional<InstanceRecord> get(const std::string& instance_id) override { return target_.get(instance_id); }
+  std::map<std::string, InstanceRecord> get_many(const std::vector<std::string>& instance_ids) override {
+    return target_.get_many(instance_ids);
+  }
+  bool create(const InstanceRecord& record) override { return target_.create(record); }
+  bool transition(const std::string& instance_id, const Expect& expect, const LifecycleChange& change) override {
+    return target_.transition(instance_id, expect, change);
+  }
+  std::vector<InstanceRecord> by_label(const std::string& label) override { return target_.by_label(label); }
+  ScanStats scan(const std::function<void(const InstanceRecord&)>& visit) override { return target_.scan(visit); }
+  bool remove(const std::string& instance_id, const Expect& expect) override {
+    return target_.remove(instance_id, expect);
+  }
+  bool report(const std::string& instance_id, const AgentReport& report) override {
+    return target_.report(instance_id, report);
+  }
+
+ private:
+  StateTable& target_;
+};
+
 }  // namespace runpool::pool
