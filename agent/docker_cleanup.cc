@@ -71,6 +71,7 @@ EngineState parse_engine_state(const std::string& containers_json, const std::st
     d.id = require_string(i, "Id", iw);
     d.tags = real_tags(string_list(i, "RepoTags", iw));
     d.created = optional_int(i, "Created", iw).value_or(0);
+    d.parent = optional_string(i, "ParentId", iw).value_or("");
     s.images.push_back(std::move(d));
   }
   const std::string vw = "Docker volume list";
@@ -105,6 +106,7 @@ std::string encode_engine_state(const EngineState& state) {
     v["created"] = Json::Int64(i.created);
     v["tags"] = Json::Value(Json::arrayValue);
     for (const auto& t : i.tags) v["tags"].append(t);
+    if (!i.parent.empty()) v["parent"] = i.parent;
     is.append(v);
   }
   Json::Value& vs = root["volumes"] = Json::Value(Json::arrayValue);
@@ -128,7 +130,8 @@ EngineState decode_engine_state(const std::string& text) {
     s.containers.push_back({require_string(c, "id", w), require_string(c, "image", w), require_string(c, "name", w)});
   }
   for (const auto& i : array_of(require_member(root, "images", w), w)) {
-    s.images.push_back({require_string(i, "id", w), real_tags(string_list(i, "tags", w)), require_int(i, "created", w)});
+    s.images.push_back({require_string(i, "id", w), real_tags(string_list(i, "tags", w)), require_int(i, "created", w),
+                        optional_string(i, "parent", w).value_or("")});
   }
   for (const auto& v : array_of(require_member(root, "volumes", w), w)) {
     if (!v.isString()) throw JsonError(w + ": a volume is not a name");
@@ -194,12 +197,28 @@ DockerCleanupPlan plan_docker_cleanup(const std::optional<EngineState>& baseline
       }
     }
   }
-  // Newest first: a child image goes before the parent it was built on.
+  // A child image goes before the parent it was built on: the engine refuses the parent first.
+  // Deepest first along ParentId among the job's images, then newest first (a child is never
+  // older than its parent; BuildKit's images have no ParentId and never block each other).
   std::vector<const DockerImage*> made;
   for (const auto& i : now.images) {
     if (!base_image_ids.count(i.id)) made.push_back(&i);
   }
-  std::stable_sort(made.begin(), made.end(), [](const DockerImage* a, const DockerImage* b) { return a->created > b->created; });
+  std::map<std::string, int> depth;  // the job's image → how many of the job's images it was built on
+  for (const DockerImage* i : made) {
+    int d = 0;
+    std::set<std::string> seen{i->id};  // a malformed answer's parent loop ends the walk
+    for (auto up = now_images.find(i->parent); up != now_images.end() && !base_image_ids.count(up->first) &&
+                                               seen.insert(up->first).second;
+         up = now_images.find(up->second->parent)) {
+      ++d;
+    }
+    depth[i->id] = d;
+  }
+  std::stable_sort(made.begin(), made.end(), [&](const DockerImage* a, const DockerImage* b) {
+    if (depth[a->id] != depth[b->id]) return depth[a->id] > depth[b->id];
+    return a->created > b->created;
+  });
   for (const DockerImage* i : made) {
     p.actions.push_back({DockerActionKind::kRemoveImage, i->id, "", describe(*i) + " was made by the job"});
   }

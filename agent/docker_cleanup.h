@@ -28,6 +28,9 @@ struct DockerImage {
   std::string id;                 // sha256:… of its configuration
   std::vector<std::string> tags;  // "repo:tag", sorted; Docker's "<none>:<none>" left out
   int64_t created = 0;            // seconds since the epoch: a child is never older than its parent
+  // The local image it was built on (the Engine API's ParentId): "" for none, and for BuildKit's
+  // images, which record no parent. The engine refuses to remove a parent before its children.
+  std::string parent = "";
 };
 
 struct DockerNetwork {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/docker_engine.h"
+#include "agent/testing/memory_docker_engine.h"
 #include "common/json.h"
 
 namespace runpool::agent {
@@ -52,6 +54,31 @@ TEST(DockerCleanup, WhatTheJobMadeGoesContainersFirstAndImagesNewestFirst) {
   EXPECT_TRUE(p.damage.empty());
   auto diff = engine_differences(base(), now);
   EXPECT_EQ(diff.size(), 5u);
+}
+
+// A build's images made within one second: only ParentId says which was built on which, and the
+// engine refuses to remove a parent first (the order the engine lists them in must not matter).
+TEST(DockerCleanup, AChildImageGoesBeforeItsParentWhateverTheirTimes) {
+  EngineState now = base();
+  now.images.push_back({"sha256:step1", {}, 300, "sha256:ubuntu"});  // built on a baseline image
+  now.images.push_back({"sha256:step2", {}, 300, "sha256:step1"});
+  now.images.push_back({"sha256:app", {"app:dev"}, 300, "sha256:step2"});
+  now.images.push_back({"sha256:other", {"other:1"}, 200});
+  auto p = plan_docker_cleanup(base(), now);
+  EXPECT_EQ(kinds(p), (std::vector<std::string>{"rm-image sha256:app", "rm-image sha256:step2", "rm-image sha256:step1",
+                                                "rm-image sha256:other", "prune"}));
+  testing::MemoryDockerEngine engine(now);
+  DockerCleanReport r = clean_docker_engine(engine, base(), nullptr);
+  EXPECT_TRUE(r.problems.empty()) << r.problems.front();
+  EXPECT_TRUE(engine_differences(base(), engine.state()).empty());
+
+  // The same against an engine that enforces it, parent first: refused, as the engine refuses.
+  testing::MemoryDockerEngine strict(now);
+  EXPECT_THROW(strict.apply({DockerActionKind::kRemoveImage, "sha256:step1", "", ""}), std::runtime_error);
+  // A parent loop in a malformed answer ends the walk.
+  now.images[2].parent = "sha256:app";
+  now.images[4].parent = "sha256:step1";
+  EXPECT_EQ(plan_docker_cleanup(base(), now).actions.size(), 5u);
 }
 
 TEST(DockerCleanup, AMovedTagGoesBackToItsImageBeforeTheJobsImageIsRemoved) {
@@ -113,7 +140,8 @@ TEST(DockerCleanup, TheEngineApisAnswersParse) {
   auto s = parse_engine_state(
       R"([{"Id":"abc","Names":["/web"],"Image":"nginx","ImageID":"sha256:n","State":"running"}])",
       R"([{"Id":"sha256:n","RepoTags":["nginx:1","nginx:latest"],"Created":1700000000},
-          {"Id":"sha256:x","RepoTags":["<none>:<none>"],"Created":1},{"Id":"sha256:y","RepoTags":null}])",
+          {"Id":"sha256:x","RepoTags":["<none>:<none>"],"Created":1,"ParentId":"sha256:n"},
+          {"Id":"sha256:y","RepoTags":null,"ParentId":""}])",
       R"({"Volumes":null,"Warnings":null})", R"([{"Name":"bridge","Id":"nb","Driver":"bridge"}])");
   ASSERT_EQ(s.containers.size(), 1u);
   EXPECT_EQ(s.containers[0].name, "web");
@@ -122,7 +150,9 @@ TEST(DockerCleanup, TheEngineApisAnswersParse) {
   EXPECT_EQ(s.images[0].tags, (std::vector<std::string>{"nginx:1", "nginx:latest"}));
   EXPECT_EQ(s.images[0].created, 1700000000);
   EXPECT_TRUE(s.images[1].tags.empty());
+  EXPECT_EQ(s.images[1].parent, "sha256:n");
   EXPECT_TRUE(s.images[2].tags.empty());
+  EXPECT_EQ(s.images[2].parent, "");
   EXPECT_TRUE(s.volumes.empty());
   ASSERT_EQ(s.networks.size(), 1u);
   EXPECT_EQ(s.networks[0].name, "bridge");
@@ -143,6 +173,8 @@ TEST(DockerCleanup, TheBaselineSurvivesItsFile) {
   EngineState back = decode_engine_state(encode_engine_state(s));
   EXPECT_TRUE(engine_differences(s, back).empty());
   EXPECT_EQ(back.images[0].created, 100);
+  s.images[1].parent = "sha256:ubuntu";
+  EXPECT_EQ(decode_engine_state(encode_engine_state(s)).images[1].parent, "sha256:ubuntu");
   EXPECT_THROW(decode_engine_state(R"({"version":2})"), JsonError);
   EXPECT_THROW(decode_engine_state(R"({"version":1,"containers":[]})"), JsonError);
   EXPECT_THROW(decode_engine_state(""), JsonError);

@@ -1,8 +1,8 @@
 // A Docker engine in memory, for tests of the cleaning around it. tests/integration/
 // agent_docker_test.cc runs the same cleanup against it and a real engine and expects the same end.
-// Differences from the real engine, none of which the cleanup relies on: images have no parents (a
-// removal never cascades and never conflicts), containers never run, and the build cache is not
-// modelled.
+// Like the engine, it refuses to remove an image another image names as its parent. Differences
+// from the real engine, none of which the cleanup relies on: a removal never cascades to untagged
+// parents, containers never run, and the build cache is not modelled.
 #pragma once
 
 #include <algorithm>
@@ -38,8 +38,9 @@ class MemoryDockerEngine final : public DockerEngine {
         break;
       }
       case DockerActionKind::kUntag:
-        // As the engine: removing an image's last tag removes the image.
-        if (DockerImage* i = untag(a.target); i && i->tags.empty()) remove_image(i->id);
+        // As the engine: removing an image's last tag removes the image, unless another image was
+        // built on it (it stays, untagged).
+        if (DockerImage* i = untag(a.target); i && i->tags.empty() && !has_children(i->id)) remove_image(i->id);
         break;
       case DockerActionKind::kRemoveImage:
         remove_image(a.target);
@@ -73,7 +74,16 @@ class MemoryDockerEngine final : public DockerEngine {
     }
     return nullptr;
   }
+  bool has_children(const std::string& id) const {
+    return std::any_of(s_.images.begin(), s_.images.end(), [&](const DockerImage& i) { return i.parent == id; });
+  }
   void remove_image(const std::string& id) {
+    for (const auto& i : s_.images) {
+      if (i.parent == id) {
+        throw std::runtime_error("conflict: unable to delete " + id + " (cannot be forced) - image has dependent "
+                                 "child images");
+      }
+    }
     std::erase_if(s_.images, [&](const DockerImage& i) { return i.id == id; });
   }
 

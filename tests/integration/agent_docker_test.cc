@@ -67,6 +67,11 @@ TEST_F(AgentDockerTest, WhatAJobDidThroughTheEngineIsUndone) {
   d().must({"tag", "mirror:1", "mirror:extra"});
   const EngineState after_job = api.state();
   ASSERT_EQ(d().must({"image", "inspect", "--format", "{{.Id}}", "ubuntu:latest"}), evil);
+  // The build's images are made within a second or two: only their parents say which goes first,
+  // and the engine (and the memory engine) refuses a parent before its child.
+  ASSERT_GE(std::count_if(after_job.images.begin(), after_job.images.end(),
+                          [](const DockerImage& i) { return !i.parent.empty(); }),
+            2);
 
   // The same cleanup in memory first: it must end where the real engine will.
   testing::MemoryDockerEngine memory(after_job);
