@@ -3,7 +3,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -77,6 +76,8 @@ std::string known_resource_class(aws::ImdsClient& imds, pool::StateTable& table,
   return "";
 }
 
+constexpr const char* kSudoersDir = "/etc/sudoers.d";
+
 RetryPolicy aws_retry(const AgentSettings& s) {
   RetryPolicy p;
   p.max_attempts = s.aws_max_attempts;
@@ -107,6 +108,9 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   signals.detach();
 
   const bool per_assignment = s.job_users == "per-assignment";
+  // sudo's include directory: a sudo assignment's job user gets a drop-in of its own there.
+  struct stat sudoers {};
+  const bool has_sudoers_dir = stat(kSudoersDir, &sudoers) == 0 && S_ISDIR(sudoers.st_mode);
   std::optional<UserIdentity> user;
   if (!per_assignment) {
     user = lookup_user(s.runner_user);
@@ -121,8 +125,8 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   } else if (s.job_privileges == "docker" && !lookup_group("docker")) {
     spdlog::critical("job_privileges = docker, but this machine has no docker group (install the Docker engine)");
     return kExitUsage;
-  } else if (s.job_privileges == "sudo" && access("/etc/sudoers.d", F_OK) != 0) {
-    spdlog::critical("job_privileges = sudo, but this machine has no /etc/sudoers.d (install sudo)");
+  } else if (s.job_privileges == "sudo" && !has_sudoers_dir) {
+    spdlog::critical("job_privileges = sudo, but this machine has no {} (install sudo)", kSudoersDir);
     return kExitUsage;
   }
 
@@ -183,9 +187,7 @@ int run_agent(const AgentSettings& s, const std::string& version) {
       hs.docker = docker.get();
       hs.docker_baseline = hs.root + ".docker-baseline";
     }
-    // And sudo when the machine has it: a sudo assignment's job user gets a drop-in of its own.
-    struct stat sudoers {};
-    if (stat("/etc/sudoers.d", &sudoers) == 0 && S_ISDIR(sudoers.st_mode)) hs.sudoers_file = "/etc/sudoers.d/runpool-job";
+    if (has_sudoers_dir) hs.sudoers_file = std::string(kSudoersDir) + "/runpool-job";
     tenants = std::make_unique<SystemTenantUsers>(ts, [&] { watchdog.alive(); });
     hs.tenants = tenants.get();
     hs.job_privileges = s.job_privileges;

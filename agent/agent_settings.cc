@@ -6,6 +6,7 @@
 
 #include "common/github/endpoint.h"
 #include "common/pool/record_key.h"
+#include "common/pool/reuse_policy.h"
 
 namespace runpool::agent {
 namespace {
@@ -248,7 +249,7 @@ AgentSettings load_agent_settings(const Config& c) {
     c.reject("job_cache_scope", "needs job_users = per-assignment");
   }
   s.job_privileges = c.get_string("job_privileges");
-  if (s.job_privileges != "user" && s.job_privileges != "docker" && s.job_privileges != "sudo") {
+  if (!pool::parse_job_privileges(s.job_privileges)) {
     c.reject("job_privileges", "must be user, docker or sudo");
   }
   if (s.job_privileges != "user" && s.job_users != "per-assignment") {

@@ -20,6 +20,7 @@
 
 #include "agent/local_listener.h"
 #include "agent/state_file.h"
+#include "common/pool/reuse_policy.h"
 
 namespace runpool::agent {
 
@@ -136,17 +137,16 @@ std::vector<std::string> LocalRunnerHost::runner_env(const std::vector<std::stri
 }
 
 void LocalRunnerHost::prepare(const std::string& job_privileges) {
-  const std::string privileges = job_privileges.empty() ? s_.job_privileges : job_privileges;
-  const bool docker = privileges == "docker";
-  if (privileges != "user" && privileges != "docker" && privileges != "sudo") {
-    throw std::runtime_error("job privileges '" + privileges + "' are none this agent knows (user, docker, sudo)");
-  }
+  const std::string name = job_privileges.empty() ? s_.job_privileges : job_privileges;
+  const std::optional<pool::JobPrivileges> privileges = pool::parse_job_privileges(name);
+  if (!privileges) throw std::runtime_error("job privileges '" + name + "' are none this agent knows (user, docker, sudo)");
+  const bool docker = *privileges == pool::JobPrivileges::kDocker;
   if (docker && (!s_.tenants || !s_.docker)) {
     throw std::runtime_error(s_.tenants ? "job privileges docker: this machine has no Docker engine (install one in "
                                           "the image; its docker group must exist)"
                                         : "job privileges docker need a job user per assignment (job_users)");
   }
-  const bool grant_sudo = privileges == "sudo" && s_.tenants;
+  const bool grant_sudo = *privileges == pool::JobPrivileges::kSudo && s_.tenants;
   if (grant_sudo && s_.sudoers_file.empty()) {
     throw std::runtime_error("job privileges sudo: this machine has no sudo (install it in the image; "
                              "/etc/sudoers.d must exist)");

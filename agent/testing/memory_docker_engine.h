@@ -78,11 +78,9 @@ class MemoryDockerEngine final : public DockerEngine {
     return std::any_of(s_.images.begin(), s_.images.end(), [&](const DockerImage& i) { return i.parent == id; });
   }
   void remove_image(const std::string& id) {
-    for (const auto& i : s_.images) {
-      if (i.parent == id) {
-        throw std::runtime_error("conflict: unable to delete " + id + " (cannot be forced) - image has dependent "
-                                 "child images");
-      }
+    if (has_children(id)) {
+      throw std::runtime_error("conflict: unable to delete " + id + " (cannot be forced) - image has dependent "
+                               "child images");
     }
     std::erase_if(s_.images, [&](const DockerImage& i) { return i.id == id; });
   }
