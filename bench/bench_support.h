@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +33,11 @@ using runpool::testing::LocalCloud;
 // ---- figures
 
 // Nearest-rank percentile (p in 0..100) of `v`; 0 for no samples.
+// Seconds from `t` until now, on the steady clock.
+inline double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 inline double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

@@ -19,10 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
 int run(const Options& o) {
   if (geteuid() != 0) throw std::runtime_error("needs root (useradd, chown to other uids)");
   const int files = o.get_int("files", 20000);

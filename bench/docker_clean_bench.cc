@@ -15,10 +15,6 @@
 namespace runpool::bench {
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
 int run(const Options& o) {
   if (geteuid() != 0) throw std::runtime_error("needs root (dockerd)");
   const int containers = o.get_int("containers", 5);
