@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One set-up step for a fresh Debian 12 machine: the Debian packages runpool builds and tests
-# with, and the local cloud's npm packages from the committed lockfile. Safe to run again.
+# with, the local cloud's npm packages from the committed lockfile, and the Go modules of the
+# scale-set client check. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,4 +44,12 @@ if ! cmp -s tests/localcloud/package-lock.json "$stamp" 2>/dev/null; then
   echo "setup: npm ci (local cloud)" >&2
   (cd tests/localcloud && npm ci --no-audit --no-fund --loglevel=error)
   cp tests/localcloud/package-lock.json "$stamp"
+fi
+
+# GitHub's scale-set client for the localcloud.scaleset_client check, exactly as go.sum pins it
+# (a no-op once it is in the module cache). Without Go that check fails, so say so here.
+if command -v go >/dev/null; then
+  (cd tests/scaleset_client && GOFLAGS=-mod=readonly GOTOOLCHAIN=local go mod download)
+else
+  echo "setup: go not found: the localcloud.scaleset_client test needs Go 1.25 or newer" >&2
 fi

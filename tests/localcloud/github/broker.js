@@ -26,6 +26,9 @@ class Broker {
     this.sessionOf = new Map(); // job id -> session object it is pending on (dispatched, unacquired)
     this.nextJobId = 1;
     this.nextMessageId = 1;
+    // Job events for the runner scale-set service (scalesets.js): ('queued' | 'started' |
+    // 'completed' | 'lost', job, runner?).
+    this.onJob = () => {};
     this.timer = setInterval(() => this.sweep(), 100);
     this.timer.unref();
   }
@@ -76,6 +79,7 @@ class Broker {
     };
     this.jobs.set(id, job);
     this.log(`github: job ${id} queued for [${labels.join(', ')}]`);
+    this.onJob('queued', job);
     this.pump();
     return job;
   }
@@ -120,6 +124,9 @@ class Broker {
     if (p.done || r.deleted || r.session !== p.session || r.busy || p.session.pending) return false;
     if (r.ephemeral && r.ephemeralUsed) return false;
     if (job.owner && !this.model.covers(r, job.owner, job.repo)) return false;
+    // A job bound to a runner scale set goes only to that set's runners, and only once the set
+    // has acquired it; a set's runners take nothing else (the set's binding replaces labels).
+    if (job.scaleSet || r.scaleSetId) return !!job.scaleSet && job.scaleSet.id === r.scaleSetId && job.scaleSet.state === 'assigned';
     const have = new Set(r.labels.map((l) => lc(l.name)));
     return job.labels.every((l) => have.has(lc(l)));
   }
@@ -185,6 +192,7 @@ class Broker {
     r.currentJob = job.id;
     if (job.fault === 'cancelBeforeRenew' && r.session) r.session.cancel = job.jobGuid;
     this.log(`github: job ${job.id} acquired by runner ${r.id}`);
+    this.onJob('started', job, r);
     return job;
   }
 
@@ -201,6 +209,7 @@ class Broker {
     Object.assign(job, { state: 'completed', completedAt: Date.now(), result: RESULTS.includes(result) ? result : 'Failed', lockedUntil: null });
     this.free(r, job);
     this.log(`github: job ${job.id} completed on runner ${r.id}: ${job.result}`);
+    this.onJob('completed', job, r);
     if (r.ephemeral) this.model.deleteRunner(r); // the service removes an ephemeral runner after its job
     this.pump();
     return job;
@@ -233,6 +242,7 @@ class Broker {
         Object.assign(job, { state: 'lost', lockedUntil: null, lostAt: now });
         this.free(this.model.runners.get(job.runnerId), job);
         this.log(`github: job ${job.id} lost (runner ${job.runnerId} stopped renewing)`);
+        this.onJob('lost', job);
       }
     }
     if (requeued) this.pump();

@@ -4,7 +4,7 @@
 const { lc, Model, SYSTEM_LABELS } = require('./model');
 const { restRunner } = require('./rest');
 
-function createControl({ model, auth, broker, calls }) {
+function createControl({ model, auth, broker, calls, scalesets = null }) {
   const ok = (json, status = 200) => ({ status, json });
   const bad = (message, status = 400) => ({ status, json: { message } });
 
@@ -127,6 +127,7 @@ function createControl({ model, auth, broker, calls }) {
 
   return async function control(method, subpath, body) {
     const p = String(subpath || '/').split('?')[0].replace(/\/+$/, '') || '/';
+    if (scalesets && /^\/scalesets(\/|$)/.test(p)) return scalesets(String(method).toUpperCase(), p, body && typeof body === 'object' ? body : {});
     for (const [m, re, fn] of table) {
       const match = re.exec(p);
       if (!match || m !== String(method).toUpperCase()) continue;

@@ -1,7 +1,8 @@
 'use strict';
 // runpool's GitHub stand-in: the self-hosted runner REST API (GHES-style base <url>/api/v3) with
 // App authentication, rate limits and injected faults; the runner's own protocol and job broker
-// under <url>/_services/pipelines; the runner download; and the control API. See README.md.
+// under <url>/_services/pipelines; the runner scale-set API (the Actions service) under the same
+// base; the runner download; and the control API. See README.md.
 //
 //   createGithub({ faults, stateDir, log(level, msg) }) -> { url, control(method, subpath, body), close() }
 const crypto = require('node:crypto');
@@ -15,6 +16,8 @@ const apps = require('./apps');
 const pipelines = require('./pipelines');
 const { createDownloads } = require('./downloads');
 const { createControl, createCalls } = require('./control');
+const { createScaleSetService } = require('./scaleset_api');
+const { createScaleSetControl } = require('./scaleset_control');
 const { holdsOf } = require('../lib/hold');
 
 const SECONDARY = 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID ';
@@ -35,7 +38,8 @@ async function createGithub({ faults = null, stateDir = null, log = () => {} } =
   }];
   const matchRest = router([...rest.routes(deps), ...apps.routes(deps), rateLimitRoute]);
   const matchRunner = router(pipelines.routes(deps));
-  const control = createControl({ model, auth, broker, calls });
+  const scalesets = createScaleSetService({ model, broker, log });
+  const control = createControl({ model, auth, broker, calls, scalesets: createScaleSetControl({ service: scalesets, model }) });
   const holds = holdsOf(faults); // crash points: lib/hold.js
   let origin = null;
   let errorFlip = false; // injected server errors alternate 502 / 500
@@ -126,6 +130,7 @@ async function createGithub({ faults = null, stateDir = null, log = () => {} } =
       res.writeHead(200, { 'content-type': 'application/gzip', 'content-length': buf.length });
       return res.end(buf);
     }
+    if (scalesets.owns(u.pathname)) return scalesets.handle(req, res, u, raw, origin);
     const rm = matchRunner(req.method, u.pathname);
     if (rm) return handleRunner(req, res, u, raw, rm);
     if (u.pathname.startsWith('/api/v3/') || u.pathname === '/api/v3') return handleRest(req, res, u, raw);
@@ -145,6 +150,7 @@ async function createGithub({ faults = null, stateDir = null, log = () => {} } =
     url: origin,
     control,
     close: async () => {
+      scalesets.close();
       broker.close();
       await closeServer(server);
     },

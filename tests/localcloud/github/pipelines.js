@@ -9,11 +9,10 @@
 //      its own key (as real) -> access token;
 //   4. with the access token: sessions, long-poll messages, and per job request acknowledge,
 //      acquire, renew, complete.
-const { decode, verifyRs256 } = require('./jwt');
+const { decode, verifyRs256, serviceToken } = require('./jwt');
 const { HttpError, serverError } = require('./rest');
 const { Model, DEFAULT_GROUP, lc } = require('./model');
 const { PIPELINES, serverUrlOf, authorizationUrlOf, publicKeyFrom } = require('./runnerfiles');
-const { randomToken } = require('./http');
 
 const VERSION = '2.336.0';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -98,8 +97,9 @@ function routes({ model, broker }) {
           Model.scopeKey(t.owner, t.repo) !== Model.scopeKey(scope.owner, scope.repo)) {
         throw new HttpError(404, 'Not Found', { doc: 'https://docs.github.com/rest' });
       }
-      const token = randomToken('', undefined, 40, 60);
-      model.adminTokens.set(token, { event: ctx.body.runner_event, owner: t.owner, repo: t.repo, expiresAt: Date.now() + 3600000 });
+      const expiresAt = Date.now() + st().adminTokenTtlMs;
+      const token = serviceToken({ sub: Model.scopeKey(t.owner, t.repo), aud: serverUrlOf(ctx.origin), scp: ctx.body.runner_event }, expiresAt);
+      model.adminTokens.set(token, { event: ctx.body.runner_event, owner: t.owner, repo: t.repo, expiresAt });
       return { status: 200, body: { url: serverUrlOf(ctx.origin), token_schema: 'OAuthAccessToken', token } };
     }],
     // The scope's runner groups, as the runner looks up --runnergroup (real: agent pools).
