@@ -6,16 +6,13 @@
 #include <sstream>
 
 #include "common/log.h"
+#include "common/text.h"
 
 namespace runpool {
 namespace {
 
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r");
-  return s.substr(b, e - b + 1);
-}
+// A config line's blanks: a file written on Windows keeps its CR.
+std::string trim(std::string_view s) { return std::string(text::trim(s, " \t\r")); }
 
 std::string env_name(const std::string& key) {
   std::string out = "RUNPOOL_";
@@ -23,19 +20,8 @@ std::string env_name(const std::string& key) {
   return out;
 }
 
-std::optional<int64_t> parse_int(const std::string& text) {
-  if (text.empty() || text.size() > 19) return std::nullopt;
-  size_t i = text[0] == '-' ? 1 : 0;
-  if (i == text.size()) return std::nullopt;
-  for (size_t j = i; j < text.size(); ++j) {
-    if (!std::isdigit(static_cast<unsigned char>(text[j]))) return std::nullopt;
-  }
-  return std::stoll(text);
-}
-
 std::optional<bool> parse_bool(const std::string& text) {
-  std::string t = text;
-  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string t = text::lower(text);
   if (t == "true" || t == "yes" || t == "on" || t == "1") return true;
   if (t == "false" || t == "no" || t == "off" || t == "0") return false;
   return std::nullopt;
@@ -109,7 +95,7 @@ void Config::validate(const KeySpec& s, const std::string& value, const std::str
   if (s.type != KeyType::kSecret && has_control_characters(value)) fail("contains control characters");
   switch (s.type) {
     case KeyType::kInt: {
-      auto n = parse_int(value);
+      auto n = text::parse_int(value);
       if (!n) fail("is not an integer");
       if (*n < s.min || *n > s.max) {
         fail("is out of range [" + std::to_string(s.min) + ", " + std::to_string(s.max) + "]");
@@ -198,7 +184,7 @@ std::string Config::get_string(const std::string& key) const {
 int64_t Config::get_int(const std::string& key) const {
   std::string v = get_string(key);
   if (v.empty()) throw ConfigError(key + " is not set");
-  return *parse_int(v);
+  return *text::parse_int(v);
 }
 
 Duration Config::get_duration(const std::string& key) const {

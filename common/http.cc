@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include "common/ca_bundle.h"
+#include "common/text.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -10,18 +11,6 @@
 
 namespace runpool {
 namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
-std::string trim(std::string s) {
-  auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
-}
 
 size_t on_body(char* data, size_t size, size_t n, void* user) {
   static_cast<std::string*>(user)->append(data, size * n);
@@ -37,8 +26,8 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
   }
   auto colon = line.find(':');
   if (colon == std::string::npos) return size * n;
-  std::string name = lower(trim(line.substr(0, colon)));
-  std::string value = trim(line.substr(colon + 1));
+  std::string name = text::lower(text::trim(std::string_view(line).substr(0, colon)));
+  std::string value(text::trim(std::string_view(line).substr(colon + 1)));
   auto [it, inserted] = response->headers.emplace(name, value);
   if (!inserted) it->second += ", " + value;
   return size * n;
@@ -55,7 +44,7 @@ struct CurlGlobal {
 }  // namespace
 
 std::string HttpResponse::header(const std::string& name) const {
-  auto it = headers.find(lower(name));
+  auto it = headers.find(text::lower(name));
   return it == headers.end() ? "" : it->second;
 }
 

@@ -1,4 +1,5 @@
 #include "common/retry.h"
+#include "common/text.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -23,14 +24,6 @@ constexpr std::string_view kServerCodes[] = {"InternalServerError", "InternalFai
                                              "InternalError", "ServiceUnavailable",
                                              "Unavailable", "ServiceUnavailableException"};
 
-std::optional<long long> parse_int(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  char* end = nullptr;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (end == s.c_str() || *end != '\0') return std::nullopt;
-  return v;
-}
-
 RetryVerdict classify_aws_answer(long status, std::string_view code);  // by status and code alone
 
 }  // namespace
@@ -51,7 +44,7 @@ bool is_aws_capacity_code(std::string_view code) {
 RetryVerdict classify_aws(long status, std::string_view code, std::string_view retry_after) {
   RetryVerdict v = classify_aws_answer(status, code);
   if (!v.retry) return v;
-  if (auto seconds = parse_int(std::string(retry_after)); seconds && *seconds >= 0) {
+  if (auto seconds = text::parse_int(retry_after); seconds && *seconds >= 0) {
     v.wait = std::chrono::seconds(*seconds);
     v.reason += " (retry-after)";
   }
@@ -80,12 +73,12 @@ RetryVerdict classify_github(const HttpResponse& response, WallTime now, int att
   if (status >= 500) return {true, std::nullopt, "HTTP " + std::to_string(status)};
   if (status != 403 && status != 429) return {false, std::nullopt, "HTTP " + std::to_string(status)};
 
-  if (auto retry_after = parse_int(response.header("retry-after")); retry_after && *retry_after >= 0) {
+  if (auto retry_after = text::parse_int(response.header("retry-after")); retry_after && *retry_after >= 0) {
     return {true, std::chrono::seconds(*retry_after), "secondary rate limit (retry-after)"};
   }
-  auto remaining = parse_int(response.header("x-ratelimit-remaining"));
+  auto remaining = text::parse_int(response.header("x-ratelimit-remaining"));
   if (remaining && *remaining == 0) {
-    auto reset = parse_int(response.header("x-ratelimit-reset"));
+    auto reset = text::parse_int(response.header("x-ratelimit-reset"));
     Duration wait = std::chrono::seconds(60);
     if (reset) {
       auto until = WallTime{std::chrono::seconds(*reset)} - now;

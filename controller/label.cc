@@ -1,4 +1,5 @@
 #include "controller/label.h"
+#include "common/text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -15,11 +16,6 @@ bool label_char(char c) {
 
 // The labels every self-hosted runner gets by default, and the OS/arch ones GitHub also matches.
 constexpr const char* kReserved[] = {"self-hosted", "linux", "windows", "macos", "x64", "arm", "arm64", "x86"};
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 
 // FNV-1a, for a short stable suffix.
 std::string hash8(const std::string& s) {
@@ -40,7 +36,7 @@ std::string label_problem(const std::string& label) {
   }
   if (label[0] == '-' || label[0] == '.') return "the label may not start with '-' or '.'";
   for (const char* r : kReserved) {
-    if (lower(label) == r) return "'" + label + "' is a default runner label that every runner carries";
+    if (text::lower(label) == r) return "'" + label + "' is a default runner label that every runner carries";
   }
   return "";
 }

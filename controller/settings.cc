@@ -9,6 +9,7 @@
 #include "common/github/endpoint.h"
 #include "common/pool/record_key.h"
 #include "controller/user_data.h"
+#include "common/text.h"
 
 #ifndef RUNPOOL_USER_DATA_TEMPLATE
 #define RUNPOOL_USER_DATA_TEMPLATE "/usr/local/share/runpool/user-data.sh.in"
@@ -43,11 +44,7 @@ bool valid_instance_type(const std::string& s) {
   });
 }
 
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-}
+std::string trim(std::string_view s) { return std::string(text::trim(s, " \t")); }
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;

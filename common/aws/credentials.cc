@@ -10,6 +10,7 @@
 #include "common/aws/credentials_providers.h"
 #include "common/aws/shared_config.h"
 #include "common/aws/sts.h"
+#include "common/text.h"
 
 namespace runpool::aws {
 
@@ -76,9 +77,7 @@ bool is_set(const char* v) { return v != nullptr && *v != '\0'; }
 
 bool is_true(const char* v) {
   if (!is_set(v)) return false;
-  std::string s(v);
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s == "true";
+  return text::lower(v) == "true";
 }
 
 class ChainProvider final : public CredentialsProvider {

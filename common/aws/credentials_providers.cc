@@ -19,18 +19,12 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/retry.h"
+#include "common/text.h"
 
 extern char** environ;
 
 namespace runpool::aws {
 namespace {
-
-std::string trim(std::string s) {
-  auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
-}
 
 // RFC 3339 / ISO 8601 with any UTC offset ("…Z", "…+00:00", "…-05:00"), as credential tools write it.
 bool parse_time(const std::string& text, WallTime* out) {
@@ -65,9 +59,7 @@ std::optional<UrlParts> parse_url(const std::string& url) {
   } else {
     u.host = authority.substr(0, authority.find(':'));
   }
-  for (auto* s : {&u.scheme, &u.host}) {
-    std::transform(s->begin(), s->end(), s->begin(), [](unsigned char c) { return std::tolower(c); });
-  }
+  for (auto* s : {&u.scheme, &u.host}) *s = text::lower(*s);
   if (u.host.empty()) return std::nullopt;
   return u;
 }
@@ -97,7 +89,7 @@ Secret read_token_file(const std::string& path, const std::string& what) {
   if (!in) throw CredentialsError(what + " " + path + " cannot be read: " + std::strerror(errno));
   std::stringstream ss;
   ss << in.rdbuf();
-  std::string token = trim(ss.str());
+  std::string token(text::trim(ss.str()));
   if (token.empty()) throw CredentialsError(what + " " + path + " is empty");
   return Secret(std::move(token));
 }

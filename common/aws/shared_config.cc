@@ -1,4 +1,5 @@
 #include "common/aws/shared_config.h"
+#include "common/text.h"
 
 #include <pwd.h>
 #include <unistd.h>
@@ -23,12 +24,6 @@ std::string_view strip(std::string_view s) {
   while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
   while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
   return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 // Lines as Python's universal newlines read them: \n, \r\n and a lone \r each end one.
@@ -131,7 +126,7 @@ std::vector<IniSection> parse_ini(std::string_view text, const std::string& orig
       value = nullptr;
       continue;
     }
-    std::string key = lower(strip(stripped.substr(0, delim)));
+    std::string key = text::lower(strip(stripped.substr(0, delim)));
     if (key.empty() && !first_bad_line) first_bad_line = lineno;
     if (!options_seen.emplace(current_name, key).second) {
       throw fail(lineno, "key " + key + " appears twice in section [" + current_name + "]");

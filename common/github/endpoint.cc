@@ -1,16 +1,11 @@
 #include "common/github/endpoint.h"
+#include "common/text.h"
 
 #include <cctype>
 #include <stdexcept>
 
 namespace runpool::github {
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // GitHub logins (users and organizations): alphanumerics and single inner hyphens, ≤ 39.
 bool valid_owner(std::string_view s) {
@@ -43,11 +38,11 @@ bool valid_enterprise(std::string_view s) {
 bool split_url(std::string_view url, std::string* scheme, std::string* authority, std::string_view* rest) {
   size_t sep = url.find("://");
   if (sep == std::string_view::npos) return false;
-  *scheme = lower(url.substr(0, sep));
+  *scheme = text::lower(url.substr(0, sep));
   if (*scheme != "http" && *scheme != "https") return false;
   std::string_view after = url.substr(sep + 3);
   size_t slash = after.find_first_of("/?#");
-  *authority = lower(after.substr(0, slash));
+  *authority = text::lower(after.substr(0, slash));
   *rest = slash == std::string_view::npos ? std::string_view{} : after.substr(slash);
   return !authority->empty();
 }

@@ -10,14 +10,10 @@
 #include "common/github/link_header.h"
 #include "common/github/runner_json.h"
 #include "common/json.h"
+#include "common/text.h"
 
 namespace runpool::github {
 namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 
 // Turns a body that is not what the API promises into GithubError (jsoncpp's own exceptions
 // included: a number too large for int64 must not escape as a foreign type).
@@ -99,7 +95,7 @@ JitConfig GithubClient::generate_jit_config(const JitConfigRequest& request) {
   if (!reply.ok()) {
     GithubError e = error_from(op, reply.http);
     bool taken = reply.status() == 409 ||
-                 (reply.status() == 422 && lower(e.message()).find("already exists") != std::string::npos);
+                 (reply.status() == 422 && text::lower(e.message()).find("already exists") != std::string::npos);
     if (taken) throw RunnerNameTakenError(e, reply.attempts > 1);
     throw e;
   }
@@ -121,7 +117,7 @@ std::vector<Runner> GithubClient::list_runners(const std::optional<std::string>&
     GithubReply reply = call(op, "GET", target);
     if (!reply.ok()) throw error_from(op, reply.http);
     for (Runner& r : parse_as(op, reply, parse_runner_page)) {
-      if (name && lower(r.name) != lower(*name)) continue;
+      if (name && text::lower(r.name) != text::lower(*name)) continue;
       if (seen.insert(r.id).second) all.push_back(std::move(r));
     }
     auto next = next_link(reply.http.header("link"));

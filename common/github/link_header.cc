@@ -1,23 +1,15 @@
 #include "common/github/link_header.h"
+#include "common/text.h"
 
 #include <cctype>
 
 namespace runpool::github {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
+// The blanks a Link header may carry around its parts.
+constexpr std::string_view kBlanks = " \t\r\n";
+bool is_space(char c) { return kBlanks.find(c) != std::string_view::npos; }
+std::string_view trim(std::string_view s) { return text::trim(s, kBlanks); }
 
 class Scanner {
  public:
@@ -91,7 +83,7 @@ std::vector<std::string> split_rels(const std::string& value) {
   std::string current;
   for (char c : value + " ") {
     if (is_space(c)) {
-      if (!current.empty()) rels.push_back(lower(current));
+      if (!current.empty()) rels.push_back(text::lower(current));
       current.clear();
     } else {
       current += c;
@@ -125,7 +117,7 @@ std::vector<LinkEntry> parse_link_header(std::string_view header) {
       }
       sc.advance();
       sc.skip_spaces();
-      std::string name = lower(sc.read_name());
+      std::string name = text::lower(sc.read_name());
       sc.skip_spaces();
       std::string value;
       if (sc.peek() == '=') {
@@ -144,7 +136,7 @@ std::vector<LinkEntry> parse_link_header(std::string_view header) {
 }
 
 std::optional<std::string> find_link(std::string_view header, std::string_view rel) {
-  std::string wanted = lower(rel);
+  std::string wanted = text::lower(rel);
   for (const LinkEntry& e : parse_link_header(header)) {
     for (const std::string& r : e.rels) {
       if (r == wanted) return e.url;
