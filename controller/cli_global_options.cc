@@ -8,8 +8,6 @@
 namespace runpool::controller {
 namespace {
 
-const char* env(const char* name) { return std::getenv(name); }
-
 // Flags that set a configuration key: --table → table, and so on.
 struct KeyFlag {
   const char* flag;
@@ -44,7 +42,7 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
 
 Settings configure(const GlobalOptions& o, Config& config) {
   if (std::string file = config_file_to_read(o.config_file); !file.empty()) config.merge_file(file);
-  config.merge_env(env);
+  config.merge_env([](const char* name) -> const char* { return std::getenv(name); });
   for (const auto& [key, value] : o.key_flags) {
     if (!value.empty()) config.set(key, value, "--" + key);
   }

@@ -2,6 +2,18 @@
 
 namespace runpool::controller {
 
+const char* outcome_name(ActionOutcome::Kind k) {
+  switch (k) {
+    case ActionOutcome::kPlanned: return "planned";
+    case ActionOutcome::kDone: return "done";
+    case ActionOutcome::kSkipped: return "skipped";
+    case ActionOutcome::kKept: return "kept";
+    case ActionOutcome::kLeft: return "left";
+    case ActionOutcome::kFailed: return "failed";
+  }
+  return "unknown";
+}
+
 void PassReport::add_to_json(Json::Value& doc) const {
   doc["summary"] = Json::Value(Json::objectValue);
   for (const auto& [name, n] : summary) doc["summary"][name] = n;

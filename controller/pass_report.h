@@ -13,6 +13,14 @@
 
 namespace runpool::controller {
 
+// What became of one action of a pass's plan.
+struct ActionOutcome {
+  enum Kind { kPlanned, kDone, kSkipped, kKept, kLeft, kFailed } kind = kPlanned;
+  std::string detail;         // why skipped, kept or left, or the error
+  std::string runner_fate{};  // a drain's: what became of the runner (pool::runner_fate_name)
+};
+const char* outcome_name(ActionOutcome::Kind k);
+
 struct PassReport {
   std::vector<std::string> notes;
   std::vector<std::pair<std::string, std::string>> errors;  // (what, error): the pass's own failures

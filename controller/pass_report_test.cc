@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <sstream>
 
 #include "common/json.h"
@@ -41,6 +42,15 @@ TEST(PassReport, TextEndsWithOneSummaryLine) {
   EXPECT_EQ(out.str(),
             "note: n1\nerror: reading the table: throttled\n"
             "scale-down ci (dry run): 1 drain, 3 keep; GitHub requests: 1 list; 1 failed\n");
+}
+
+TEST(PassReport, EveryActionOutcomeHasItsOwnName) {
+  std::set<std::string> names;
+  for (auto k : {ActionOutcome::kPlanned, ActionOutcome::kDone, ActionOutcome::kSkipped, ActionOutcome::kKept,
+                 ActionOutcome::kLeft, ActionOutcome::kFailed}) {
+    names.insert(outcome_name(k));
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"planned", "done", "skipped", "kept", "left", "failed"}));
 }
 
 }  // namespace

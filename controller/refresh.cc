@@ -56,23 +56,9 @@ pool::Ec2Instance ec2_view(const aws::Instance& i) {
   return v;
 }
 
-struct Outcome {
-  enum Kind { kPlanned, kDone, kSkipped, kKept, kFailed } kind = kPlanned;
-  std::string detail;  // why skipped / kept, or the error
-};
+using Outcome = ActionOutcome;
 
-const char* outcome_name(Outcome::Kind k) {
-  switch (k) {
-    case Outcome::kPlanned: return "planned";
-    case Outcome::kDone: return "done";
-    case Outcome::kSkipped: return "skipped";
-    case Outcome::kKept: return "kept";
-    case Outcome::kFailed: return "failed";
-  }
-  return "unknown";
-}
-
-struct Result {
+struct ActionResult {
   Action action;
   Outcome outcome;
 };
@@ -95,7 +81,7 @@ class Refresh {
 
     pool::RefreshPlan plan = pool::plan_refresh(snap, policy_);
     report_.notes = plan.notes;
-    std::vector<Result> results;
+    std::vector<ActionResult> results;
     if (options_.dry_run) {
       for (auto& a : plan.actions) results.push_back({std::move(a), {}});
       release_swept();  // a dry run hands every swept message back untouched
@@ -248,7 +234,7 @@ class Refresh {
     return ctx_.table.transition(id, step.expect, step.change);
   }
 
-  void execute(std::vector<Action>& actions, std::vector<Result>& results) {
+  void execute(std::vector<Action>& actions, std::vector<ActionResult>& results) {
     // One remove token per pass, and only when some drain needs it (fetched at the first).
     std::optional<Secret> remove_token;
     std::string token_error;
@@ -257,7 +243,7 @@ class Refresh {
     // The plan lists the swept pool messages' actions first (they are hidden from every provision
     // until released or deleted): nothing, not even the remove token, is fetched before them.
     for (auto& a : actions) {
-      Result r{std::move(a), {}};
+      ActionResult r{std::move(a), {}};
       if (ctx_.cancelled.load()) {
         r.outcome = {Outcome::kFailed, "cancelled before it was carried out"};
         results.push_back(std::move(r));
@@ -377,7 +363,7 @@ class Refresh {
 
   // Closes the records of instances EC2 already reports shutting-down or terminated; the others
   // are closed by a later pass.
-  void confirm_terminations(const std::vector<pool::InstanceRecord>& terminated, std::vector<Result>& results) {
+  void confirm_terminations(const std::vector<pool::InstanceRecord>& terminated, std::vector<ActionResult>& results) {
     if (terminated.empty()) return;
     std::vector<std::string> ids;
     for (const auto& r : terminated) ids.push_back(r.instance_id);
@@ -391,7 +377,7 @@ class Refresh {
     for (const auto& r : terminated) {
       auto it = states.find(r.instance_id);
       if (it == states.end() || !aws::instance_gone(it->second)) continue;
-      Result res;
+      ActionResult res;
       res.action.kind = ActionKind::kClose;
       res.action.rule = "terminate.confirmed";
       res.action.reason = "EC2 reports the instance " + it->second;
@@ -409,7 +395,7 @@ class Refresh {
     }
   }
 
-  void log_result(const Result& r) {
+  void log_result(const ActionResult& r) {
     const std::string line = pool::describe(r.action);
     switch (r.outcome.kind) {
       case Outcome::kFailed: spdlog::error("refresh: {} — failed: {}", line, r.outcome.detail); break;
@@ -464,7 +450,7 @@ class Refresh {
 
   // ---- the report
 
-  int finish(const std::vector<Result>& results) {
+  int finish(const std::vector<ActionResult>& results) {
     report_.failed = static_cast<int>(report_.errors.size());
     std::map<std::string, int> done, planned;
     for (const auto& r : results) {
@@ -482,7 +468,7 @@ class Refresh {
     return report_.failed ? kExitFailed : kExitOk;
   }
 
-  void emit_metrics(const std::vector<Result>& results, int failed) {
+  void emit_metrics(const std::vector<ActionResult>& results, int failed) {
     std::vector<RefreshDone> done;
     for (const auto& r : results) {
       if (r.outcome.kind != Outcome::kDone) continue;
@@ -495,7 +481,7 @@ class Refresh {
     }
   }
 
-  void print_json(const std::vector<Result>& results) {
+  void print_json(const std::vector<ActionResult>& results) {
     Json::Value doc(Json::objectValue);
     doc["pool"] = s_.pool;
     doc["table"] = s_.table;
@@ -521,7 +507,7 @@ class Refresh {
     ctx_.out << write_json(doc) << "\n";
   }
 
-  void print_text(const std::vector<Result>& results) {
+  void print_text(const std::vector<ActionResult>& results) {
     for (const auto& r : results) {
       std::string line = pool::describe(r.action);
       if (options_.dry_run) {

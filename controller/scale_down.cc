@@ -31,25 +31,9 @@ constexpr size_t kTerminateBatch = 200;
 
 pool::RunnerView runner_view(const github::Runner& r) { return {r.id, r.name, r.busy, r.online()}; }
 
-struct Outcome {
-  enum Kind { kPlanned, kDone, kKept, kSkipped, kLeft, kFailed } kind = kPlanned;
-  std::string detail;
-  std::string runner_fate{};  // a drain's: what became of the runner (pool::runner_fate_name)
-};
+using Outcome = ActionOutcome;
 
-const char* outcome_name(Outcome::Kind k) {
-  switch (k) {
-    case Outcome::kPlanned: return "planned";
-    case Outcome::kDone: return "done";
-    case Outcome::kKept: return "kept";
-    case Outcome::kSkipped: return "skipped";
-    case Outcome::kLeft: return "left";
-    case Outcome::kFailed: return "failed";
-  }
-  return "unknown";
-}
-
-struct Result {
+struct DecisionResult {
   ScaleDownDecision decision;
   Outcome outcome;
 };
@@ -81,7 +65,7 @@ class ScaleDown {
 
     pool::ScaleDownPlan plan = pool::plan_scale_down(snap, s_.scale_down);
     report_.notes.insert(report_.notes.end(), plan.notes.begin(), plan.notes.end());
-    std::vector<Result> results;
+    std::vector<DecisionResult> results;
     for (auto& d : plan.decisions) results.push_back({std::move(d), {}});
     fail_lookups(results, snap);
     if (!o_.dry_run) execute(results);
@@ -150,7 +134,7 @@ class ScaleDown {
 
   // An orphan whose runner could not be looked up is kept as it is (never terminated on a failed
   // lookup), and the pass fails: one warning with the reason, counted in `failed`, exit 1.
-  void fail_lookups(std::vector<Result>& results, const pool::ScaleDownSnapshot& snap) const {
+  void fail_lookups(std::vector<DecisionResult>& results, const pool::ScaleDownSnapshot& snap) const {
     for (auto& r : results) {
       const pool::ScaleDownDecision& d = r.decision;
       if (d.kind != ScaleDownKind::kKeep || d.rule != "orphan.lookup-failed") continue;
@@ -195,7 +179,7 @@ class ScaleDown {
 
   bool write(const std::string& id, const pool::Step& step) { return ctx_.table.transition(id, step.expect, step.change); }
 
-  void execute(std::vector<Result>& results) {
+  void execute(std::vector<DecisionResult>& results) {
     for (auto& r : results) {
       if (r.outcome.kind == Outcome::kFailed) continue;  // failed before it could be carried out, logged
       if (ctx_.cancelled.load()) {
@@ -213,7 +197,7 @@ class ScaleDown {
     terminate_batch(results);
   }
 
-  Outcome carry_out(Result& r) {
+  Outcome carry_out(DecisionResult& r) {
     const ScaleDownDecision& d = r.decision;
     const int64_t now = ctx_.now_ms();
     const Outcome changed{Outcome::kSkipped, "the record changed since it was read"};
@@ -231,7 +215,7 @@ class ScaleDown {
   }
 
   // The conditional write to terminating; the TerminateInstances calls go out in batches at the end.
-  Outcome begin_terminate(const pool::InstanceRecord& record, Result* r) {
+  Outcome begin_terminate(const pool::InstanceRecord& record, DecisionResult* r) {
     if (!write(record.instance_id, pool::begin_terminate(record, ctx_.now_ms(), s_.timeouts))) {
       return {Outcome::kSkipped, "the record changed since it was read"};
     }
@@ -241,7 +225,7 @@ class ScaleDown {
 
   // A shared runner over the quota: re-read its busy flag on GitHub right before, then hand its
   // agent the drain with a write that fails if the agent reports busy.
-  Outcome drain(Result& r) {
+  Outcome drain(DecisionResult& r) {
     r.decision = pool::recheck_before_drain(r.decision, look_up(r.decision.runner_id));
     if (r.decision.kind == ScaleDownKind::kKeep) return {Outcome::kKept, r.decision.reason};
     if (!remove_token_) {
@@ -260,7 +244,7 @@ class ScaleDown {
 
   // Terminates each drained instance — after its agent deregistered the runner, which `drained`
   // says — and leaves the rest draining for a later pass.
-  void wait_for_drains(std::vector<Result>&) {
+  void wait_for_drains(std::vector<DecisionResult>&) {
     if (draining_.empty()) return;
     const auto until = ctx_.clock.steady_now() + s_.scale_down_drain_wait;
     spdlog::info("scale-down: waiting up to {} for {} drain(s)", format_duration(s_.scale_down_drain_wait),
@@ -268,7 +252,7 @@ class ScaleDown {
     while (!draining_.empty() && !ctx_.cancelled.load()) {
       // One batch read of every draining record per pass; a failed read settles nothing this pass.
       std::vector<std::string> ids;
-      for (const Result* r : draining_) ids.push_back(r->decision.record.instance_id);
+      for (const DecisionResult* r : draining_) ids.push_back(r->decision.record.instance_id);
       std::map<std::string, pool::InstanceRecord> now;
       bool read = false;
       try {
@@ -278,7 +262,7 @@ class ScaleDown {
         spdlog::warn("scale-down: reading {} draining record(s): {}", ids.size(), e.what());
       }
       if (read) {
-        std::erase_if(draining_, [&](Result* r) {
+        std::erase_if(draining_, [&](DecisionResult* r) {
           auto found = now.find(r->decision.record.instance_id);
           return drain_settled(*r, found == now.end() ? nullptr : &found->second);
         });
@@ -286,14 +270,14 @@ class ScaleDown {
       if (draining_.empty() || ctx_.clock.steady_now() >= until) break;
       ctx_.clock.sleep_for(s_.poll_interval);
     }
-    for (Result* r : draining_) {
+    for (DecisionResult* r : draining_) {
       r->outcome = {Outcome::kLeft, "not drained within scale_down_drain_wait: finished by a later pass"};
       log_result(*r);
     }
   }
 
   // `now`: the record as just read (null: no item).
-  bool drain_settled(Result& r, const pool::InstanceRecord* now) {
+  bool drain_settled(DecisionResult& r, const pool::InstanceRecord* now) {
     if (!now || now->state != pool::State::kDraining || now->generation != r.decision.record.generation) {
       r.outcome = {Outcome::kSkipped, "the record moved on while draining"};
       log_result(r);
@@ -334,17 +318,17 @@ class ScaleDown {
     return true;
   }
 
-  void terminate_batch(std::vector<Result>&) {
+  void terminate_batch(std::vector<DecisionResult>&) {
     for (size_t i = 0; i < to_terminate_.size(); i += kTerminateBatch) {
-      std::vector<Result*> batch(to_terminate_.begin() + i,
+      std::vector<DecisionResult*> batch(to_terminate_.begin() + i,
                                  to_terminate_.begin() + std::min(to_terminate_.size(), i + kTerminateBatch));
       std::vector<std::string> ids;
-      for (Result* r : batch) ids.push_back(r->decision.record.instance_id);
+      for (DecisionResult* r : batch) ids.push_back(r->decision.record.instance_id);
       try {
         ctx_.compute.terminate(ids);
       } catch (const TerminateError& e) {
         // The others were terminated: only the instances EC2 refused failed.
-        for (Result* r : batch) {
+        for (DecisionResult* r : batch) {
           auto why = e.not_terminated().find(r->decision.record.instance_id);
           if (why == e.not_terminated().end()) {
             delete_runner_of_orphan(*r);
@@ -355,19 +339,19 @@ class ScaleDown {
         }
         continue;
       } catch (const std::exception& e) {
-        for (Result* r : batch) {
+        for (DecisionResult* r : batch) {
           r->outcome = {Outcome::kFailed, std::string("TerminateInstances (refresh retries): ") + e.what()};
           log_result(*r);
         }
         continue;
       }
-      for (Result* r : batch) delete_runner_of_orphan(*r);
+      for (DecisionResult* r : batch) delete_runner_of_orphan(*r);
     }
   }
 
   // An orphan GitHub lists as offline and busy is a ghost of a runner that died mid-job: its
   // instance is gone now, so remove the runner too.
-  void delete_runner_of_orphan(Result& r) {
+  void delete_runner_of_orphan(DecisionResult& r) {
     if (r.decision.rule != "orphan.offline-busy" || r.decision.runner_id == 0) return;
     try {
       switch (ctx_.github.remove(r.decision.runner_id)) {
@@ -380,7 +364,7 @@ class ScaleDown {
     }
   }
 
-  void log_result(const Result& r) {
+  void log_result(const DecisionResult& r) {
     const std::string line = pool::describe(r.decision);
     switch (r.outcome.kind) {
       case Outcome::kFailed: spdlog::error("scale-down: {} — failed: {}", line, r.outcome.detail); break;
@@ -394,7 +378,7 @@ class ScaleDown {
 
   // ---- the report
 
-  int finish(const std::vector<Result>& results) {
+  int finish(const std::vector<DecisionResult>& results) {
     report_.failed = static_cast<int>(report_.errors.size());
     for (const auto& r : results) {
       if (r.outcome.kind == Outcome::kFailed) ++report_.failed;
@@ -413,7 +397,7 @@ class ScaleDown {
     return report_.failed ? kExitFailed : kExitOk;
   }
 
-  void emit_metrics(const std::vector<Result>& results, int failed) {
+  void emit_metrics(const std::vector<DecisionResult>& results, int failed) {
     ScaleDownDone d;
     d.failed = failed;
     d.idle_quota = quotas_;
@@ -434,7 +418,7 @@ class ScaleDown {
     for (const auto& e : scale_down_events(s_, ctx_.now_ms(), d, o_.dry_run)) ctx_.metrics.emit(e);
   }
 
-  void print_json(const std::vector<Result>& results) {
+  void print_json(const std::vector<DecisionResult>& results) {
     Json::Value doc(Json::objectValue);
     doc["pool"] = s_.pool;
     doc["dry_run"] = o_.dry_run;
@@ -468,7 +452,7 @@ class ScaleDown {
     ctx_.out << write_json(doc) << "\n";
   }
 
-  void print_text(const std::vector<Result>& results) {
+  void print_text(const std::vector<DecisionResult>& results) {
     for (const auto& r : results) {
       std::string line = pool::describe(r.decision);
       if (o_.dry_run || r.outcome.kind == Outcome::kPlanned || r.outcome.kind == Outcome::kDone) {
@@ -486,8 +470,8 @@ class ScaleDown {
   const Settings& s_;
   ScaleDownOptions o_;
   std::optional<Secret> remove_token_;
-  std::vector<Result*> draining_;      // drains started this pass, waiting for `drained`
-  std::vector<Result*> to_terminate_;  // written terminating, TerminateInstances still to go
+  std::vector<DecisionResult*> draining_;      // drains started this pass, waiting for `drained`
+  std::vector<DecisionResult*> to_terminate_;  // written terminating, TerminateInstances still to go
   GithubCalls calls_before_, calls_;  // the caller's counts when the pass began; this pass's
   std::map<std::string, int> quotas_;  // the idle quota applied, by class
   PassReport report_;

@@ -69,4 +69,15 @@ Json::Value json_call(AwsCaller& caller, const std::string& target_prefix, const
                       const Json::Value& body);
 ErrorInfo parse_json_error(const HttpResponse& response);
 
+// Runs `parse` over a 2xx answer's document; a JsonError (a field missing or of the wrong type)
+// becomes the same AwsError json_call gives for a body that is not JSON.
+template <typename F>
+auto parse_answer(AwsCaller& caller, const std::string& operation, F&& parse) -> decltype(parse()) {
+  try {
+    return parse();
+  } catch (const JsonError& e) {
+    throw AwsError(caller.settings().service, operation, 200, "MalformedResponse", e.what());
+  }
+}
+
 }  // namespace runpool::aws

@@ -263,17 +263,7 @@ Json::Value DynamoDbClient::call(const std::string& operation, const Json::Value
 
 namespace {
 
-// Turns a parse failure of a 2xx answer into the same AwsError json_call uses for bad JSON.
-template <typename F>
-auto parsing(AwsCaller& caller, const std::string& operation, F&& parse) -> decltype(parse()) {
-  try {
-    return parse();
-  } catch (const JsonError& e) {
-    throw AwsError(caller.settings().service, operation, 200, "MalformedResponse", e.what());
-  }
-}
-
-std::string response_what(const std::string& operation) { return "DynamoDB " + operation + " response"; }
+std::string dynamodb_response(const std::string& operation) { return "DynamoDB " + operation + " response"; }
 
 }  // namespace
 
@@ -286,10 +276,10 @@ WriteResult DynamoDbClient::write(const std::string& operation, const Json::Valu
     if (e.code() == "ConditionalCheckFailedException") return WriteResult{false, std::nullopt};
     throw;
   }
-  return parsing(caller_, operation, [&] {
+  return parse_answer(caller_, operation, [&] {
     WriteResult r{true, std::nullopt};
     if (doc.isMember("Attributes"))
-      r.attributes = item_from_json(doc["Attributes"], response_what(operation) + " Attributes");
+      r.attributes = item_from_json(doc["Attributes"], dynamodb_response(operation) + " Attributes");
     return r;
   });
 }
@@ -302,9 +292,9 @@ std::optional<Item> DynamoDbClient::get_item(const GetItemRequest& request) {
   set_if(body, "ProjectionExpression", request.projection);
   add_expressions(body, request.names, {});
   Json::Value doc = call("GetItem", body);
-  return parsing(caller_, "GetItem", [&]() -> std::optional<Item> {
+  return parse_answer(caller_, "GetItem", [&]() -> std::optional<Item> {
     if (!doc.isMember("Item")) return std::nullopt;  // no such item
-    return item_from_json(doc["Item"], response_what("GetItem") + " Item");
+    return item_from_json(doc["Item"], dynamodb_response("GetItem") + " Item");
   });
 }
 
@@ -352,7 +342,7 @@ Page DynamoDbClient::query_page(const QueryRequest& request) {
   if (!request.scan_forward) body["ScanIndexForward"] = false;
   if (request.exclusive_start_key) body["ExclusiveStartKey"] = item_to_json(*request.exclusive_start_key);
   Json::Value doc = call("Query", body);
-  return parsing(caller_, "Query", [&] { return parse_page(doc, response_what("Query")); });
+  return parse_answer(caller_, "Query", [&] { return parse_page(doc, dynamodb_response("Query")); });
 }
 
 Page DynamoDbClient::scan_page(const ScanRequest& request) {
@@ -366,7 +356,7 @@ Page DynamoDbClient::scan_page(const ScanRequest& request) {
   if (request.consistent_read) body["ConsistentRead"] = true;
   if (request.exclusive_start_key) body["ExclusiveStartKey"] = item_to_json(*request.exclusive_start_key);
   Json::Value doc = call("Scan", body);
-  return parsing(caller_, "Scan", [&] { return parse_page(doc, response_what("Scan")); });
+  return parse_answer(caller_, "Scan", [&] { return parse_page(doc, dynamodb_response("Scan")); });
 }
 
 PagingResult DynamoDbClient::query_pages(QueryRequest request, const PageVisitor& visit, int max_pages) {
@@ -437,8 +427,8 @@ std::optional<TableDescription> DynamoDbClient::describe_table(const std::string
   } catch (const ResourceNotFoundError&) {
     return std::nullopt;
   }
-  return parsing(caller_, "DescribeTable", [&] {
-    return parse_table(require_member(doc, "Table", response_what("DescribeTable")), response_what("DescribeTable"));
+  return parse_answer(caller_, "DescribeTable", [&] {
+    return parse_table(require_member(doc, "Table", dynamodb_response("DescribeTable")), dynamodb_response("DescribeTable"));
   });
 }
 
@@ -457,9 +447,9 @@ TableDescription DynamoDbClient::update_table(const UpdateTableRequest& request)
     body["GlobalSecondaryIndexUpdates"].append(update);
   }
   Json::Value doc = call("UpdateTable", body);
-  return parsing(caller_, "UpdateTable", [&] {
-    return parse_table(require_member(doc, "TableDescription", response_what("UpdateTable")),
-                       response_what("UpdateTable"));
+  return parse_answer(caller_, "UpdateTable", [&] {
+    return parse_table(require_member(doc, "TableDescription", dynamodb_response("UpdateTable")),
+                       dynamodb_response("UpdateTable"));
   });
 }
 

@@ -20,7 +20,7 @@ std::optional<int64_t> parse_int64(const std::string& s) {
   return v;
 }
 
-std::string response_what(const std::string& operation) { return "SQS " + operation + " response"; }
+std::string sqs_response(const std::string& operation) { return "SQS " + operation + " response"; }
 
 std::map<std::string, std::string> string_map(const Json::Value& obj, const std::string& what) {
   if (!obj.isObject()) throw JsonError(what + ": expected a JSON object");
@@ -120,40 +120,27 @@ Json::Value SqsClient::call(const std::string& operation, const Json::Value& bod
   // local-aws-sqs answers an empty ReceiveMessage with an empty 200 body.
   if (resp.body.empty()) return Json::Value(Json::objectValue);
   try {
-    Json::Value doc = parse_json(resp.body, response_what(operation));
-    if (!doc.isObject()) throw JsonError(response_what(operation) + ": expected a JSON object");
+    Json::Value doc = parse_json(resp.body, sqs_response(operation));
+    if (!doc.isObject()) throw JsonError(sqs_response(operation) + ": expected a JSON object");
     return doc;
   } catch (const JsonError& e) {
     throw AwsError(caller_.settings().service, operation, resp.status, "MalformedResponse", e.what());
   }
 }
 
-namespace {
-
-template <typename F>
-auto parsing(AwsCaller& caller, const std::string& operation, F&& parse) -> decltype(parse()) {
-  try {
-    return parse();
-  } catch (const JsonError& e) {
-    throw AwsError(caller.settings().service, operation, 200, "MalformedResponse", e.what());
-  }
-}
-
-}  // namespace
-
 std::string SqsClient::create_queue(const std::string& name, const std::map<std::string, std::string>& attributes) {
   Json::Value body;
   body["QueueName"] = name;
   for (const auto& [k, v] : attributes) body["Attributes"][k] = v;
   Json::Value doc = call("CreateQueue", body);
-  return parsing(caller_, "CreateQueue", [&] { return require_string(doc, "QueueUrl", response_what("CreateQueue")); });
+  return parse_answer(caller_, "CreateQueue", [&] { return require_string(doc, "QueueUrl", sqs_response("CreateQueue")); });
 }
 
 std::string SqsClient::get_queue_url(const std::string& name) {
   Json::Value body;
   body["QueueName"] = name;
   Json::Value doc = call("GetQueueUrl", body);
-  return parsing(caller_, "GetQueueUrl", [&] { return require_string(doc, "QueueUrl", response_what("GetQueueUrl")); });
+  return parse_answer(caller_, "GetQueueUrl", [&] { return require_string(doc, "QueueUrl", sqs_response("GetQueueUrl")); });
 }
 
 void SqsClient::delete_queue(const std::string& queue_url) {
@@ -171,8 +158,8 @@ std::vector<std::string> SqsClient::list_queues(const std::string& prefix, int m
     body["MaxResults"] = 1000;  // also what makes SQS paginate at all
     if (!token.empty()) body["NextToken"] = token;
     Json::Value doc = call("ListQueues", body);
-    token = parsing(caller_, "ListQueues", [&] {
-      const std::string what = response_what("ListQueues");
+    token = parse_answer(caller_, "ListQueues", [&] {
+      const std::string what = sqs_response("ListQueues");
       const Json::Value& list = doc["QueueUrls"];
       if (!list.isNull() && !list.isArray()) throw JsonError(what + ": QueueUrls is not a list");
       for (const auto& u : list) {
@@ -199,8 +186,8 @@ std::string SqsClient::send_message(const SendMessageRequest& request) {
   if (request.delay_seconds) body["DelaySeconds"] = *request.delay_seconds;
   if (!request.attributes.empty()) body["MessageAttributes"] = attributes_json(request.attributes);
   Json::Value doc = call("SendMessage", body);
-  return parsing(caller_, "SendMessage",
-                 [&] { return require_string(doc, "MessageId", response_what("SendMessage")); });
+  return parse_answer(caller_, "SendMessage",
+                 [&] { return require_string(doc, "MessageId", sqs_response("SendMessage")); });
 }
 
 std::string SqsClient::send_message(const std::string& queue_url, const std::string& body) {
@@ -233,13 +220,13 @@ std::vector<Message> SqsClient::receive_messages(const ReceiveRequest& request) 
   Duration timeout = std::max(caller_.settings().timeout, wait + kLongPollSlack);
   Json::Value doc = call("ReceiveMessage", body, timeout);
 
-  return parsing(caller_, "ReceiveMessage", [&] {
+  return parse_answer(caller_, "ReceiveMessage", [&] {
     std::vector<Message> out;
     if (!doc.isMember("Messages") || doc["Messages"].isNull()) return out;  // none
     const Json::Value& msgs = doc["Messages"];
-    if (!msgs.isArray()) throw JsonError(response_what("ReceiveMessage") + ": field 'Messages' is not an array");
+    if (!msgs.isArray()) throw JsonError(sqs_response("ReceiveMessage") + ": field 'Messages' is not an array");
     for (Json::ArrayIndex i = 0; i < msgs.size(); ++i) {
-      out.push_back(parse_message(msgs[i], response_what("ReceiveMessage") + " Messages[" + std::to_string(i) + "]"));
+      out.push_back(parse_message(msgs[i], sqs_response("ReceiveMessage") + " Messages[" + std::to_string(i) + "]"));
     }
     return out;
   });
@@ -297,9 +284,9 @@ QueueAttributes SqsClient::get_queue_attributes(const std::string& queue_url, co
   body["QueueUrl"] = queue_url;
   for (const auto& n : names) body["AttributeNames"].append(n);
   Json::Value doc = call("GetQueueAttributes", body);
-  return parsing(caller_, "GetQueueAttributes", [&] {
+  return parse_answer(caller_, "GetQueueAttributes", [&] {
     QueueAttributes qa;
-    std::string what = response_what("GetQueueAttributes");
+    std::string what = sqs_response("GetQueueAttributes");
     if (doc.isMember("Attributes")) qa.all = string_map(doc["Attributes"], what + " Attributes");
     // Read every numeric attribute now, so a non-number is a MalformedResponse here.
     for (const char* numeric :

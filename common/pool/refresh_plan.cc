@@ -31,9 +31,9 @@ std::string_view action_name(ActionKind kind) {
 
 namespace {
 
-class Planner {
+class RefreshPlanner {
  public:
-  Planner(const RefreshSnapshot& s, const RefreshPolicy& p) : s_(s), p_(p) {
+  RefreshPlanner(const RefreshSnapshot& s, const RefreshPolicy& p) : s_(s), p_(p) {
     for (const auto& r : s_.records) {
       if (r.pool == s_.pool) mine_.emplace(r.instance_id, &r);
       if (r.state != State::kTerminated) live_anywhere_.insert(r.instance_id);
@@ -320,7 +320,7 @@ class Planner {
 }  // namespace
 
 RefreshPlan plan_refresh(const RefreshSnapshot& snapshot, const RefreshPolicy& policy) {
-  return Planner(snapshot, policy).run();
+  return RefreshPlanner(snapshot, policy).run();
 }
 
 std::vector<InstanceRecord> idle_records(const std::vector<InstanceRecord>& records, const std::string& pool,

@@ -63,9 +63,9 @@ std::string runner_words(const RunnerView& v) {
          (v.busy ? "busy" : "idle") + ")";
 }
 
-class Planner {
+class ScaleDownPlanner {
  public:
-  Planner(const ScaleDownSnapshot& s, const ScaleDownPolicy& p) : s_(s), p_(p) {}
+  ScaleDownPlanner(const ScaleDownSnapshot& s, const ScaleDownPolicy& p) : s_(s), p_(p) {}
 
   ScaleDownPlan run() {
     std::vector<const InstanceRecord*> orphans, active;
@@ -283,7 +283,7 @@ class Planner {
 }  // namespace
 
 ScaleDownPlan plan_scale_down(const ScaleDownSnapshot& snapshot, const ScaleDownPolicy& policy) {
-  return Planner(snapshot, policy).run();
+  return ScaleDownPlanner(snapshot, policy).run();
 }
 
 std::vector<std::string> owners_to_list(const std::vector<InstanceRecord>& records, const std::string& pool) {
