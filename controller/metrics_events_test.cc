@@ -19,7 +19,7 @@ using pool::State;
 
 constexpr int64_t kNow = 1'800'000'000'000;
 
-Settings settings() {
+Settings events_settings() {
   Settings s = testing::test_settings();
   s.metrics_namespace = "acme/runpool";
   return s;
@@ -51,18 +51,18 @@ ProvisionReport report(bool ok) {
 }
 
 TEST(MetricsEvents, PoolEventCarriesNamespaceTimeAndDimensions) {
-  metrics::Event e = pool_event(settings(), kNow);
+  metrics::Event e = pool_event(events_settings(), kNow);
   EXPECT_EQ(e.ns, "acme/runpool");
   EXPECT_EQ(e.timestamp_ms, kNow);
   ASSERT_EQ(e.dimensions.size(), 1u);
   EXPECT_EQ(dimension_of(e, "Pool"), "ci");
-  e = pool_event(settings(), kNow, "small");
+  e = pool_event(events_settings(), kNow, "small");
   EXPECT_EQ(e.dimensions.size(), 2u);
   EXPECT_EQ(dimension_of(e, "ResourceClass"), "small");
 }
 
 TEST(MetricsEvents, ASuccessfulProvision) {
-  metrics::Event e = provision_event(settings(), kNow, report(true));
+  metrics::Event e = provision_event(events_settings(), kNow, report(true));
   EXPECT_EQ(dimension_of(e, "Pool"), "ci");
   EXPECT_EQ(dimension_of(e, "ResourceClass"), "large");
   EXPECT_EQ(values_of(e, "WarmClaims"), std::vector<double>{1});
@@ -81,7 +81,7 @@ TEST(MetricsEvents, ASuccessfulProvision) {
 }
 
 TEST(MetricsEvents, AFailedProvisionCountsItsClaimsButNoLatency) {
-  metrics::Event e = provision_event(settings(), kNow, report(false));
+  metrics::Event e = provision_event(events_settings(), kNow, report(false));
   EXPECT_EQ(values_of(e, "ProvisionFailures"), std::vector<double>{1});
   EXPECT_EQ(values_of(e, "WarmClaims"), std::vector<double>{1});
   EXPECT_EQ(values_of(e, "ColdLaunches"), std::vector<double>{2});
@@ -97,7 +97,7 @@ TEST(MetricsEvents, Release) {
   d.terminated = {"i-4"};
   d.left = {"i-5"};
   d.gone = {"i-6"};
-  metrics::Event e = release_event(settings(), kNow, "run-1", d, true, 42'000);
+  metrics::Event e = release_event(events_settings(), kNow, "run-1", d, true, 42'000);
   EXPECT_EQ(e.dimensions.size(), 1u);
   EXPECT_EQ(values_of(e, "ReleaseLatency"), std::vector<double>{42'000});
   EXPECT_EQ(unit_of(e, "ReleaseLatency"), Unit::kMilliseconds);
@@ -106,7 +106,7 @@ TEST(MetricsEvents, Release) {
   EXPECT_EQ(values_of(e, "InstancesStillDraining"), std::vector<double>{1});
   EXPECT_EQ(values_of(e, "ReleaseFailures"), std::vector<double>{1});
   EXPECT_EQ(parse_json(metrics::format_emf(e), "EMF")["Label"], "run-1");
-  EXPECT_EQ(values_of(release_event(settings(), kNow, "run-1", {}, false, 1), "ReleaseFailures"),
+  EXPECT_EQ(values_of(release_event(events_settings(), kNow, "run-1", {}, false, 1), "ReleaseFailures"),
             std::vector<double>{0});
 }
 
@@ -125,7 +125,7 @@ TEST(MetricsEvents, RefreshCountsTerminationsPerRuleAndEveryKindOfLeak) {
       {ActionKind::kAdvertise, "handshake.advertise", State::kIdle, ""},
   };
   std::vector<PoolDepthSample> depths = {{"small", 3, 4}, {"large", 0, 0}};
-  auto events = refresh_events(settings(), kNow, done, 2, depths, false);
+  auto events = refresh_events(events_settings(), kNow, done, 2, depths, false);
   ASSERT_EQ(events.size(), 5u);  // summary, 2 rules, 2 classes
 
   const metrics::Event& summary = events[0];
@@ -153,7 +153,7 @@ TEST(MetricsEvents, RefreshCountsTerminationsPerRuleAndEveryKindOfLeak) {
 }
 
 TEST(MetricsEvents, AQuietRefreshStillReportsZeros) {
-  auto events = refresh_events(settings(), kNow, {}, 0, {}, false);
+  auto events = refresh_events(events_settings(), kNow, {}, 0, {}, false);
   ASSERT_EQ(events.size(), 1u);
   for (const char* m : {"Terminations", "UntrackedTerminated", "GhostRunnersDeleted", "RecordsClosedGone", "Leaks",
                         "RefreshFailures"}) {
@@ -163,7 +163,7 @@ TEST(MetricsEvents, AQuietRefreshStillReportsZeros) {
 
 TEST(MetricsEvents, ADryRunReportsOnlyThePoolDepth) {
   std::vector<RefreshDone> done = {{ActionKind::kTerminate, "deadline.idle", State::kIdle, ""}};
-  auto events = refresh_events(settings(), kNow, done, 0, {{"small", 1, 1}}, true);
+  auto events = refresh_events(events_settings(), kNow, done, 0, {{"small", 1, 1}}, true);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(values_of(events[0], "IdleInstances"), std::vector<double>{1});
 }
@@ -176,7 +176,7 @@ TEST(MetricsEvents, ScaleDownSummaryAndQuotas) {
   d.retired = 4;
   d.orphans_marked = 5;
   d.idle_quota = {{"large", 1}, {"small", 3}};
-  auto events = scale_down_events(settings(), kNow, d, false);
+  auto events = scale_down_events(events_settings(), kNow, d, false);
   ASSERT_EQ(events.size(), 3u);
   EXPECT_EQ(values_of(events[0], "ScaleDownDrains"), std::vector<double>{3});
   EXPECT_EQ(values_of(events[0], "ScaleDownTerminations"), std::vector<double>{3}) << "drained and orphans";
@@ -186,7 +186,7 @@ TEST(MetricsEvents, ScaleDownSummaryAndQuotas) {
   EXPECT_EQ(dimension_of(events[2], "ResourceClass"), "small");
   EXPECT_EQ(values_of(events[2], "IdleQuota"), std::vector<double>{3});
   for (const auto& e : events) EXPECT_NO_THROW(metrics::format_emf(e));
-  EXPECT_EQ(scale_down_events(settings(), kNow, d, true).size(), 2u) << "a dry run: only the quotas";
+  EXPECT_EQ(scale_down_events(events_settings(), kNow, d, true).size(), 2u) << "a dry run: only the quotas";
 }
 
 }  // namespace

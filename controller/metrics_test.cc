@@ -24,10 +24,6 @@ using metrics::testing::dimension_of;
 using metrics::testing::values_of;
 using testing::World;
 
-ProvisionOptions opts(int count, const std::string& label = "ci-1-1-build") {
-  return testing::provision_options(count, label);
-}
-
 struct Metered {
   World w;
   CollectingSink sink;
@@ -37,7 +33,7 @@ struct Metered {
 TEST(CommandMetrics, ProvisionReportsWarmClaimsColdLaunchesAndLatencies) {
   Metered m;
   m.w.add_idle("i-00000000000000aa1");
-  ASSERT_EQ(run_provision(m.ctx, opts(3)), kExitOk) << m.w.out.str();
+  ASSERT_EQ(run_provision(m.ctx, testing::provision_options(3)), kExitOk) << m.w.out.str();
   ASSERT_EQ(m.sink.events.size(), 1u);
   const metrics::Event& e = m.sink.events[0];
   EXPECT_EQ(e.ns, "runpool");
@@ -56,7 +52,7 @@ TEST(CommandMetrics, AFailedProvisionIsCounted) {
   Metered m;
   m.w.agents.register_ok = false;
   m.w.settings.provision_timeout = std::chrono::seconds(5);
-  ASSERT_EQ(run_provision(m.ctx, opts(1)), kExitFailed);
+  ASSERT_EQ(run_provision(m.ctx, testing::provision_options(1)), kExitFailed);
   ASSERT_EQ(m.sink.events.size(), 1u);
   EXPECT_EQ(values_of(m.sink.events[0], "ProvisionFailures"), std::vector<double>{1});
   EXPECT_TRUE(values_of(m.sink.events[0], "ProvisionLatency").empty());
@@ -64,7 +60,7 @@ TEST(CommandMetrics, AFailedProvisionIsCounted) {
 
 TEST(CommandMetrics, ReleaseReportsDrainedAndStragglers) {
   Metered m;
-  ASSERT_EQ(run_provision(m.ctx, opts(2)), kExitOk);
+  ASSERT_EQ(run_provision(m.ctx, testing::provision_options(2)), kExitOk);
   m.sink.events.clear();
   ASSERT_EQ(run_release(m.ctx, {"ci-1-1-build", std::nullopt, false}), kExitOk) << m.w.out.str();
   ASSERT_EQ(m.sink.events.size(), 1u);
@@ -75,7 +71,7 @@ TEST(CommandMetrics, ReleaseReportsDrainedAndStragglers) {
   EXPECT_GT(values_of(e, "ReleaseLatency").at(0), 0);
 
   // Agents that never drain: the release times out and terminates them.
-  ASSERT_EQ(run_provision(m.ctx, opts(1, "run-2")), kExitOk);
+  ASSERT_EQ(run_provision(m.ctx, testing::provision_options(1, "run-2")), kExitOk);
   m.w.agents.drain_ok = false;
   m.sink.events.clear();
   run_release(m.ctx, {"run-2", std::chrono::seconds(3), false});
@@ -87,7 +83,7 @@ TEST(CommandMetrics, ReleaseReportsDrainedAndStragglers) {
 TEST(CommandMetrics, RefreshReportsLeaksTerminationsAndPoolDepth) {
   Metered m;
   // A running instance whose agent failed: terminated under agent.failed.
-  ASSERT_EQ(run_provision(m.ctx, opts(1, "run-1")), kExitOk);
+  ASSERT_EQ(run_provision(m.ctx, testing::provision_options(1, "run-1")), kExitOk);
   // An idle record whose instance EC2 does not know (reclaimed long ago): closed as gone.
   m.w.add_idle("i-00000000000000aa1");
   const std::string failing = m.w.compute.launched.at(0);
@@ -144,7 +140,7 @@ TEST_F(CommandMetricsFile, MetricsFileGetsOneEmfLinePerEvent) {
     CommandMetrics cm(w.settings, nullptr, "host");
     EXPECT_TRUE(cm.enabled());
     Context ctx{w.settings, w.clock, w.table, w.queue, w.compute, w.github, w.out, w.cancelled, cm.sink()};
-    ASSERT_EQ(run_provision(ctx, opts(1)), kExitOk);
+    ASSERT_EQ(run_provision(ctx, testing::provision_options(1)), kExitOk);
   }
   std::ifstream in(dir_ / "runpoolctl.emf");
   std::string line;
@@ -168,7 +164,7 @@ class CommandMetricsLogs : public ::testing::Test {
     CommandMetrics cm(w_.settings, &logs_, "fv-az12:3");
     EXPECT_TRUE(cm.enabled());
     Context ctx{w_.settings, w_.clock, w_.table, w_.queue, w_.compute, w_.github, w_.out, w_.cancelled, cm.sink()};
-    int rc = run_provision(ctx, opts(1));
+    int rc = run_provision(ctx, testing::provision_options(1));
     EXPECT_EQ(http_.count(), 0u) << "nothing is sent before the command ends";
     return rc;
   }

@@ -35,7 +35,7 @@ class TaggedCompute final : public Compute {
   testing::FakeCompute& inner_;
 };
 
-ProvisionOptions opts(int count) { return testing::provision_options(count, "ci-7-1-build"); }
+ProvisionOptions retry_options(int count) { return testing::provision_options(count, "ci-7-1-build"); }
 
 // What the first attempt did before it died: a fleet of `count` for the label, no record.
 std::vector<std::string> crashed_after_fleet(World& w, int count) {
@@ -56,7 +56,7 @@ TEST(ProvisionRetry, RunsOnWhatTheDeadAttemptLaunchedInsteadOfASecondFleet) {
   ASSERT_EQ(first.size(), 2u);
   w.add_idle("i-00000000000000aa1", 2, "small", UsageClass::kOnDemand);  // the pool changed meanwhile
 
-  ASSERT_EQ(run_provision(ctx, opts(2)), kExitOk) << w.out.str();
+  ASSERT_EQ(run_provision(ctx, retry_options(2)), kExitOk) << w.out.str();
   EXPECT_EQ(w.compute.requests.size(), 1u) << "a second fleet";
   EXPECT_EQ(w.compute.launched.size(), 2u);
   for (const auto& id : first) {
@@ -80,7 +80,7 @@ TEST(ProvisionRetry, TakesOnlyWhatItStillNeeds) {
   Context ctx{w.settings, w.clock, w.table, w.queue, ec2, w.github, w.out, w.cancelled};
   const std::vector<std::string> first = crashed_after_fleet(w, 3);
   ASSERT_EQ(first.size(), 3u);
-  ASSERT_EQ(run_provision(ctx, opts(2)), kExitOk) << w.out.str();
+  ASSERT_EQ(run_provision(ctx, retry_options(2)), kExitOk) << w.out.str();
   int recorded = 0;
   for (const auto& id : first) recorded += w.table.get(id).has_value();
   EXPECT_EQ(recorded, 2) << "only as many as the provision asks for";
@@ -93,7 +93,7 @@ TEST(ProvisionRetry, AnotherLabelsOrARecordedInstanceIsNotTaken) {
   Context ctx{w.settings, w.clock, w.table, w.queue, ec2, w.github, w.out, w.cancelled};
   const std::vector<std::string> first = crashed_after_fleet(w, 1);
   ASSERT_EQ(first.size(), 1u);
-  ProvisionOptions other = opts(1);
+  ProvisionOptions other = retry_options(1);
   other.label = "someone-else";
   ASSERT_EQ(run_provision(ctx, other), kExitOk) << w.out.str();
   EXPECT_FALSE(w.table.get(first[0]).has_value()) << "taken by a provision of another label";

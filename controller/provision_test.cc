@@ -22,10 +22,6 @@ using pool::State;
 using pool::UsageClass;
 using testing::World;
 
-ProvisionOptions opts(int count, const std::string& label = "ci-1-1-build") {
-  return testing::provision_options(count, label);
-}
-
 std::vector<pool::InstanceRecord> records(World& w, State s) {
   std::vector<pool::InstanceRecord> out;
   w.table.scan([&](const pool::InstanceRecord& r) {
@@ -37,7 +33,7 @@ std::vector<pool::InstanceRecord> records(World& w, State s) {
 TEST(Provision, ColdLaunchesRecordsWaitsAndMarksRunning) {
   World w;
   w.settings.usage_class = UsageClass::kOnDemand;
-  ASSERT_EQ(run_provision(w.ctx, opts(2)), kExitOk) << w.out.str();
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(2)), kExitOk) << w.out.str();
   auto running = records(w, State::kRunning);
   ASSERT_EQ(running.size(), 2u);
   for (const auto& r : running) {
@@ -66,7 +62,7 @@ TEST(Provision, WarmFirstThenLaunchTheRest) {
   World w;
   w.add_idle("i-00000000000000aa1", 2);
   w.add_idle("i-00000000000000aa2", 5, "small", UsageClass::kOnDemand, "m7i.large");
-  ASSERT_EQ(run_provision(w.ctx, opts(3)), kExitOk) << w.out.str();
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(3)), kExitOk) << w.out.str();
   auto a = w.record("i-00000000000000aa1");
   EXPECT_EQ(a.state, State::kRunning);
   EXPECT_EQ(a.generation, 3);
@@ -87,7 +83,7 @@ TEST(Provision, AWarmClaimReadsAndDeletesEachReceivedBatchInOneRequestEach) {
   World w;
   for (int i = 0; i < 12; ++i) w.add_idle(fmt::format("i-00000000000000b{:02d}", i), 2);
   w.table.reads.clear();
-  ASSERT_EQ(run_provision(w.ctx, opts(12)), kExitOk) << w.out.str();
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(12)), kExitOk) << w.out.str();
   EXPECT_EQ(records(w, State::kRunning).size(), 12u);
   EXPECT_TRUE(w.compute.requests.empty());
   // Two receives (10 + 2): one batch read of the records and one batch delete each, no single reads.
@@ -105,7 +101,7 @@ TEST(Provision, ASecondMessageForAnInstanceClaimedFromTheSameBatchIsDropped) {
   World w;
   w.add_idle("i-00000000000000aa1", 2);
   w.queue.advertise("small", {"i-00000000000000aa1", 2});  // a duplicate (a release re-run after its send)
-  ASSERT_EQ(run_provision(w.ctx, opts(2)), kExitOk) << w.out.str();
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(2)), kExitOk) << w.out.str();
   EXPECT_EQ(w.record("i-00000000000000aa1").generation, 3) << "claimed once";
   EXPECT_EQ(w.compute.requests.size(), 1u) << "the second runner is launched, not claimed twice";
   EXPECT_EQ(records(w, State::kRunning).size(), 2u);
@@ -144,7 +140,7 @@ TEST(Provision, ASameScopeClaimPrefersItsOwnScopeWithinTheBatch) {
   w.table.inner.create(own);
   w.queue.advertise("small", {own.instance_id, own.generation});
 
-  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitOk) << w.out.str();
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitOk) << w.out.str();
   EXPECT_EQ(w.record(own.instance_id).state, State::kRunning);
   EXPECT_EQ(w.record(own.instance_id).label, "ci-1-1-build");
   EXPECT_EQ(w.record("i-00000000000000aa1").state, State::kIdle) << "the untagged one is left for later";
@@ -154,7 +150,7 @@ TEST(Provision, ASameScopeClaimPrefersItsOwnScopeWithinTheBatch) {
   EXPECT_TRUE(w.queue.all_visible());
 
   // With no instance of its own scope left, the next claim takes the untagged one.
-  ASSERT_EQ(run_provision(w.ctx, opts(1, "ci-2-1-build")), kExitOk) << w.out.str();
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1, "ci-2-1-build")), kExitOk) << w.out.str();
   EXPECT_EQ(w.record("i-00000000000000aa1").label, "ci-2-1-build");
   EXPECT_EQ(w.record(other.instance_id).state, State::kIdle);
   EXPECT_TRUE(w.compute.requests.empty());
@@ -164,7 +160,7 @@ TEST(Provision, AFailingWakeUpCostsNothingButLatency) {
   World w;
   w.add_idle("i-00000000000000aa1");
   w.queue.fail_wake = true;
-  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitOk) << w.out.str();
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitOk) << w.out.str();
   EXPECT_EQ(w.record("i-00000000000000aa1").state, State::kRunning);
   EXPECT_TRUE(w.compute.requests.empty());
 }
@@ -172,7 +168,7 @@ TEST(Provision, AFailingWakeUpCostsNothingButLatency) {
 TEST(Provision, AllWarmLaunchesNothing) {
   World w;
   w.add_idle("i-00000000000000aa1");
-  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitOk);
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitOk);
   EXPECT_TRUE(w.compute.requests.empty());
 }
 
@@ -194,7 +190,7 @@ TEST(Provision, StaleWrongAndExpiredMessagesAreHandled) {
   // Garbage.
   w.queue.send("small", "not json");
 
-  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitOk) << w.out.str();
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitOk) << w.out.str();
   EXPECT_EQ(w.record("i-0000000000000051a").state, State::kIdle);
   EXPECT_EQ(w.record("i-0000000000000b0b1").state, State::kIdle);
   EXPECT_EQ(w.record("i-0000000000000e0e1").state, State::kIdle);
@@ -210,14 +206,14 @@ TEST(Provision, StaleWrongAndExpiredMessagesAreHandled) {
 TEST(Provision, SpotRequestWithFallbackClaimsOnDemandToo) {
   World w;
   w.add_idle("i-00000000000000d01", 2, "small", UsageClass::kOnDemand);
-  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitOk);
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitOk);
   EXPECT_EQ(w.record("i-00000000000000d01").state, State::kRunning);
 }
 
 TEST(Provision, TypeGlobsFilterClaimsAndLaunches) {
   World w;
   w.add_idle("i-00000000000000c71", 2, "small", UsageClass::kSpot, "c7i.large");
-  auto o = opts(1);
+  auto o = testing::provision_options(1);
   o.allowed_types = std::vector<std::string>{"m7i.*"};
   ASSERT_EQ(run_provision(w.ctx, o), kExitOk);
   EXPECT_EQ(w.record("i-00000000000000c71").state, State::kIdle);  // not allowed: left in the pool
@@ -231,7 +227,7 @@ TEST(Provision, SpotShortageFallsBackToOnDemand) {
   World w;
   w.compute.capacity[{"c7i.large", "spot"}] = 1;
   w.compute.capacity[{"m7i.large", "spot"}] = 0;
-  ASSERT_EQ(run_provision(w.ctx, opts(3)), kExitOk) << w.out.str();
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(3)), kExitOk) << w.out.str();
   int spot = 0, od = 0;
   for (const auto& r : records(w, State::kRunning)) (r.usage_class == UsageClass::kSpot ? spot : od)++;
   EXPECT_EQ(spot, 1);
@@ -248,7 +244,7 @@ TEST(Provision, PartialFleetsAreToppedUp) {
   World w;
   w.settings.usage_class = UsageClass::kOnDemand;
   w.compute.per_call_limit = 1;
-  ASSERT_EQ(run_provision(w.ctx, opts(3)), kExitOk) << w.out.str();
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(3)), kExitOk) << w.out.str();
   EXPECT_EQ(w.compute.requests.size(), 3u);
   EXPECT_EQ(records(w, State::kRunning).size(), 3u);
 }
@@ -258,7 +254,7 @@ TEST(Provision, NotEnoughCapacityFailsAndTerminatesWhatItLaunched) {
   w.settings.on_demand_fallback = false;
   w.compute.per_call_limit = 1;
   w.settings.fleet_rounds = 2;
-  ASSERT_EQ(run_provision(w.ctx, opts(3)), kExitFailed);
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(3)), kExitFailed);
   EXPECT_EQ(w.compute.terminated.size(), 2u);
   EXPECT_EQ(records(w, State::kTerminated).size(), 2u);
   EXPECT_NE(w.out.str().find("launched 2 of the 3"), std::string::npos) << w.out.str();
@@ -267,7 +263,7 @@ TEST(Provision, NotEnoughCapacityFailsAndTerminatesWhatItLaunched) {
 TEST(Provision, CapacityErrorForTheWholeCallMovesToOnDemand) {
   World w;
   w.compute.fail_next = aws::AwsError("ec2", "CreateFleet", 500, "InsufficientInstanceCapacity", "none");
-  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitOk);
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitOk);
   ASSERT_EQ(w.compute.requests.size(), 2u);
   EXPECT_EQ(w.compute.requests[1].default_target_capacity_type, "on-demand");
 }
@@ -275,7 +271,7 @@ TEST(Provision, CapacityErrorForTheWholeCallMovesToOnDemand) {
 TEST(Provision, OtherLaunchErrorsFail) {
   World w;
   w.compute.fail_next = aws::AwsError("ec2", "CreateFleet", 400, "InvalidLaunchTemplateName.NotFoundException", "x");
-  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitFailed);
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitFailed);
   EXPECT_NE(w.out.str().find("InvalidLaunchTemplateName"), std::string::npos);
 }
 
@@ -283,7 +279,7 @@ TEST(Provision, TimeoutTerminatesLaunchedAndDrainsClaimedBackToThePool) {
   World w;
   w.add_idle("i-00000000000000aa1", 2);
   w.agents.register_ok = false;
-  auto o = opts(2);
+  auto o = testing::provision_options(2);
   o.timeout = std::chrono::seconds(20);
   ASSERT_EQ(run_provision(w.ctx, o), kExitFailed);
   EXPECT_NE(w.out.str().find("timed out"), std::string::npos) << w.out.str();
@@ -310,7 +306,7 @@ TEST(Provision, CancellationCleansUp) {
   w.on_tick = [&] {
     if (++ticks == 3) w.cancelled = true;
   };
-  ASSERT_EQ(run_provision(w.ctx, opts(2)), kExitFailed);
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(2)), kExitFailed);
   EXPECT_NE(w.out.str().find("cancelled"), std::string::npos);
   EXPECT_EQ(w.record("i-00000000000000aa1").state, State::kIdle);
   EXPECT_EQ(w.compute.terminated.size(), 1u);
@@ -322,7 +318,7 @@ TEST(Provision, ClaimedNotDrainedInTimeIsLeftDrainingForRefresh) {
   w.add_idle("i-00000000000000aa1", 2);
   w.agents.register_ok = false;
   w.agents.drain_ok = false;
-  auto o = opts(1);
+  auto o = testing::provision_options(1);
   o.timeout = std::chrono::seconds(5);
   ASSERT_EQ(run_provision(w.ctx, o), kExitFailed);
   auto r = w.record("i-00000000000000aa1");
@@ -335,7 +331,7 @@ TEST(Provision, NoRemoveTokenMeansClaimedInstancesAreTerminated) {
   w.add_idle("i-00000000000000aa1", 2);
   w.agents.register_ok = false;
   w.github.fail_remove_token = true;
-  auto o = opts(1);
+  auto o = testing::provision_options(1);
   o.timeout = std::chrono::seconds(5);
   ASSERT_EQ(run_provision(w.ctx, o), kExitFailed);
   EXPECT_EQ(w.record("i-00000000000000aa1").state, State::kTerminated);
@@ -349,7 +345,7 @@ TEST(Provision, AnAgentThatFailsEndsTheWaitAtOnce) {
   w.on_tick = [&] {
     for (const auto& id : w.compute.launched) w.agents.failing.insert(id);
   };
-  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitFailed);
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitFailed);
   EXPECT_NE(w.out.str().find("config.sh failed"), std::string::npos) << w.out.str();
   EXPECT_LT(w.clock.sleeps, 5);
   EXPECT_EQ(w.compute.terminated.size(), 1u);
@@ -362,7 +358,7 @@ TEST(Provision, AnInstanceThatDiesWhileBootingEndsTheWaitEarly) {
   w.on_tick = [&] {
     for (const auto& id : w.compute.launched) w.compute.terminated.insert(id);  // e.g. spot reclaimed
   };
-  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitFailed);
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitFailed);
   EXPECT_NE(w.out.str().find("terminated in EC2"), std::string::npos) << w.out.str();
   EXPECT_LT(w.clock.clock.total_slept(), std::chrono::seconds(30));
 }
@@ -371,7 +367,7 @@ TEST(Provision, AClaimedInstanceWhoseAgentFallsSilentEndsTheWait) {
   World w;
   w.add_idle("i-00000000000000aa1", 2);
   w.agents_on = false;  // no heartbeat, no registration: the instance died after it was advertised
-  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitFailed);
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitFailed);
   EXPECT_NE(w.out.str().find("silent"), std::string::npos) << w.out.str();
   EXPECT_LT(w.clock.clock.total_slept(), w.settings.provision_timeout);
   EXPECT_EQ(w.record("i-00000000000000aa1").state, State::kDraining);  // left for refresh to retire
@@ -382,7 +378,7 @@ TEST(Provision, AnInstanceWhoseRecordCannotBeWrittenIsTerminatedAtOnce) {
   w.settings.usage_class = UsageClass::kOnDemand;
   w.settings.fleet_rounds = 1;
   w.table.fail_create = true;
-  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitFailed);
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitFailed);
   ASSERT_EQ(w.compute.launched.size(), 1u);
   EXPECT_EQ(w.compute.terminated.count(w.compute.launched[0]), 1u);
 }
@@ -398,7 +394,7 @@ TEST(Provision, LosingAClaimRaceDropsTheMessageAndLaunches) {
     auto step = pool::claim(r, "other-label", Secret("t"), "u", w.now(), w.settings.timeouts);
     ASSERT_TRUE(w.table.inner.transition(id, step.expect, step.change));
   };
-  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitOk);
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitOk);
   EXPECT_EQ(w.record("i-00000000000000aa1").label, "other-label");
   EXPECT_EQ(w.compute.requests.size(), 1u);
   EXPECT_TRUE(w.queue.bodies("small").empty());
@@ -408,7 +404,7 @@ TEST(Provision, AClaimWhoseAnswerWasLostIsStillOurs) {
   World w;
   w.add_idle("i-00000000000000aa1", 2);
   w.table.lose_answer_once = true;
-  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitOk);
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitOk);
   EXPECT_EQ(w.record("i-00000000000000aa1").label, "ci-1-1-build");
   EXPECT_TRUE(w.compute.requests.empty());
 }
@@ -416,12 +412,12 @@ TEST(Provision, AClaimWhoseAnswerWasLostIsStillOurs) {
 TEST(Provision, ARerunWithTheSameLabelKeepsWhatIsAssignedAndLaunchesNoMore) {
   World w;
   w.settings.usage_class = UsageClass::kOnDemand;
-  ASSERT_EQ(run_provision(w.ctx, opts(2)), kExitOk);
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(2)), kExitOk);
   ASSERT_EQ(w.compute.requests.size(), 1u);
-  ASSERT_EQ(run_provision(w.ctx, opts(2)), kExitOk);
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(2)), kExitOk);
   EXPECT_EQ(w.compute.requests.size(), 1u);
   EXPECT_EQ(records(w, State::kRunning).size(), 2u);
-  ASSERT_EQ(run_provision(w.ctx, opts(3)), kExitOk);  // asks for one more
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(3)), kExitOk);  // asks for one more
   EXPECT_EQ(records(w, State::kRunning).size(), 3u);
 }
 
@@ -434,7 +430,7 @@ TEST(Provision, AReplayedFleetAnswerIsNotLaunchedTwice) {
   w.compute.create_fleet(fleet_request(w.settings, "small", {"c7i.large", "m7i.large"}, UsageClass::kOnDemand, 1,
                                        "ci-1-1-build", token));
   ASSERT_EQ(w.compute.launched.size(), 1u);
-  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitOk);
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitOk);
   EXPECT_EQ(w.compute.launched.size(), 1u);
   EXPECT_EQ(w.record(w.compute.launched[0]).state, State::kRunning);
 }
@@ -442,7 +438,7 @@ TEST(Provision, AReplayedFleetAnswerIsNotLaunchedTwice) {
 TEST(Provision, AnUnreachablePoolStillLaunches) {
   World w;
   w.queue.fail_receive = true;
-  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitOk);
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitOk);
   EXPECT_EQ(w.compute.requests.size(), 1u);
 }
 
@@ -455,7 +451,7 @@ TEST(Provision, ClaimingIsBoundedWhenTheQueueKeepsHandingOutMessages) {
     std::snprintf(id, sizeof id, "i-%017x", 0xb000 + i);
     w.add_idle(id, 2, "small", UsageClass::kSpot);
   }
-  ASSERT_EQ(run_provision(w.ctx, opts(1)), kExitOk);
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitOk);
   EXPECT_LE(w.queue.receives, 24);  // count * 4 + 20 messages examined at most
   EXPECT_EQ(w.queue.bodies("small").size(), 30u);
   EXPECT_TRUE(w.queue.all_visible());
@@ -464,16 +460,16 @@ TEST(Provision, ClaimingIsBoundedWhenTheQueueKeepsHandingOutMessages) {
 TEST(Provision, UsageErrors) {
   World w;
   auto bad = [&](ProvisionOptions o) { EXPECT_THROW(run_provision(w.ctx, o), UsageError); };
-  bad(opts(0));
-  bad(opts(51));
-  auto o = opts(1);
+  bad(testing::provision_options(0));
+  bad(testing::provision_options(51));
+  auto o = testing::provision_options(1);
   o.resource_class = "huge";
   bad(o);
-  o = opts(1, "a,b");
+  o = testing::provision_options(1, "a,b");
   bad(o);
-  o = opts(1, "self-hosted");
+  o = testing::provision_options(1, "self-hosted");
   bad(o);
-  o = opts(1);
+  o = testing::provision_options(1);
   o.allowed_types = std::vector<std::string>{"r5.*"};
   bad(o);
   EXPECT_TRUE(w.compute.requests.empty());
@@ -483,7 +479,7 @@ TEST(Provision, UsageErrors) {
 TEST(Provision, DerivedLabel) {
   World w;
   w.settings.usage_class = UsageClass::kOnDemand;
-  auto o = opts(1, "");
+  auto o = testing::provision_options(1, "");
   o.getenv = [](const char* n) -> const char* {
     std::string s = n;
     return s == "GITHUB_RUN_ID" ? "77" : s == "GITHUB_RUN_ATTEMPT" ? "2" : s == "GITHUB_JOB" ? "prov" : nullptr;
@@ -498,7 +494,7 @@ TEST(Provision, JsonAndActionsOutputs) {
   char out_path[] = "/tmp/runpool-out-XXXXXX", sum_path[] = "/tmp/runpool-sum-XXXXXX";
   close(mkstemp(out_path));
   close(mkstemp(sum_path));
-  auto o = opts(2);
+  auto o = testing::provision_options(2);
   o.json = true;
   o.actions = {out_path, sum_path};
   ASSERT_EQ(run_provision(w.ctx, o), kExitOk);

@@ -25,7 +25,7 @@ using pool::InstanceRecord;
 using pool::State;
 
 const WallTime kStart{std::chrono::milliseconds(1'800'000'000'000)};
-const int64_t kNow = 1'800'000'000'000;
+const int64_t kRefreshNow = 1'800'000'000'000;
 
 class FakeCompute final : public Compute {
  public:
@@ -73,7 +73,7 @@ class FakeCompute final : public Compute {
   int describe_calls = 0;
 };
 
-class FakeRunners final : public Runners {
+class RefreshRunners final : public Runners {
  public:
   Secret registration_token() override { throw std::logic_error("unused"); }
   Secret remove_token() override {
@@ -135,7 +135,7 @@ class RefreshTest : public ::testing::Test {
   }
 
   // A record in `s` (built through the real transitions), and its running instance.
-  InstanceRecord put(int n, State s, int64_t generation_claims = 0, int64_t born = kNow - 3'600'000) {
+  InstanceRecord put(int n, State s, int64_t generation_claims = 0, int64_t born = kRefreshNow - 3'600'000) {
     const std::string id = id_of(n);
     const pool::Timeouts& t = settings.timeouts;
     EXPECT_TRUE(table.create(pool::launched_record(id, "ci", "run-1", "small", pool::UsageClass::kSpot, "c7i.large",
@@ -143,40 +143,40 @@ class RefreshTest : public ::testing::Test {
     compute.launch(id, born);
     auto step = [&](const pool::Step& st) { EXPECT_TRUE(table.transition(id, st.expect, st.change)); };
     auto agent = [&](pool::AgentSignal sig) {
-      EXPECT_TRUE(table.report(id, {.heartbeat_ms = kNow - 1000, .signal = sig, .generation = get(id).generation}));
+      EXPECT_TRUE(table.report(id, {.heartbeat_ms = kRefreshNow - 1000, .signal = sig, .generation = get(id).generation}));
     };
     auto to_idle = [&] {
       agent(pool::AgentSignal::kRegistered);
       step(pool::mark_running(get(id), born, t));
       step(pool::start_drain(get(id), Secret("rm"), born, t));
       agent(pool::AgentSignal::kDrained);
-      step(pool::return_to_pool(get(id), kNow - 60'000, t));
+      step(pool::return_to_pool(get(id), kRefreshNow - 60'000, t));
       step(pool::advertised(get(id)));
     };
     switch (s) {
       case State::kCreated: break;
-      case State::kTerminating: step(pool::begin_terminate(get(id), kNow, t)); break;
+      case State::kTerminating: step(pool::begin_terminate(get(id), kRefreshNow, t)); break;
       default:
         to_idle();
         for (int64_t i = 0; i < generation_claims; ++i) {
-          step(pool::claim(get(id), "run-x", Secret("reg"), "u", kNow, t));
+          step(pool::claim(get(id), "run-x", Secret("reg"), "u", kRefreshNow, t));
           agent(pool::AgentSignal::kRegistered);
-          step(pool::mark_running(get(id), kNow, t));
-          step(pool::start_drain(get(id), Secret("rm"), kNow, t));
+          step(pool::mark_running(get(id), kRefreshNow, t));
+          step(pool::start_drain(get(id), Secret("rm"), kRefreshNow, t));
           agent(pool::AgentSignal::kDrained);
-          step(pool::return_to_pool(get(id), kNow - 60'000, t));
+          step(pool::return_to_pool(get(id), kRefreshNow - 60'000, t));
           step(pool::advertised(get(id)));
         }
         if (s == State::kIdle) {
           queue.send("small", pool::pool_message_body({id, get(id).generation}));
           break;
         }
-        step(pool::claim(get(id), "run-2", Secret("reg"), "u", kNow, t));
+        step(pool::claim(get(id), "run-2", Secret("reg"), "u", kRefreshNow, t));
         if (s == State::kClaimed) break;
         agent(pool::AgentSignal::kRegistered);
-        step(pool::mark_running(get(id), kNow, t));
+        step(pool::mark_running(get(id), kRefreshNow, t));
         if (s == State::kRunning) break;
-        step(pool::start_drain(get(id), Secret("rm"), kNow, t));
+        step(pool::start_drain(get(id), Secret("rm"), kRefreshNow, t));
         break;
     }
     return get(id);
@@ -205,7 +205,7 @@ class RefreshTest : public ::testing::Test {
   pool::MemoryStateTable table;
   testing::MemoryQueue queue;
   FakeCompute compute;
-  FakeRunners runners;
+  RefreshRunners runners;
   std::ostringstream out;
   std::atomic<bool> cancelled{false};
 };
@@ -222,11 +222,11 @@ TEST_F(RefreshTest, AHealthyPoolNeedsNothing) {
 TEST_F(RefreshTest, ASharedRunnerThatRegisteredUnwatchedIsMarkedRunning) {
   pool::InstanceRecord r = pool::launched_record(id_of(1), "ci", "self-hosted,linux,small", "small",
                                                  pool::UsageClass::kSpot, "c7i.large", Secret("reg"),
-                                                 "https://github.com/o/r", kNow - 60'000, settings.timeouts);
+                                                 "https://github.com/o/r", kRefreshNow - 60'000, settings.timeouts);
   r.shared = true;
   ASSERT_TRUE(table.create(r));
-  compute.launch(r.instance_id, kNow - 60'000);
-  ASSERT_TRUE(table.report(r.instance_id, {.heartbeat_ms = kNow, .signal = pool::AgentSignal::kRegistered,
+  compute.launch(r.instance_id, kRefreshNow - 60'000);
+  ASSERT_TRUE(table.report(r.instance_id, {.heartbeat_ms = kRefreshNow, .signal = pool::AgentSignal::kRegistered,
                                            .generation = 1}));
   EXPECT_EQ(refresh(), kExitOk) << out.str();
   EXPECT_EQ(outcome("mark-running", r.instance_id), "done");
@@ -237,7 +237,7 @@ TEST_F(RefreshTest, ASharedRunnerThatRegisteredUnwatchedIsMarkedRunning) {
 // neither (a dry run only says so); other pools' queues and junk names are never touched.
 TEST_F(RefreshTest, WakeQueuesOfGoneInstancesAreDeleted) {
   InstanceRecord live = put(1, State::kIdle);
-  compute.launch(id_of(2), kNow - 60'000);  // running, no record (yet): kept
+  compute.launch(id_of(2), kRefreshNow - 60'000);  // running, no record (yet): kept
   const std::string base = "http://sqs.local/000000000000/";
   const std::string kept1 = base + "ci-wake-" + live.instance_id, kept2 = base + "ci-wake-" + id_of(2);
   const std::string gone = base + "ci-wake-" + id_of(3), other = base + "ci-wake-x", foreign = base + "cd-wake-" + id_of(4);
@@ -272,7 +272,7 @@ TEST_F(RefreshTest, ExpiredIdleIsTerminatedAndClosedInOnePass) {
 TEST_F(RefreshTest, DryRunChangesNothing) {
   InstanceRecord idle = put(1, State::kIdle);
   InstanceRecord running = put(2, State::kRunning);
-  compute.launch(id_of(3), kNow - 3'600'000);  // untracked
+  compute.launch(id_of(3), kRefreshNow - 3'600'000);  // untracked
   queue.send("small", "not json");
   runners.add(7, pool::runner_name("ci", id_of(9), 1));
   later(settings.timeouts.max_runtime_ms);  // idle expired, running past max runtime
@@ -326,7 +326,7 @@ TEST_F(RefreshTest, OneFailureDoesNotAbortTheRestAndExitsOne) {
 TEST_F(RefreshTest, UnreadableGithubOrEc2SkipsOnlyTheirRules) {
   InstanceRecord idle = put(1, State::kIdle);
   runners.add(7, pool::runner_name("ci", id_of(9), 1));
-  compute.launch(id_of(3), kNow - 3'600'000);  // untracked
+  compute.launch(id_of(3), kRefreshNow - 3'600'000);  // untracked
   later(settings.timeouts.idle_ttl_ms);
   runners.fail_list = true;
   compute.fail_pool_instances = true;
@@ -406,7 +406,7 @@ std::string rule_of(const Json::Value& report, const std::string& kind, const st
 
 TEST_F(RefreshTest, AgentSilenceIsItsOwnSetting) {
   settings.agent_silence = std::chrono::minutes(3);
-  InstanceRecord r = put(1, State::kIdle);  // its agent last beat at kNow - 1s
+  InstanceRecord r = put(1, State::kIdle);  // its agent last beat at kRefreshNow - 1s
   later(3 * 60'000 - 1'000 - 1);
   EXPECT_EQ(refresh(), kExitOk) << out.str();
   EXPECT_EQ(report()["actions"].size(), 0u) << "silent for just under agent_silence: " << out.str();
@@ -421,7 +421,7 @@ TEST_F(RefreshTest, AdvertiseGraceIsItsOwnSetting) {
   InstanceRecord r = put(1, State::kDraining);
   ASSERT_TRUE(table.report(r.instance_id, {.signal = pool::AgentSignal::kDrained, .generation = r.generation}));
   // A release returned it and sent its message, then died before clearing advertise_pending.
-  pool::Step back = pool::return_to_pool(get(r.instance_id), kNow, settings.timeouts);
+  pool::Step back = pool::return_to_pool(get(r.instance_id), kRefreshNow, settings.timeouts);
   ASSERT_TRUE(table.transition(r.instance_id, back.expect, back.change));
   queue.send("small", pool::pool_message_body({r.instance_id, r.generation}));
   ASSERT_TRUE(get(r.instance_id).advertise_pending);
@@ -486,7 +486,7 @@ TEST_F(RefreshTest, RunnersAreListedBeforeTheTableIsScanned) {
   // scan; scanning first would make this runner look a ghost and delete it.
   runners.on_list = [&] {
     if (runners.runners.empty()) {
-      InstanceRecord r = put(1, State::kCreated, 0, kNow);
+      InstanceRecord r = put(1, State::kCreated, 0, kRefreshNow);
       runners.add(7, pool::runner_name("ci", r.instance_id, r.generation));
     }
   };

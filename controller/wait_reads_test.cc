@@ -16,7 +16,7 @@ namespace {
 using pool::State;
 using testing::World;
 
-ProvisionOptions opts(int count, const std::string& label = "ci-1-1-build") {
+ProvisionOptions on_demand_options(int count, const std::string& label = "ci-1-1-build") {
   ProvisionOptions o = testing::provision_options(count, label);
   o.usage = pool::UsageClass::kOnDemand;
   return o;
@@ -38,7 +38,7 @@ TEST(WaitReads, ProvisionReadsEveryWaitedRecordWithOneBatchReadPerPass) {
   w.on_tick = [&] {
     if (w.clock.sleeps == 3) w.agents_on = true;
   };
-  ASSERT_EQ(run_provision(w.ctx, opts(5)), kExitOk) << w.out.str();
+  ASSERT_EQ(run_provision(w.ctx, on_demand_options(5)), kExitOk) << w.out.str();
   EXPECT_EQ(w.compute.launched.size(), 3u);
   // Pass 1-3: nobody registered; pass 4 (after the agents' tick): all five marked running.
   ASSERT_EQ(w.clock.sleeps, 4);
@@ -61,7 +61,7 @@ TEST(WaitReads, ProvisionReadsOnlyTheRecordsNotYetRunning) {
       w.agents_on = true;  // the others at the next poll
     }
   };
-  ASSERT_EQ(run_provision(w.ctx, opts(3)), kExitOk) << w.out.str();
+  ASSERT_EQ(run_provision(w.ctx, on_demand_options(3)), kExitOk) << w.out.str();
   EXPECT_EQ(reads_from_first_batch(w.table), (std::vector<std::string>{"get_many 3", "get_many 3", "get_many 2"}));
 }
 
@@ -70,7 +70,7 @@ TEST(WaitReads, AFailedBatchReadFailsTheProvisionAsAFailedGetItemDidAndCleansUp)
   w.add_idle("i-00000000000000aa1", 2, "small", pool::UsageClass::kOnDemand);
   w.table.pass_get_many = 1;  // the claim's read of the pool message's record
   w.table.fail_get_many = 1;  // the wait's first read
-  ASSERT_EQ(run_provision(w.ctx, opts(2)), kExitFailed);
+  ASSERT_EQ(run_provision(w.ctx, on_demand_options(2)), kExitFailed);
   EXPECT_NE(w.out.str().find("BatchGetItem"), std::string::npos) << w.out.str();
   ASSERT_EQ(w.compute.launched.size(), 1u);
   EXPECT_EQ(w.compute.terminated.count(w.compute.launched[0]), 1u) << "the launched one is terminated";
@@ -79,7 +79,7 @@ TEST(WaitReads, AFailedBatchReadFailsTheProvisionAsAFailedGetItemDidAndCleansUp)
 
 TEST(WaitReads, ReleaseReadsEveryDrainingRecordWithOneBatchReadPerRoundAndRetriesAFailedOne) {
   World w;
-  ASSERT_EQ(run_provision(w.ctx, opts(4)), kExitOk) << w.out.str();
+  ASSERT_EQ(run_provision(w.ctx, on_demand_options(4)), kExitOk) << w.out.str();
   w.table.reads.clear();
   const int sleeps_before = w.clock.sleeps;
   w.table.fail_get_many = 2;  // the first two rounds' reads fail: warned about, read again

@@ -14,6 +14,7 @@
 
 #include "common/aws/credentials_providers.h"
 #include "common/testing/fake_http.h"
+#include "common/testing/fake_env.h"
 
 namespace runpool::aws {
 namespace {
@@ -25,13 +26,7 @@ using runpool::testing::reply;
 // 1'700'000'000 s: 2023-11-14T22:13:20Z.
 constexpr int64_t kStartMs = 1'700'000'000'000;
 
-GetEnv env_of(std::map<std::string, std::string> vars) {
-  auto owned = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
-  return [owned](const char* name) -> const char* {
-    auto it = owned->find(name);
-    return it == owned->end() ? nullptr : it->second.c_str();
-  };
-}
+using runpool::testing::env_of;
 
 std::string sts_answer(const std::string& action, const std::string& key, const std::string& expiration) {
   return "<" + action + "Response xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\"><" + action +

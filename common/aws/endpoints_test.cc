@@ -3,17 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "common/aws/credentials.h"
+#include "common/testing/fake_env.h"
 
 namespace runpool::aws {
 namespace {
 
-GetEnv env_of(std::map<std::string, std::string> vars) {
-  auto owned = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
-  return [owned](const char* name) -> const char* {
-    auto it = owned->find(name);
-    return it == owned->end() ? nullptr : it->second.c_str();
-  };
-}
+using runpool::testing::env_of;
 
 TEST(Endpoints, FlagBeatsServiceVariableBeatsGlobalVariableBeatsDefault) {
   AwsSettings s;

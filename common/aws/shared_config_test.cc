@@ -1,4 +1,5 @@
 #include "common/aws/shared_config.h"
+#include "common/testing/fake_env.h"
 
 #include <gtest/gtest.h>
 
@@ -23,13 +24,7 @@ std::string refusal(std::string_view text) {
   return "";
 }
 
-GetEnv env_of(std::map<std::string, std::string> vars) {
-  auto owned = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
-  return [owned](const char* name) -> const char* {
-    auto it = owned->find(name);
-    return it == owned->end() ? nullptr : it->second.c_str();
-  };
-}
+using runpool::testing::env_of;
 
 // Each expectation below is what botocore 1.43 (Python's RawConfigParser) makes of the same text.
 TEST(SharedConfigIni, SectionsKeysAndWhitespace) {

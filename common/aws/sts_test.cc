@@ -3,19 +3,14 @@
 #include <gtest/gtest.h>
 
 #include "common/testing/fake_http.h"
+#include "common/testing/fake_env.h"
 
 namespace runpool::aws {
 namespace {
 
 using runpool::testing::FakeHttp;
 
-GetEnv env_of(std::map<std::string, std::string> vars) {
-  auto owned = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
-  return [owned](const char* name) -> const char* {
-    auto it = owned->find(name);
-    return it == owned->end() ? nullptr : it->second.c_str();
-  };
-}
+using runpool::testing::env_of;
 
 // STS's answer, as the API reference shows it.
 std::string credentials_xml(const std::string& action, const std::string& key = "ASIAEXAMPLESTS0001",
@@ -29,7 +24,7 @@ std::string credentials_xml(const std::string& action, const std::string& key = 
          action + "Response>";
 }
 
-std::string error_xml(const std::string& code, const std::string& message) {
+std::string sts_error_xml(const std::string& code, const std::string& message) {
   return "<ErrorResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\"><Error><Type>Sender</Type><Code>" + code +
          "</Code><Message>" + message + "</Message></Error><RequestId>r</RequestId></ErrorResponse>";
 }
@@ -106,7 +101,7 @@ TEST_F(Sts, ErrorsCarryStsCodesAndNeverTheToken) {
            {400, "ExpiredTokenException", "Token expired: current date/time 1700000000 must be before 1699999999"},
            {403, "AccessDenied", "Not authorized to perform sts:AssumeRoleWithWebIdentity"},
            {400, "ValidationError", "1 validation error detected"}}) {
-    http_.push(c.status, error_xml(c.code, c.message));
+    http_.push(c.status, sts_error_xml(c.code, c.message));
     try {
       sts_.assume_role_with_web_identity(request_, token_);
       ADD_FAILURE() << c.code << " is an error";
@@ -119,7 +114,7 @@ TEST_F(Sts, ErrorsCarryStsCodesAndNeverTheToken) {
   }
   EXPECT_EQ(http_.count(), 4u) << "none of these is retried";
   // An answer that quotes the token back loses it.
-  http_.push(400, error_xml("InvalidIdentityToken", "bad token " + token_.reveal() + " here"));
+  http_.push(400, sts_error_xml("InvalidIdentityToken", "bad token " + token_.reveal() + " here"));
   try {
     sts_.assume_role_with_web_identity(request_, token_);
     ADD_FAILURE();
@@ -130,15 +125,15 @@ TEST_F(Sts, ErrorsCarryStsCodesAndNeverTheToken) {
 }
 
 TEST_F(Sts, RetriesThrottlingServerErrorsAndIdpCommunicationErrors) {
-  http_.push(400, error_xml("Throttling", "Rate exceeded"));
-  http_.push(503, error_xml("ServiceUnavailable", ""));
-  http_.push(400, error_xml("IDPCommunicationError", "could not reach the provider"));
+  http_.push(400, sts_error_xml("Throttling", "Rate exceeded"));
+  http_.push(503, sts_error_xml("ServiceUnavailable", ""));
+  http_.push(400, sts_error_xml("IDPCommunicationError", "could not reach the provider"));
   http_.push(200, credentials_xml("AssumeRoleWithWebIdentity"));
   EXPECT_EQ(sts_.assume_role_with_web_identity(request_, token_).access_key_id, "ASIAEXAMPLESTS0001");
   EXPECT_EQ(http_.count(), 4u);
 
   http_.clear();
-  for (int i = 0; i < 3; ++i) http_.push(400, error_xml("IDPCommunicationError", "unreachable"));
+  for (int i = 0; i < 3; ++i) http_.push(400, sts_error_xml("IDPCommunicationError", "unreachable"));
   try {
     sts_.assume_role_with_web_identity(request_, token_);
     ADD_FAILURE();

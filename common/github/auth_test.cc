@@ -18,7 +18,7 @@ using testing::FakeHttp;
 using testing::reply;
 using testing::test_key;
 
-const std::string kBase = "https://ghe.example.com/api/v3";
+const std::string kAuthBase = "https://ghe.example.com/api/v3";
 
 // Checks a request's bearer token is an App JWT signed by the test key with the given issuer.
 void expect_app_jwt(const HttpRequest& req, const std::string& issuer, WallTime now) {
@@ -40,7 +40,7 @@ class AppAuthTest : public ::testing::Test {
 
   static GithubSettings settings() {
     GithubSettings s;
-    s.api_base = kBase;
+    s.api_base = kAuthBase;
     return s;
   }
   GithubAppConfig config(std::optional<int64_t> installation = std::nullopt) {
@@ -53,10 +53,10 @@ class AppAuthTest : public ::testing::Test {
   // Serves the installation lookup and token creation; tokens are "tok-1", "tok-2"… valid `ttl`.
   void serve(Duration ttl = 1h) {
     http_.on([this, ttl](const HttpRequest& req) {
-      if (req.method == "GET" && req.url == kBase + "/repos/octo/app-repo/installation") {
+      if (req.method == "GET" && req.url == kAuthBase + "/repos/octo/app-repo/installation") {
         return reply(200, R"({"id": 42, "app_id": 7, "account": {"login": "octo"}})");
       }
-      if (req.method == "POST" && req.url == kBase + "/app/installations/42/access_tokens") {
+      if (req.method == "POST" && req.url == kAuthBase + "/app/installations/42/access_tokens") {
         ++issued_;
         return reply(201, R"({"token":"tok-)" + std::to_string(issued_) + R"(","expires_at":")" +
                               format_iso8601(clock_.now() + ttl) + R"(","permissions":{"administration":"write"}})");
@@ -122,7 +122,7 @@ TEST_F(AppAuthTest, ConfiguredInstallationSkipsTheLookup) {
   AppInstallationTokenSource auth(caller_, scope_, config(42));
   EXPECT_EQ(auth.token().reveal(), "tok-1");
   ASSERT_EQ(http_.count(), 1u);
-  EXPECT_EQ(http_.last().url, kBase + "/app/installations/42/access_tokens");
+  EXPECT_EQ(http_.last().url, kAuthBase + "/app/installations/42/access_tokens");
 }
 
 TEST_F(AppAuthTest, InvalidateDropsOnlyTheRejectedToken) {

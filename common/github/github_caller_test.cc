@@ -16,10 +16,10 @@ using testing::FakeHttp;
 using testing::LogCapture;
 using testing::reply;
 
-const std::string kBase = "https://ghe.example.com/api/v3";
-const std::string kPat = "ghp_redirectsecret0123456789";
-const std::string kOld = kBase + "/repos/old-owner/repo/actions/runners";
-const std::string kNew = kBase + "/repositories/42/actions/runners";
+const std::string kApiBase = "https://ghe.example.com/api/v3";
+const std::string kRedirectPat = "ghp_redirectsecret0123456789";
+const std::string kOld = kApiBase + "/repos/old-owner/repo/actions/runners";
+const std::string kNew = kApiBase + "/repositories/42/actions/runners";
 
 std::string moved(long status) {
   return R"({"message":")" + std::string(status == 301 ? "Moved Permanently" : "Temporary Redirect") + R"(","url":"x"})";
@@ -27,10 +27,10 @@ std::string moved(long status) {
 
 class RedirectTest : public ::testing::Test {
  protected:
-  RedirectTest() : caller_(http_, clock_, settings()), pat_(Secret(kPat)), client_(caller_, pat_, scope_) {}
+  RedirectTest() : caller_(http_, clock_, settings()), pat_(Secret(kRedirectPat)), client_(caller_, pat_, scope_) {}
   static GithubSettings settings() {
     GithubSettings s;
-    s.api_base = kBase;
+    s.api_base = kApiBase;
     return s;
   }
   FakeHttp http_;
@@ -50,7 +50,7 @@ TEST_F(RedirectTest, A301ToTheSameOriginIsFollowedAndLoggedOnce) {
   EXPECT_EQ(http_.request(0).url, kOld + "?per_page=100");
   EXPECT_EQ(http_.request(1).url, kNew + "?per_page=100");
   EXPECT_EQ(http_.request(1).method, "GET");
-  EXPECT_EQ(authorization_of(http_.request(1)), "Bearer " + kPat);
+  EXPECT_EQ(authorization_of(http_.request(1)), "Bearer " + kRedirectPat);
   EXPECT_EQ(caller_.redirects_followed(), 1);
   EXPECT_EQ(client_.requests_sent(), 2);
 
@@ -65,7 +65,7 @@ TEST_F(RedirectTest, A301ToTheSameOriginIsFollowedAndLoggedOnce) {
   EXPECT_NE(text.find("[warning]"), std::string::npos) << text;
   EXPECT_NE(text.find("/repos/old-owner/repo/actions/runners"), std::string::npos) << text;
   EXPECT_NE(text.find("/repositories/42/actions/runners"), std::string::npos) << text;
-  EXPECT_EQ(text.find(kPat), std::string::npos);
+  EXPECT_EQ(text.find(kRedirectPat), std::string::npos);
 }
 
 TEST_F(RedirectTest, TemporaryAndPermanentRedirectsKeepMethodAndBody) {
@@ -109,7 +109,7 @@ TEST_F(RedirectTest, NeverFollowsOffTheApiOriginWithTheToken) {
     } catch (const GithubError& e) {
       EXPECT_NE(std::string(e.what()).find("refusing to follow a redirect off the API host"), std::string::npos)
           << e.what();
-      EXPECT_EQ(std::string(e.what()).find(kPat), std::string::npos);
+      EXPECT_EQ(std::string(e.what()).find(kRedirectPat), std::string::npos);
     }
     EXPECT_EQ(http_.count(), 1u) << elsewhere;  // nothing was sent there
   }

@@ -11,7 +11,7 @@ namespace {
 
 using runpool::testing::FakeHttp;
 
-Event event(const std::string& metric, int64_t ts, const std::string& note = "") {
+Event logs_event(const std::string& metric, int64_t ts, const std::string& note = "") {
   Event e;
   e.ns = "runpool";
   e.timestamp_ms = ts;
@@ -40,8 +40,8 @@ class LogsSinkTest : public ::testing::Test {
 };
 
 TEST_F(LogsSinkTest, BuffersUntilFlushThenSendsOneBatch) {
-  sink_.emit(event("A", 2000));
-  sink_.emit(event("B", 1000));
+  sink_.emit(logs_event("A", 2000));
+  sink_.emit(logs_event("B", 1000));
   EXPECT_EQ(http_.count(), 0u);
   EXPECT_EQ(sink_.buffered(), 2u);
   http_.push(200, "{}");
@@ -55,8 +55,8 @@ TEST_F(LogsSinkTest, BuffersUntilFlushThenSendsOneBatch) {
   EXPECT_EQ(body["logStreamName"], "runpoolctl/ci/host");
   ASSERT_EQ(body["logEvents"].size(), 2u);
   EXPECT_EQ(body["logEvents"][0]["timestamp"].asInt64(), 1000);
-  EXPECT_EQ(body["logEvents"][0]["message"], format_emf(event("B", 1000)));
-  EXPECT_EQ(body["logEvents"][1]["message"], format_emf(event("A", 2000)));
+  EXPECT_EQ(body["logEvents"][0]["message"], format_emf(logs_event("B", 1000)));
+  EXPECT_EQ(body["logEvents"][1]["message"], format_emf(logs_event("A", 2000)));
   EXPECT_EQ(sink_.buffered(), 0u);
 
   sink_.flush();  // nothing buffered: nothing sent
@@ -64,7 +64,7 @@ TEST_F(LogsSinkTest, BuffersUntilFlushThenSendsOneBatch) {
 }
 
 TEST_F(LogsSinkTest, AnExistingStreamIsFine) {
-  sink_.emit(event("A", 1000));
+  sink_.emit(logs_event("A", 1000));
   http_.push(400, R"({"__type":"ResourceAlreadyExistsException","message":"exists"})");
   http_.push(200, "{}");
   testing::CapturedLog log;
@@ -75,7 +75,7 @@ TEST_F(LogsSinkTest, AnExistingStreamIsFine) {
 
 TEST_F(LogsSinkTest, FailuresAreWarningsAndCostOnlyTheBatch) {
   testing::CapturedLog log;
-  sink_.emit(event("A", 1000));
+  sink_.emit(logs_event("A", 1000));
   // CreateLogStream not allowed, but the stream exists: the events still go.
   http_.push(400, R"({"__type":"AccessDeniedException","message":"not authorized"})");
   http_.push(200, "{}");
@@ -84,36 +84,36 @@ TEST_F(LogsSinkTest, FailuresAreWarningsAndCostOnlyTheBatch) {
   EXPECT_NE(log.text().find("could not create log stream"), std::string::npos) << log.text();
 
   // The group is missing: a warning, the batch is gone, the next flush sends only new events.
-  sink_.emit(event("B", 1000));
+  sink_.emit(logs_event("B", 1000));
   http_.push(400, R"({"__type":"ResourceNotFoundException","message":"The specified log group does not exist."})");
   http_.push(400, R"({"__type":"ResourceNotFoundException","message":"The specified log group does not exist."})");
   EXPECT_NO_THROW(sink_.flush());
-  EXPECT_NE(log.text().find("1 event(s) not sent to /runpool/metrics"), std::string::npos) << log.text();
+  EXPECT_NE(log.text().find("1 logs_event(s) not sent to /runpool/metrics"), std::string::npos) << log.text();
   EXPECT_EQ(sink_.buffered(), 0u);
 
   // Unreachable (every attempt fails): still only a warning.
   http_.on(FakeHttp::refused());
-  sink_.emit(event("C", 1000));
+  sink_.emit(logs_event("C", 1000));
   EXPECT_NO_THROW(sink_.flush());
   EXPECT_NE(log.text().find("Connection refused"), std::string::npos) << log.text();
 
   // Rejected as too old: a warning.
   http_.on(nullptr);
-  sink_.emit(event("D", 1000));
+  sink_.emit(logs_event("D", 1000));
   http_.push(200, "{}");
   http_.push(200, R"({"rejectedLogEventsInfo":{"tooOldLogEventEndIndex":1}})");
   sink_.flush();
-  EXPECT_NE(log.text().find("rejected some of the 1 event(s)"), std::string::npos) << log.text();
+  EXPECT_NE(log.text().find("rejected some of the 1 logs_event(s)"), std::string::npos) << log.text();
 }
 
 TEST_F(LogsSinkTest, AnEventTooLargeForTheBatchIsDropped) {
   testing::CapturedLog log;
-  sink_.emit(event("Big", 1000, std::string(aws::kMaxLogEventBytes, 'x')));
+  sink_.emit(logs_event("Big", 1000, std::string(aws::kMaxLogEventBytes, 'x')));
   EXPECT_EQ(sink_.buffered(), 0u);
   EXPECT_NE(log.text().find("dropped"), std::string::npos);
   // Up to the batch's byte limit, then dropped.
   const std::string note(200'000, 'y');
-  for (int i = 0; i < 6; ++i) sink_.emit(event("M" + std::to_string(i), 1000, note));
+  for (int i = 0; i < 6; ++i) sink_.emit(logs_event("M" + std::to_string(i), 1000, note));
   EXPECT_EQ(sink_.buffered(), 5u);
 }
 

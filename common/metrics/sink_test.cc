@@ -9,7 +9,7 @@
 namespace runpool::metrics {
 namespace {
 
-Event event(const std::string& metric, double value = 1) {
+Event sink_event(const std::string& metric, double value = 1) {
   Event e;
   e.ns = "runpool";
   e.timestamp_ms = 1'800'000'000'000;
@@ -27,8 +27,8 @@ TEST(Sinks, FanOutHandsEveryEventToEverySinkAndFlushesThemAll) {
   fan.add(std::move(a));
   fan.add(std::move(b));
   EXPECT_FALSE(fan.empty());
-  fan.emit(event("One"));
-  fan.emit(event("Two"));
+  fan.emit(sink_event("One"));
+  fan.emit(sink_event("Two"));
   fan.flush();
   for (auto* s : {pa, pb}) {
     ASSERT_EQ(s->events.size(), 2u);
@@ -40,15 +40,15 @@ TEST(Sinks, FanOutHandsEveryEventToEverySinkAndFlushesThemAll) {
 
 TEST(Sinks, NoMetricsTakesAnythingAndIsShared) {
   EXPECT_EQ(&no_metrics(), &no_metrics());
-  no_metrics().emit(event("X"));
+  no_metrics().emit(sink_event("X"));
   no_metrics().emit(Event{});  // even an invalid event
   no_metrics().flush();
 }
 
 TEST(Sinks, FormatOrWarnDropsABadEventWithAWarning) {
   testing::CapturedLog log;
-  EXPECT_TRUE(format_or_warn(event("Fine")).has_value());
-  Event bad = event("Bad", std::nan(""));
+  EXPECT_TRUE(format_or_warn(sink_event("Fine")).has_value());
+  Event bad = sink_event("Bad", std::nan(""));
   EXPECT_FALSE(format_or_warn(bad).has_value());
   EXPECT_NE(log.text().find("dropped an event (Bad)"), std::string::npos) << log.text();
   EXPECT_NE(log.text().find("non-finite"), std::string::npos) << log.text();

@@ -7,7 +7,7 @@
 namespace runpool::pool {
 namespace {
 
-constexpr int64_t kNow = 1'000'000;
+constexpr int64_t kJudgedAt = 1'000'000;
 
 InstanceRecord written(State s, int64_t gen = 3, const std::string& label = "run-1") {
   InstanceRecord r;
@@ -15,7 +15,7 @@ InstanceRecord written(State s, int64_t gen = 3, const std::string& label = "run
   r.state = s;
   r.generation = gen;
   r.label = label;
-  r.heartbeat_ms = kNow - 1000;
+  r.heartbeat_ms = kJudgedAt - 1000;
   return r;
 }
 InstanceRecord with_signal(InstanceRecord r, AgentSignal s, const std::string& detail = "", int64_t gen = 0) {
@@ -32,7 +32,7 @@ HandshakeDecision judge(Awaited a, const InstanceRecord& w, const InstanceRecord
   f.written = &w;
   f.current = cur;
   f.ec2_state = ec2;
-  f.now_ms = kNow;
+  f.now_ms = kJudgedAt;
   f.claimed_warm = warm;
   f.max_heartbeat_age_ms = 30'000;
   return judge_handshake(f);
@@ -111,9 +111,9 @@ TEST(Handshake, RegisteredNoticesADeadInstanceInEc2) {
 TEST(Handshake, ASilentAgentOfAClaimedInstanceIsGiven30sThenFails) {
   const InstanceRecord w = written(State::kClaimed);
   InstanceRecord r = w;
-  r.heartbeat_ms = kNow - 30'000;
+  r.heartbeat_ms = kJudgedAt - 30'000;
   EXPECT_EQ(judge(Awaited::kRegistered, w, &r, "", true).verdict, Verdict::kWait);
-  r.heartbeat_ms = kNow - 30'001;
+  r.heartbeat_ms = kJudgedAt - 30'001;
   EXPECT_EQ(judge(Awaited::kRegistered, w, &r, "", true),
             (HandshakeDecision{Verdict::kFail, "its agent has been silent for 30.0s"}));
   EXPECT_EQ(judge(Awaited::kRegistered, w, &r, "", false).verdict, Verdict::kWait) << "a launch has no beat to lose";

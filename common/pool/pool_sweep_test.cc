@@ -7,7 +7,7 @@
 namespace runpool::pool {
 namespace {
 
-constexpr int64_t kNow = 1'800'000'000'000;
+constexpr int64_t kSweepNow = 1'800'000'000'000;
 constexpr int64_t kGrace = 60'000;
 
 InstanceRecord idle(const std::string& id, int64_t generation = 3) {
@@ -17,8 +17,8 @@ InstanceRecord idle(const std::string& id, int64_t generation = 3) {
   r.state = State::kIdle;
   r.generation = generation;
   r.resource_class = "small";
-  r.state_since_ms = kNow - 600'000;
-  r.deadline_ms = kNow + 3'600'000;
+  r.state_since_ms = kSweepNow - 600'000;
+  r.deadline_ms = kSweepNow + 3'600'000;
   return r;
 }
 
@@ -54,7 +54,7 @@ TEST(NeedsSweep, WhenDepthDiffers) {
 
 TEST(PlanPoolSweep, ValidMessageIsReleasedAndNothingReadvertised) {
   auto p = plan_pool_sweep(view({msg("m1", "i-0000000a", 3)}, {idle("i-0000000a")}), {idle("i-0000000a")}, {},
-                           kNow, kGrace);
+                           kSweepNow, kGrace);
   ASSERT_EQ(p.messages.size(), 1u);
   EXPECT_EQ(p.messages[0].fate, SweepFate::kRelease);
   EXPECT_EQ(p.messages[0].rule, "pool.valid");
@@ -74,7 +74,7 @@ TEST(PlanPoolSweep, StaleMessagesAreDeleted) {
                      msg("other-pool", "i-0000000e", 3)},
                     {idle("i-0000000a"), claimed, other_class, other_pool});
   v.fresh["i-0000000d"] = std::nullopt;
-  auto p = plan_pool_sweep(v, {}, {}, kNow, kGrace);
+  auto p = plan_pool_sweep(v, {}, {}, kSweepNow, kGrace);
   for (const char* id : {"old-gen", "claimed", "wrong-class", "no-record", "other-pool"}) {
     EXPECT_EQ(verdict(p, id).fate, SweepFate::kDelete) << id;
     EXPECT_EQ(verdict(p, id).rule, "pool.stale") << id;
@@ -86,7 +86,7 @@ TEST(PlanPoolSweep, MalformedBodiesAreDeleted) {
   PoolView v = view({{"bad1", "rh1", "not json"}, {"bad2", "rh2", R"({"instance_id":"i-0000000a"})"},
                      {"bad3", "rh3", ""}},
                     {idle("i-0000000a")});
-  auto p = plan_pool_sweep(v, {idle("i-0000000a")}, {}, kNow, kGrace);
+  auto p = plan_pool_sweep(v, {idle("i-0000000a")}, {}, kSweepNow, kGrace);
   for (const char* id : {"bad1", "bad2", "bad3"}) {
     EXPECT_EQ(verdict(p, id).fate, SweepFate::kDelete);
     EXPECT_EQ(verdict(p, id).rule, "pool.malformed");
@@ -98,7 +98,7 @@ TEST(PlanPoolSweep, MalformedBodiesAreDeleted) {
 TEST(PlanPoolSweep, DuplicatesKeepOneMessage) {
   auto p = plan_pool_sweep(view({msg("m1", "i-0000000a", 3), msg("m2", "i-0000000a", 3), msg("m3", "i-0000000a", 3)},
                                 {idle("i-0000000a")}),
-                           {idle("i-0000000a")}, {}, kNow, kGrace);
+                           {idle("i-0000000a")}, {}, kSweepNow, kGrace);
   EXPECT_EQ(verdict(p, "m1").rule, "pool.valid");
   EXPECT_EQ(verdict(p, "m2").rule, "pool.duplicate");
   EXPECT_EQ(verdict(p, "m3").rule, "pool.duplicate");
@@ -108,7 +108,7 @@ TEST(PlanPoolSweep, DuplicatesKeepOneMessage) {
 TEST(PlanPoolSweep, AMessageReceivedTwiceIsOneMessageWithItsLatestReceipt) {
   auto p = plan_pool_sweep(view({msg("m1", "i-0000000a", 3, "first"), msg("m1", "i-0000000a", 3, "second")},
                                 {idle("i-0000000a")}),
-                           {idle("i-0000000a")}, {}, kNow, kGrace);
+                           {idle("i-0000000a")}, {}, kSweepNow, kGrace);
   ASSERT_EQ(p.messages.size(), 1u);
   EXPECT_EQ(p.messages[0].rule, "pool.valid");
   EXPECT_EQ(p.messages[0].message.receipt_handle, "second");
@@ -116,7 +116,7 @@ TEST(PlanPoolSweep, AMessageReceivedTwiceIsOneMessageWithItsLatestReceipt) {
 
 TEST(PlanPoolSweep, RetiringInstancesLoseTheirMessageAndAreNeverAdvertised) {
   auto p = plan_pool_sweep(view({msg("m1", "i-0000000a", 3)}, {idle("i-0000000a"), idle("i-0000000b")}),
-                           {idle("i-0000000a"), idle("i-0000000b")}, {"i-0000000a", "i-0000000b"}, kNow, kGrace);
+                           {idle("i-0000000a"), idle("i-0000000b")}, {"i-0000000a", "i-0000000b"}, kSweepNow, kGrace);
   EXPECT_EQ(verdict(p, "m1").rule, "pool.retiring");
   EXPECT_EQ(verdict(p, "m1").fate, SweepFate::kDelete);
   EXPECT_TRUE(p.advertise.empty());
@@ -124,14 +124,14 @@ TEST(PlanPoolSweep, RetiringInstancesLoseTheirMessageAndAreNeverAdvertised) {
 
 TEST(PlanPoolSweep, LostMessageIsReadvertisedWithTheFreshGeneration) {
   InstanceRecord fresh = idle("i-0000000a", 5);
-  auto p = plan_pool_sweep(view({}, {fresh}), {idle("i-0000000a", 5)}, {}, kNow, kGrace);
+  auto p = plan_pool_sweep(view({}, {fresh}), {idle("i-0000000a", 5)}, {}, kSweepNow, kGrace);
   ASSERT_EQ(p.advertise.size(), 1u);
   EXPECT_EQ(p.advertise[0].rule, "pool.lost");
   EXPECT_EQ(p.advertise[0].record.generation, 5);
 }
 
 TEST(PlanPoolSweep, IncompleteSweepNeverReadvertises) {
-  auto p = plan_pool_sweep(view({}, {idle("i-0000000a")}, /*complete=*/false), {idle("i-0000000a")}, {}, kNow,
+  auto p = plan_pool_sweep(view({}, {idle("i-0000000a")}, /*complete=*/false), {idle("i-0000000a")}, {}, kSweepNow,
                            kGrace);
   EXPECT_TRUE(p.advertise.empty());
   EXPECT_EQ(p.notes.size(), 1u);
@@ -143,14 +143,14 @@ TEST(PlanPoolSweep, IncompleteSweepNeverReadvertises) {
 TEST(PlanPoolSweep, IncompleteSweepStillReadvertisesAnUnconfirmedRelease) {
   InstanceRecord r = idle("i-0000000a");
   r.advertise_pending = true;
-  r.state_since_ms = kNow - kGrace;
-  auto p = plan_pool_sweep(view({}, {r, idle("i-0000000b")}, /*complete=*/false), {r, idle("i-0000000b")}, {}, kNow,
+  r.state_since_ms = kSweepNow - kGrace;
+  auto p = plan_pool_sweep(view({}, {r, idle("i-0000000b")}, /*complete=*/false), {r, idle("i-0000000b")}, {}, kSweepNow,
                            kGrace);
   ASSERT_EQ(p.advertise.size(), 1u) << "only the unconfirmed one: i-0000000b's message may be in flight";
   EXPECT_EQ(p.advertise[0].record.instance_id, "i-0000000a");
   EXPECT_EQ(p.advertise[0].rule, "pool.lost");
-  r.state_since_ms = kNow - kGrace + 1;  // its release may still be sending it
-  auto young = plan_pool_sweep(view({}, {r}, /*complete=*/false), {r}, {}, kNow, kGrace);
+  r.state_since_ms = kSweepNow - kGrace + 1;  // its release may still be sending it
+  auto young = plan_pool_sweep(view({}, {r}, /*complete=*/false), {r}, {}, kSweepNow, kGrace);
   EXPECT_TRUE(young.advertise.empty());
 }
 
@@ -159,7 +159,7 @@ TEST(PlanPoolSweep, RecordsThatMovedOnOrCouldNotBeReadAreLeftAlone) {
   claimed.state = State::kClaimed;
   PoolView v = view({msg("m9", "i-0000000f", 1)}, {claimed});
   v.fresh["i-0000000c"] = std::nullopt;
-  auto p = plan_pool_sweep(v, {idle("i-0000000a"), idle("i-0000000b"), idle("i-0000000c")}, {}, kNow, kGrace);
+  auto p = plan_pool_sweep(v, {idle("i-0000000a"), idle("i-0000000b"), idle("i-0000000c")}, {}, kSweepNow, kGrace);
   EXPECT_TRUE(p.advertise.empty());
   EXPECT_EQ(verdict(p, "m9").fate, SweepFate::kRelease) << "unverified messages stay";
   EXPECT_EQ(verdict(p, "m9").rule, "pool.unverified");
@@ -168,11 +168,11 @@ TEST(PlanPoolSweep, RecordsThatMovedOnOrCouldNotBeReadAreLeftAlone) {
 TEST(PlanPoolSweep, AdvertisePendingGraceEdges) {
   InstanceRecord r = idle("i-0000000a");
   r.advertise_pending = true;
-  r.state_since_ms = kNow - kGrace + 1;  // a release is still sending it
-  auto young = plan_pool_sweep(view({}, {r}), {r}, {}, kNow, kGrace);
+  r.state_since_ms = kSweepNow - kGrace + 1;  // a release is still sending it
+  auto young = plan_pool_sweep(view({}, {r}), {r}, {}, kSweepNow, kGrace);
   EXPECT_TRUE(young.advertise.empty());
-  r.state_since_ms = kNow - kGrace;  // the grace is over: the release is presumed dead
-  auto old = plan_pool_sweep(view({}, {r}), {r}, {}, kNow, kGrace);
+  r.state_since_ms = kSweepNow - kGrace;  // the grace is over: the release is presumed dead
+  auto old = plan_pool_sweep(view({}, {r}), {r}, {}, kSweepNow, kGrace);
   ASSERT_EQ(old.advertise.size(), 1u);
   EXPECT_EQ(old.advertise[0].rule, "pool.lost");
 }
@@ -180,7 +180,7 @@ TEST(PlanPoolSweep, AdvertisePendingGraceEdges) {
 TEST(PlanPoolSweep, PendingFlagWithAMessageIsOnlyCleared) {
   InstanceRecord r = idle("i-0000000a");
   r.advertise_pending = true;
-  auto p = plan_pool_sweep(view({msg("m1", "i-0000000a", 3)}, {r}), {r}, {}, kNow, kGrace);
+  auto p = plan_pool_sweep(view({msg("m1", "i-0000000a", 3)}, {r}), {r}, {}, kSweepNow, kGrace);
   EXPECT_TRUE(p.advertise.empty());
   ASSERT_EQ(p.mark_advertised.size(), 1u);
   EXPECT_EQ(p.mark_advertised[0].rule, "pool.advertised");
@@ -190,7 +190,7 @@ TEST(PlanPoolSweep, AMessageForAnotherQueueDoesNotCountForThisOne) {
   InstanceRecord large = idle("i-0000000a");
   large.resource_class = "large";
   PoolView v = view({msg("m1", "i-0000000a", 3)}, {large});
-  auto p = plan_pool_sweep(v, {}, {}, kNow, kGrace);
+  auto p = plan_pool_sweep(v, {}, {}, kSweepNow, kGrace);
   EXPECT_EQ(verdict(p, "m1").fate, SweepFate::kDelete);
   EXPECT_TRUE(p.advertise.empty()) << "it is advertised in its own class's sweep";
 }

@@ -5,10 +5,9 @@
 #include "common/pool/refresh_plan_testing.h"
 #include "common/pool/runner_name.h"
 
-namespace runpool::pool {
+// In the fixtures' namespace, so their helpers are found first and by this file alone.
+namespace runpool::pool::refresh_testing {
 namespace {
-
-using namespace refresh_testing;
 
 InstanceRecord shared(int n, State s) {
   InstanceRecord r = record(n, s, 1);
@@ -137,4 +136,4 @@ TEST(PlanRefreshShared, ASharedRunnerServingItsGenerationIsNoGhost) {
 }
 
 }  // namespace
-}  // namespace runpool::pool
+}  // namespace runpool::pool::refresh_testing

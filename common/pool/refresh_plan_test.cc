@@ -8,10 +8,9 @@
 #include "common/pool/refresh_plan_testing.h"
 #include "common/pool/runner_name.h"
 
-namespace runpool::pool {
+// In the fixtures' namespace, so their helpers are found first and by this file alone.
+namespace runpool::pool::refresh_testing {
 namespace {
-
-using namespace refresh_testing;
 
 // ---- deadlines, in every state
 
@@ -547,4 +546,4 @@ TEST(Describe, NamesTheActionSubjectAndRule) {
 }
 
 }  // namespace
-}  // namespace runpool::pool
+}  // namespace runpool::pool::refresh_testing

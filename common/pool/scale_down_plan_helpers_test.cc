@@ -5,10 +5,9 @@
 #include "common/pool/scale_down_plan.h"
 #include "common/pool/scale_down_plan_testing.h"
 
-namespace runpool::pool {
+// In the fixtures' namespace, so their helpers are found first and by this file alone.
+namespace runpool::pool::scale_down_testing {
 namespace {
-
-using namespace scale_down_testing;
 
 TEST(ScaleDownOwnerScope, RepoOrgGhesAndOddities) {
   EXPECT_EQ(owner_scope("https://github.com/acme/app"), "acme/app");
@@ -162,4 +161,4 @@ TEST(ScaleDownDescribe, NamesTheKindInstanceRuleAndReason) {
 }
 
 }  // namespace
-}  // namespace runpool::pool
+}  // namespace runpool::pool::scale_down_testing

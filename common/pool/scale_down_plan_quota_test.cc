@@ -4,10 +4,9 @@
 #include "common/pool/scale_down_plan.h"
 #include "common/pool/scale_down_plan_testing.h"
 
-namespace runpool::pool {
+// In the fixtures' namespace, so their helpers are found first and by this file alone.
+namespace runpool::pool::scale_down_testing {
 namespace {
-
-using namespace scale_down_testing;
 
 // Three idle shared runners launched 3h, 2h and 1h ago (ids 1, 2, 3).
 Fixture three_by_age(int idle, Eviction e) {
@@ -160,4 +159,4 @@ TEST(ScaleDownQuota, BypassedAndOrphanedRecordsTakeNoSlot) {
 }
 
 }  // namespace
-}  // namespace runpool::pool
+}  // namespace runpool::pool::scale_down_testing

@@ -5,10 +5,9 @@
 
 #include "common/pool/scale_down_plan_testing.h"
 
-namespace runpool::pool {
+// In the fixtures' namespace, so their helpers are found first and by this file alone.
+namespace runpool::pool::scale_down_testing {
 namespace {
-
-using namespace scale_down_testing;
 
 const std::vector<State> kLive = {State::kCreated, State::kClaimed, State::kRunning,
                                   State::kDraining, State::kIdle,    State::kTerminating};
@@ -447,4 +446,4 @@ TEST(ScaleDown, EveryCombinationGivesOneSensibleDecision) {
 }
 
 }  // namespace
-}  // namespace runpool::pool
+}  // namespace runpool::pool::scale_down_testing

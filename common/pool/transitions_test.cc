@@ -7,7 +7,7 @@
 namespace runpool::pool {
 namespace {
 
-constexpr int64_t kNow = 1'800'000'000'000;
+constexpr int64_t kTransitionNow = 1'800'000'000'000;
 const Timeouts kT;
 const std::vector<State> kAllStates = {State::kCreated, State::kClaimed,     State::kRunning,   State::kDraining,
                                        State::kIdle,    State::kTerminating, State::kTerminated};
@@ -20,7 +20,7 @@ class Lifecycle : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(table.create(launched_record("i-1", "pool", "run-1", "small", UsageClass::kSpot, "c7i.large",
-                                             Secret("reg-1"), "https://github.com/o/r", kNow, kT)));
+                                             Secret("reg-1"), "https://github.com/o/r", kTransitionNow, kT)));
   }
   void agent(AgentSignal s) {
     ASSERT_TRUE(table.report("i-1", {.signal = s, .generation = read(table, "i-1").generation}));
@@ -32,78 +32,78 @@ TEST_F(Lifecycle, LaunchRegisterReleaseReuse) {
   InstanceRecord r = read(table, "i-1");
   EXPECT_EQ(r.state, State::kCreated);
   EXPECT_EQ(r.generation, 1);
-  EXPECT_EQ(r.deadline_ms, kNow + kT.boot_ms);
+  EXPECT_EQ(r.deadline_ms, kTransitionNow + kT.boot_ms);
 
-  EXPECT_FALSE(run(table, "i-1", mark_running(r, kNow, kT))) << "not before the agent registered";
+  EXPECT_FALSE(run(table, "i-1", mark_running(r, kTransitionNow, kT))) << "not before the agent registered";
   agent(AgentSignal::kRegistered);
-  ASSERT_TRUE(run(table, "i-1", mark_running(read(table, "i-1"), kNow + 1, kT)));
+  ASSERT_TRUE(run(table, "i-1", mark_running(read(table, "i-1"), kTransitionNow + 1, kT)));
   r = read(table, "i-1");
   EXPECT_EQ(r.state, State::kRunning);
-  EXPECT_EQ(r.hard_deadline_ms, kNow + 1 + kT.max_runtime_ms + kT.hard_grace_ms);
+  EXPECT_EQ(r.hard_deadline_ms, kTransitionNow + 1 + kT.max_runtime_ms + kT.hard_grace_ms);
 
-  ASSERT_TRUE(run(table, "i-1", start_drain(r, Secret("rm"), kNow + 2, kT)));
+  ASSERT_TRUE(run(table, "i-1", start_drain(r, Secret("rm"), kTransitionNow + 2, kT)));
   r = read(table, "i-1");
   EXPECT_EQ(r.state, State::kDraining);
   EXPECT_EQ(r.remove_token.reveal(), "rm");
-  EXPECT_FALSE(run(table, "i-1", return_to_pool(r, kNow + 3, kT))) << "not before the agent drained";
+  EXPECT_FALSE(run(table, "i-1", return_to_pool(r, kTransitionNow + 3, kT))) << "not before the agent drained";
   agent(AgentSignal::kDrained);
-  ASSERT_TRUE(run(table, "i-1", return_to_pool(read(table, "i-1"), kNow + 3, kT)));
+  ASSERT_TRUE(run(table, "i-1", return_to_pool(read(table, "i-1"), kTransitionNow + 3, kT)));
   r = read(table, "i-1");
   EXPECT_EQ(r.state, State::kIdle);
   EXPECT_TRUE(r.label.empty());
   EXPECT_TRUE(r.reg_token.empty());
   EXPECT_TRUE(r.remove_token.empty());
   EXPECT_TRUE(r.advertise_pending);
-  EXPECT_EQ(r.deadline_ms, kNow + 3 + kT.idle_ttl_ms);
+  EXPECT_EQ(r.deadline_ms, kTransitionNow + 3 + kT.idle_ttl_ms);
   ASSERT_TRUE(run(table, "i-1", advertised(r)));
   EXPECT_FALSE(read(table, "i-1").advertise_pending);
 
   // The next workflow claims it: generation 2, a fresh label, and the old signals no longer count.
-  ASSERT_TRUE(run(table, "i-1", claim(read(table, "i-1"), "run-2", Secret("reg-2"), "u", kNow + 4, kT)));
+  ASSERT_TRUE(run(table, "i-1", claim(read(table, "i-1"), "run-2", Secret("reg-2"), "u", kTransitionNow + 4, kT)));
   r = read(table, "i-1");
   EXPECT_EQ(r.state, State::kClaimed);
   EXPECT_EQ(r.generation, 2);
   EXPECT_EQ(r.label, "run-2");
   EXPECT_FALSE(agent_reported(r, AgentSignal::kDrained)) << "a signal of generation 1 says nothing about 2";
-  EXPECT_FALSE(run(table, "i-1", mark_running(r, kNow + 5, kT)));
+  EXPECT_FALSE(run(table, "i-1", mark_running(r, kTransitionNow + 5, kT)));
   agent(AgentSignal::kRegistered);
-  EXPECT_TRUE(run(table, "i-1", mark_running(read(table, "i-1"), kNow + 5, kT)));
+  EXPECT_TRUE(run(table, "i-1", mark_running(read(table, "i-1"), kTransitionNow + 5, kT)));
 }
 
 TEST_F(Lifecycle, TwoClaimsOfOneIdleRecordNeverBothWin) {
   agent(AgentSignal::kRegistered);
-  ASSERT_TRUE(run(table, "i-1", mark_running(read(table, "i-1"), kNow, kT)));
-  ASSERT_TRUE(run(table, "i-1", start_drain(read(table, "i-1"), Secret("rm"), kNow, kT)));
+  ASSERT_TRUE(run(table, "i-1", mark_running(read(table, "i-1"), kTransitionNow, kT)));
+  ASSERT_TRUE(run(table, "i-1", start_drain(read(table, "i-1"), Secret("rm"), kTransitionNow, kT)));
   agent(AgentSignal::kDrained);
-  ASSERT_TRUE(run(table, "i-1", return_to_pool(read(table, "i-1"), kNow, kT)));
+  ASSERT_TRUE(run(table, "i-1", return_to_pool(read(table, "i-1"), kTransitionNow, kT)));
   InstanceRecord idle = read(table, "i-1");  // both controllers read the same idle record
-  EXPECT_TRUE(run(table, "i-1", claim(idle, "run-a", Secret("a"), "u", kNow, kT)));
-  EXPECT_FALSE(run(table, "i-1", claim(idle, "run-b", Secret("b"), "u", kNow, kT)));
+  EXPECT_TRUE(run(table, "i-1", claim(idle, "run-a", Secret("a"), "u", kTransitionNow, kT)));
+  EXPECT_FALSE(run(table, "i-1", claim(idle, "run-b", Secret("b"), "u", kTransitionNow, kT)));
   EXPECT_EQ(read(table, "i-1").label, "run-a");
   // Retiring the idle record it read also loses now: the claim came first.
-  EXPECT_FALSE(run(table, "i-1", begin_terminate(idle, kNow, kT)));
+  EXPECT_FALSE(run(table, "i-1", begin_terminate(idle, kTransitionNow, kT)));
 }
 
 TEST_F(Lifecycle, RetiringAnIdleRecordBeatsALaterClaim) {
   agent(AgentSignal::kRegistered);
-  ASSERT_TRUE(run(table, "i-1", mark_running(read(table, "i-1"), kNow, kT)));
-  ASSERT_TRUE(run(table, "i-1", start_drain(read(table, "i-1"), Secret("rm"), kNow, kT)));
+  ASSERT_TRUE(run(table, "i-1", mark_running(read(table, "i-1"), kTransitionNow, kT)));
+  ASSERT_TRUE(run(table, "i-1", start_drain(read(table, "i-1"), Secret("rm"), kTransitionNow, kT)));
   agent(AgentSignal::kDrained);
-  ASSERT_TRUE(run(table, "i-1", return_to_pool(read(table, "i-1"), kNow, kT)));
+  ASSERT_TRUE(run(table, "i-1", return_to_pool(read(table, "i-1"), kTransitionNow, kT)));
   InstanceRecord idle = read(table, "i-1");
-  EXPECT_TRUE(run(table, "i-1", begin_terminate(idle, kNow, kT)));
-  EXPECT_FALSE(run(table, "i-1", claim(idle, "run-a", Secret("a"), "u", kNow, kT)));
+  EXPECT_TRUE(run(table, "i-1", begin_terminate(idle, kTransitionNow, kT)));
+  EXPECT_FALSE(run(table, "i-1", claim(idle, "run-a", Secret("a"), "u", kTransitionNow, kT)));
   EXPECT_EQ(read(table, "i-1").state, State::kTerminating);
 }
 
 TEST_F(Lifecycle, ARetireMarkNeedsTheStateAndGenerationReadAndOutlivesTheDrain) {
   agent(AgentSignal::kRegistered);
   InstanceRecord created = read(table, "i-1");
-  ASSERT_TRUE(run(table, "i-1", mark_running(created, kNow, kT)));
+  ASSERT_TRUE(run(table, "i-1", mark_running(created, kTransitionNow, kT)));
   EXPECT_FALSE(run(table, "i-1", mark_retire(created))) << "read while created: the record moved on";
   EXPECT_FALSE(read(table, "i-1").retire_pending);
   ASSERT_TRUE(run(table, "i-1", mark_retire(read(table, "i-1"))));
-  ASSERT_TRUE(run(table, "i-1", start_drain(read(table, "i-1"), Secret("rm"), kNow, kT)));
+  ASSERT_TRUE(run(table, "i-1", start_drain(read(table, "i-1"), Secret("rm"), kTransitionNow, kT)));
   EXPECT_TRUE(read(table, "i-1").retire_pending) << "release reads it once drained";
 }
 
@@ -111,7 +111,7 @@ TEST_F(Lifecycle, AnAgentOnAnOldGenerationCannotSignal) {
   EXPECT_FALSE(table.report("i-1", {.signal = AgentSignal::kRegistered, .generation = 0}));
   EXPECT_FALSE(table.report("i-1", {.take_reg_token = true, .generation = 2}));
   EXPECT_EQ(read(table, "i-1").reg_token.reveal(), "reg-1");
-  EXPECT_TRUE(table.report("i-1", {.heartbeat_ms = kNow}));  // heartbeats need no generation
+  EXPECT_TRUE(table.report("i-1", {.heartbeat_ms = kTransitionNow}));  // heartbeats need no generation
 }
 
 // Each step, tried from every state: it applies only from the states it names.
@@ -122,17 +122,17 @@ TEST(Transitions, EachStepAppliesOnlyFromItsStates) {
     std::vector<State> from;
   };
   std::vector<Case> cases = {
-      {"claim", [](const InstanceRecord& r) { return claim(r, "L", Secret("t"), "u", kNow, kT); }, {State::kIdle}},
-      {"mark_running", [](const InstanceRecord& r) { return mark_running(r, kNow, kT); },
+      {"claim", [](const InstanceRecord& r) { return claim(r, "L", Secret("t"), "u", kTransitionNow, kT); }, {State::kIdle}},
+      {"mark_running", [](const InstanceRecord& r) { return mark_running(r, kTransitionNow, kT); },
        {State::kCreated, State::kClaimed}},
-      {"start_drain", [](const InstanceRecord& r) { return start_drain(r, Secret("t"), kNow, kT); },
+      {"start_drain", [](const InstanceRecord& r) { return start_drain(r, Secret("t"), kTransitionNow, kT); },
        {State::kCreated, State::kClaimed, State::kRunning}},
-      {"return_to_pool", [](const InstanceRecord& r) { return return_to_pool(r, kNow, kT); }, {State::kDraining}},
+      {"return_to_pool", [](const InstanceRecord& r) { return return_to_pool(r, kTransitionNow, kT); }, {State::kDraining}},
       {"advertised", [](const InstanceRecord& r) { return advertised(r); }, {State::kIdle}},
-      {"drain_idle_shared", [](const InstanceRecord& r) { return drain_idle_shared(r, Secret("t"), kNow, kT); },
+      {"drain_idle_shared", [](const InstanceRecord& r) { return drain_idle_shared(r, Secret("t"), kTransitionNow, kT); },
        {State::kRunning}},
       // The orphan and bypass marks apply in every state: they only ever guard against a stale read.
-      {"mark_orphan", [](const InstanceRecord& r) { return mark_orphan(r, kNow); }, kAllStates},
+      {"mark_orphan", [](const InstanceRecord& r) { return mark_orphan(r, kTransitionNow); }, kAllStates},
       {"unmark_orphan", [](const InstanceRecord& r) { return unmark_orphan(r); }, kAllStates},
       {"set_bypass_removal", [](const InstanceRecord& r) { return set_bypass_removal(r, true); }, kAllStates},
   };
@@ -164,13 +164,13 @@ TEST(Transitions, TerminateAndCloseWorkFromTheStateTheyRead) {
     ASSERT_TRUE(table.create(r));
     InstanceRecord moved = r;
     moved.state = s == State::kIdle ? State::kClaimed : State::kIdle;
-    EXPECT_FALSE(run(table, "i-x", begin_terminate(moved, kNow, kT))) << "stale read of " << state_name(s);
-    EXPECT_TRUE(run(table, "i-x", begin_terminate(r, kNow, kT))) << state_name(s);
+    EXPECT_FALSE(run(table, "i-x", begin_terminate(moved, kTransitionNow, kT))) << "stale read of " << state_name(s);
+    EXPECT_TRUE(run(table, "i-x", begin_terminate(r, kTransitionNow, kT))) << state_name(s);
     InstanceRecord terminating = *table.get("i-x");
     EXPECT_EQ(terminating.state, State::kTerminating);
-    EXPECT_TRUE(run(table, "i-x", close_record(terminating, kNow, kT)));
+    EXPECT_TRUE(run(table, "i-x", close_record(terminating, kTransitionNow, kT)));
     EXPECT_EQ(table.get("i-x")->state, State::kTerminated);
-    EXPECT_EQ(table.get("i-x")->deadline_ms, kNow + kT.retention_ms);
+    EXPECT_EQ(table.get("i-x")->deadline_ms, kTransitionNow + kT.retention_ms);
   }
 }
 
@@ -182,7 +182,7 @@ InstanceRecord shared_running(MemoryStateTable& table) {
   r.generation = 1;
   r.label = "linux,x64";
   r.shared = true;
-  r.hard_deadline_ms = kNow + 3'600'000;
+  r.hard_deadline_ms = kTransitionNow + 3'600'000;
   r.signal = AgentSignal::kRegistered;
   r.signal_generation = 1;
   EXPECT_TRUE(table.create(r));
@@ -192,8 +192,8 @@ InstanceRecord shared_running(MemoryStateTable& table) {
 TEST(Transitions, DrainIdleSharedIsStartDrainThatTheAgentsBusyReportStops) {
   MemoryStateTable table;
   InstanceRecord r = shared_running(table);
-  Step s = drain_idle_shared(r, Secret("rm"), kNow, kT);
-  Step plain = start_drain(r, Secret("rm"), kNow, kT);
+  Step s = drain_idle_shared(r, Secret("rm"), kTransitionNow, kT);
+  Step plain = start_drain(r, Secret("rm"), kTransitionNow, kT);
   EXPECT_TRUE(s.expect.agent_not_busy);
   EXPECT_EQ(s.expect.generation, r.generation);
   EXPECT_EQ(s.expect.label, r.label);
@@ -209,7 +209,7 @@ TEST(Transitions, DrainIdleSharedIsStartDrainThatTheAgentsBusyReportStops) {
   InstanceRecord d = read(table, "i-s");
   EXPECT_EQ(d.state, State::kDraining);
   EXPECT_EQ(d.remove_token.reveal(), "rm");
-  EXPECT_EQ(d.deadline_ms, kNow + kT.drain_ms);
+  EXPECT_EQ(d.deadline_ms, kTransitionNow + kT.drain_ms);
 }
 
 TEST(Transitions, DrainIdleSharedNeedsTheGenerationAndLabelRead) {
@@ -217,11 +217,11 @@ TEST(Transitions, DrainIdleSharedNeedsTheGenerationAndLabelRead) {
   InstanceRecord r = shared_running(table);
   InstanceRecord stale = r;
   stale.generation = 2;
-  EXPECT_FALSE(run(table, "i-s", drain_idle_shared(stale, Secret("rm"), kNow, kT)));
+  EXPECT_FALSE(run(table, "i-s", drain_idle_shared(stale, Secret("rm"), kTransitionNow, kT)));
   stale = r;
   stale.label = "other";
-  EXPECT_FALSE(run(table, "i-s", drain_idle_shared(stale, Secret("rm"), kNow, kT)));
-  EXPECT_TRUE(run(table, "i-s", drain_idle_shared(r, Secret("rm"), kNow, kT)));
+  EXPECT_FALSE(run(table, "i-s", drain_idle_shared(stale, Secret("rm"), kTransitionNow, kT)));
+  EXPECT_TRUE(run(table, "i-s", drain_idle_shared(r, Secret("rm"), kTransitionNow, kT)));
 }
 
 TEST(Transitions, OrphanMarkFollowsTheStateAndGenerationRead) {
@@ -229,19 +229,19 @@ TEST(Transitions, OrphanMarkFollowsTheStateAndGenerationRead) {
   InstanceRecord r = shared_running(table);
   InstanceRecord moved = r;
   moved.state = State::kClaimed;
-  EXPECT_FALSE(run(table, "i-s", mark_orphan(moved, kNow))) << "the state moved on";
+  EXPECT_FALSE(run(table, "i-s", mark_orphan(moved, kTransitionNow))) << "the state moved on";
   moved = r;
   moved.generation = 2;
-  EXPECT_FALSE(run(table, "i-s", mark_orphan(moved, kNow))) << "the generation moved on";
+  EXPECT_FALSE(run(table, "i-s", mark_orphan(moved, kTransitionNow))) << "the generation moved on";
   EXPECT_EQ(read(table, "i-s").orphan_since_ms, 0);
-  ASSERT_TRUE(run(table, "i-s", mark_orphan(r, kNow)));
-  EXPECT_EQ(read(table, "i-s").orphan_since_ms, kNow);
+  ASSERT_TRUE(run(table, "i-s", mark_orphan(r, kTransitionNow)));
+  EXPECT_EQ(read(table, "i-s").orphan_since_ms, kTransitionNow);
 
   // Unmarking needs only the generation: a false positive may have moved on in state meanwhile.
   EXPECT_FALSE(run(table, "i-s", unmark_orphan(moved)));
-  EXPECT_EQ(read(table, "i-s").orphan_since_ms, kNow);
+  EXPECT_EQ(read(table, "i-s").orphan_since_ms, kTransitionNow);
   InstanceRecord draining = read(table, "i-s");
-  ASSERT_TRUE(run(table, "i-s", start_drain(draining, Secret("rm"), kNow, kT)));
+  ASSERT_TRUE(run(table, "i-s", start_drain(draining, Secret("rm"), kTransitionNow, kT)));
   ASSERT_TRUE(run(table, "i-s", unmark_orphan(r)));
   EXPECT_EQ(read(table, "i-s").orphan_since_ms, 0);
   EXPECT_EQ(read(table, "i-s").state, State::kDraining) << "nothing else changes";
@@ -250,15 +250,15 @@ TEST(Transitions, OrphanMarkFollowsTheStateAndGenerationRead) {
 TEST_F(Lifecycle, ANewAssignmentOrADrainEndsTheOrphanMark) {
   agent(AgentSignal::kRegistered);
   InstanceRecord r = read(table, "i-1");
-  ASSERT_TRUE(run(table, "i-1", mark_running(r, kNow, kT)));
-  ASSERT_TRUE(run(table, "i-1", mark_orphan(read(table, "i-1"), kNow)));
-  ASSERT_TRUE(run(table, "i-1", start_drain(read(table, "i-1"), Secret("rm"), kNow, kT)));
+  ASSERT_TRUE(run(table, "i-1", mark_running(r, kTransitionNow, kT)));
+  ASSERT_TRUE(run(table, "i-1", mark_orphan(read(table, "i-1"), kTransitionNow)));
+  ASSERT_TRUE(run(table, "i-1", start_drain(read(table, "i-1"), Secret("rm"), kTransitionNow, kT)));
   agent(AgentSignal::kDrained);
-  ASSERT_TRUE(run(table, "i-1", return_to_pool(read(table, "i-1"), kNow, kT)));
+  ASSERT_TRUE(run(table, "i-1", return_to_pool(read(table, "i-1"), kTransitionNow, kT)));
   EXPECT_EQ(read(table, "i-1").orphan_since_ms, 0) << "drained and back in the pool: no longer suspect";
   // A mark set on an idle record (by hand, or an older controller) is gone once it is claimed.
-  ASSERT_TRUE(table.transition("i-1", {}, {.orphan_since_ms = kNow}));
-  ASSERT_TRUE(run(table, "i-1", claim(read(table, "i-1"), "run-2", Secret("reg-2"), "https://github.com/o/r", kNow, kT)));
+  ASSERT_TRUE(table.transition("i-1", {}, {.orphan_since_ms = kTransitionNow}));
+  ASSERT_TRUE(run(table, "i-1", claim(read(table, "i-1"), "run-2", Secret("reg-2"), "https://github.com/o/r", kTransitionNow, kT)));
   EXPECT_EQ(read(table, "i-1").orphan_since_ms, 0);
 }
 
@@ -281,19 +281,19 @@ TEST(Transitions, BypassRemovalIsSetAndClearedOnAnyExistingItem) {
 TEST(Transitions, DrainKeepsAnEarlierHardDeadline) {
   InstanceRecord r;
   r.state = State::kRunning;
-  r.hard_deadline_ms = kNow + 1000;
-  EXPECT_EQ(*start_drain(r, Secret("t"), kNow, kT).change.hard_deadline_ms, kNow + 1000);
+  r.hard_deadline_ms = kTransitionNow + 1000;
+  EXPECT_EQ(*start_drain(r, Secret("t"), kTransitionNow, kT).change.hard_deadline_ms, kTransitionNow + 1000);
   r.hard_deadline_ms = 0;
-  EXPECT_EQ(*start_drain(r, Secret("t"), kNow, kT).change.hard_deadline_ms, kNow + kT.drain_ms);
+  EXPECT_EQ(*start_drain(r, Secret("t"), kTransitionNow, kT).change.hard_deadline_ms, kTransitionNow + kT.drain_ms);
 }
 
 TEST(Transitions, DeadlineAndSignalHelpers) {
   InstanceRecord r;
-  r.deadline_ms = kNow;
-  EXPECT_TRUE(deadline_passed(r, kNow));
-  EXPECT_FALSE(deadline_passed(r, kNow - 1));
+  r.deadline_ms = kTransitionNow;
+  EXPECT_TRUE(deadline_passed(r, kTransitionNow));
+  EXPECT_FALSE(deadline_passed(r, kTransitionNow - 1));
   r.deadline_ms = 0;
-  EXPECT_FALSE(deadline_passed(r, kNow));
+  EXPECT_FALSE(deadline_passed(r, kTransitionNow));
   r.generation = 4;
   r.signal = AgentSignal::kDrained;
   r.signal_generation = 3;

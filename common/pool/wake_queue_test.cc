@@ -41,10 +41,10 @@ TEST(WakeQueue, InstanceOfAQueueUrlOrName) {
   EXPECT_FALSE(wake_queue_instance("a", "a-wake-b-wake-i-01234567"));
 }
 
-constexpr const char* kRole = "AROA3XFRBF535PLBIFPI4";
+constexpr const char* kInstanceRole = "AROA3XFRBF535PLBIFPI4";
 
 TEST(WakeQueue, ThePolicyLetsOnlyItsInstanceReceive) {
-  auto p = wake_queue_policy("arn:aws:sqs:eu-west-1:123456789012:ci-small", "ci", kRole, "i-0123456789abcdef0");
+  auto p = wake_queue_policy("arn:aws:sqs:eu-west-1:123456789012:ci-small", "ci", kInstanceRole, "i-0123456789abcdef0");
   ASSERT_TRUE(p);
   Json::Value doc = parse_json(*p, "policy");
   EXPECT_EQ(doc["Version"].asString(), "2012-10-17");
@@ -60,7 +60,7 @@ TEST(WakeQueue, ThePolicyLetsOnlyItsInstanceReceive) {
   EXPECT_EQ(st["Condition"]["StringEquals"]["aws:userid"].asString(), "AROA3XFRBF535PLBIFPI4:i-0123456789abcdef0");
   EXPECT_EQ(st["Condition"]["StringEquals"]["aws:PrincipalAccount"].asString(), "123456789012");
   // Other partitions keep theirs.
-  auto cn = wake_queue_policy("arn:aws-cn:sqs:cn-north-1:123456789012:ci-small", "ci", kRole, "i-01234567");
+  auto cn = wake_queue_policy("arn:aws-cn:sqs:cn-north-1:123456789012:ci-small", "ci", kInstanceRole, "i-01234567");
   ASSERT_TRUE(cn);
   EXPECT_NE(cn->find("arn:aws-cn:sqs:cn-north-1:123456789012:ci-wake-i-01234567"), std::string::npos);
 }
@@ -69,10 +69,10 @@ TEST(WakeQueue, NoPolicyFromABadArnOrId) {
   for (const char* arn : {"", "arn:aws:sqs", "arn:aws:sqs:eu-west-1:123", "arn:aws:sns:eu-west-1:1:ci-small",
                           "xarn:aws:sqs:eu-west-1:1:ci", "arn::sqs:eu-west-1:1:ci", "arn:aws:sqs::1:ci",
                           "arn:aws:sqs:eu-west-1::ci"}) {
-    EXPECT_FALSE(wake_queue_policy(arn, "ci", kRole, "i-01234567")) << arn;
+    EXPECT_FALSE(wake_queue_policy(arn, "ci", kInstanceRole, "i-01234567")) << arn;
   }
-  EXPECT_FALSE(wake_queue_policy("arn:aws:sqs:eu-west-1:1:ci", "ci", kRole, "i-0123\"x"));
-  EXPECT_FALSE(wake_queue_policy("arn:aws:sqs:eu-west-1:1:ci", std::string(70, 'p'), kRole, "i-01234567"));
+  EXPECT_FALSE(wake_queue_policy("arn:aws:sqs:eu-west-1:1:ci", "ci", kInstanceRole, "i-0123\"x"));
+  EXPECT_FALSE(wake_queue_policy("arn:aws:sqs:eu-west-1:1:ci", std::string(70, 'p'), kInstanceRole, "i-01234567"));
   EXPECT_FALSE(wake_queue_policy("arn:aws:sqs:eu-west-1:1:ci", "ci", "", "i-01234567"));
   EXPECT_FALSE(wake_queue_policy("arn:aws:sqs:eu-west-1:1:ci", "ci", "runpool-agent", "i-01234567"));
 }

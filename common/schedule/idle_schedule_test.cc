@@ -12,13 +12,12 @@ namespace {
 using pool::Eviction;
 
 // UTC milliseconds of a UTC wall-clock minute.
-int64_t utc(int y, unsigned mo, unsigned d, int h, int mi) {
-  using namespace std::chrono;
-  auto t = date::sys_days{date::year{y} / mo / d} + hours{h} + minutes{mi};
-  return duration_cast<milliseconds>(t.time_since_epoch()).count();
+int64_t utc_ms(int y, unsigned mo, unsigned d, int h, int mi) {
+  auto t = date::sys_days{date::year{y} / mo / d} + std::chrono::hours{h} + std::chrono::minutes{mi};
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
 
-std::string error_of(const std::string& json) {
+std::string schedule_error(const std::string& json) {
   try {
     parse_idle_schedule(json);
   } catch (const std::invalid_argument& e) {
@@ -56,7 +55,7 @@ TEST(IdleSchedule, EmptyScheduleIsZeroOldestFirst) {
   for (const char* text : {"[]", " [ ] ", "", "  \n"}) {
     auto s = parse_idle_schedule(text);
     EXPECT_TRUE(s.empty()) << text;
-    auto q = quota_at(s, "small", utc(2026, 7, 15, 12, 0));
+    auto q = quota_at(s, "small", utc_ms(2026, 7, 15, 12, 0));
     EXPECT_EQ(q.idle, 0);
     EXPECT_EQ(q.eviction, Eviction::kOldestFirst);
     EXPECT_EQ(q.source, "no schedule entry matches");
@@ -66,9 +65,9 @@ TEST(IdleSchedule, EmptyScheduleIsZeroOldestFirst) {
 TEST(IdleSchedule, IdleBounds) {
   EXPECT_EQ(parse_idle_schedule(R"([{"cron": "* * * * *", "idle": 0}])")[0].idle, 0);
   EXPECT_EQ(parse_idle_schedule(R"([{"cron": "* * * * *", "idle": 10000}])")[0].idle, 10000);
-  EXPECT_EQ(error_of(R"([{"cron": "* * * * *", "idle": 10001}])"), "schedule[0].idle: 10001 is outside 0..10000");
-  EXPECT_EQ(error_of(R"([{"cron": "* * * * *", "idle": -1}])"), "schedule[0].idle: -1 is outside 0..10000");
-  EXPECT_EQ(error_of(R"([{"cron": "* * * * *", "idle": 18446744073709551615}])"),
+  EXPECT_EQ(schedule_error(R"([{"cron": "* * * * *", "idle": 10001}])"), "schedule[0].idle: 10001 is outside 0..10000");
+  EXPECT_EQ(schedule_error(R"([{"cron": "* * * * *", "idle": -1}])"), "schedule[0].idle: -1 is outside 0..10000");
+  EXPECT_EQ(schedule_error(R"([{"cron": "* * * * *", "idle": 18446744073709551615}])"),
             "schedule[0].idle: 18446744073709551615 is outside 0..10000");
 }
 
@@ -107,13 +106,13 @@ TEST(IdleSchedule, ErrorsNameTheEntryAndTheField) {
       {R"([{"cron": "* * * *", "idle": 1}])",
        "schedule[0].cron: cron '* * * *': expected 5 fields (minute hour day-of-month month day-of-week), got 4"},
   };
-  for (const Case& c : cases) EXPECT_EQ(error_of(c.json), c.error) << c.json;
+  for (const Case& c : cases) EXPECT_EQ(schedule_error(c.json), c.error) << c.json;
 }
 
 TEST(IdleSchedule, RejectsMalformedJson) {
   for (const char* bad : {"[", "[{\"cron\": \"* * * * *\", \"idle\": 1}] x", "[{cron: 1}]", "[1,]",
                           "[{\"cron\": \"* * * * *\", \"idle\": 1, \"idle\": 2}]", "// c\n[]", "3", "\"[]\""}) {
-    std::string e = error_of(bad);
+    std::string e = schedule_error(bad);
     EXPECT_NE(e, "(accepted)") << bad;
     EXPECT_TRUE(e.rfind("not valid JSON: ", 0) == 0 || e.rfind("expected a JSON array", 0) == 0) << bad << ": " << e;
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
@@ -125,21 +124,21 @@ TEST(IdleSchedule, FirstMatchWinsAndNamesTheEntry) {
       R"([{"cron": "* 8-18 * * mon-fri", "time_zone": "Europe/Berlin", "idle": 3},
           {"cron": "* * * * *", "idle": 1, "eviction": "newest_first"}])");
   // Wednesday 2026-07-15 10:00 UTC is 12:00 in Berlin (CEST): the first entry.
-  auto q = quota_at(s, "small", utc(2026, 7, 15, 10, 0));
+  auto q = quota_at(s, "small", utc_ms(2026, 7, 15, 10, 0));
   EXPECT_EQ(q.idle, 3);
   EXPECT_EQ(q.eviction, Eviction::kOldestFirst);
   EXPECT_EQ(q.source, "schedule[0] '* 8-18 * * mon-fri' Europe/Berlin");
   // 17:00 UTC is 19:00 in Berlin: the catch-all.
-  q = quota_at(s, "small", utc(2026, 7, 15, 17, 0));
+  q = quota_at(s, "small", utc_ms(2026, 7, 15, 17, 0));
   EXPECT_EQ(q.idle, 1);
   EXPECT_EQ(q.eviction, Eviction::kNewestFirst);
   EXPECT_EQ(q.source, "schedule[1] '* * * * *' UTC");
   // Saturday 2026-07-18 at noon in Berlin: the catch-all again.
-  EXPECT_EQ(quota_at(s, "small", utc(2026, 7, 18, 10, 0)).idle, 1);
+  EXPECT_EQ(quota_at(s, "small", utc_ms(2026, 7, 18, 10, 0)).idle, 1);
   // A later entry that also matches never overrides an earlier one.
   auto reversed = parse_idle_schedule(
       R"([{"cron": "* * * * *", "idle": 1}, {"cron": "* 8-18 * * mon-fri", "time_zone": "Europe/Berlin", "idle": 3}])");
-  EXPECT_EQ(quota_at(reversed, "small", utc(2026, 7, 15, 10, 0)).idle, 1);
+  EXPECT_EQ(quota_at(reversed, "small", utc_ms(2026, 7, 15, 10, 0)).idle, 1);
 }
 
 TEST(IdleSchedule, ClassFilter) {
@@ -147,8 +146,8 @@ TEST(IdleSchedule, ClassFilter) {
       R"([{"cron": "* * * * *", "idle": 5, "resource_class": "large"},
           {"cron": "* 0-11 * * *", "idle": 2, "resource_class": "small"},
           {"cron": "* * * * *", "idle": 1}])");
-  int64_t morning = utc(2026, 7, 15, 9, 0);
-  int64_t evening = utc(2026, 7, 15, 20, 0);
+  int64_t morning = utc_ms(2026, 7, 15, 9, 0);
+  int64_t evening = utc_ms(2026, 7, 15, 20, 0);
   EXPECT_EQ(quota_at(s, "large", morning).idle, 5);
   EXPECT_EQ(quota_at(s, "large", evening).source, "schedule[0] '* * * * *' UTC");
   EXPECT_EQ(quota_at(s, "small", morning).idle, 2);
@@ -164,7 +163,7 @@ TEST(IdleSchedule, ClassFilter) {
 
 TEST(IdleSchedule, NoMatchIsZeroOldestFirst) {
   auto s = parse_idle_schedule(R"([{"cron": "* 8-18 * * mon-fri", "idle": 4, "eviction": "newest_first"}])");
-  auto q = quota_at(s, "small", utc(2026, 7, 15, 19, 0));
+  auto q = quota_at(s, "small", utc_ms(2026, 7, 15, 19, 0));
   EXPECT_EQ(q.idle, 0);
   EXPECT_EQ(q.eviction, Eviction::kOldestFirst);
   EXPECT_EQ(q.source, "no schedule entry matches");
@@ -173,18 +172,18 @@ TEST(IdleSchedule, NoMatchIsZeroOldestFirst) {
 TEST(IdleSchedule, OfficeHoursInNewYorkFollowDaylightSaving) {
   auto s = parse_idle_schedule(R"([{"cron": "* 9-17 * * mon-fri", "time_zone": "America/New_York", "idle": 2}])");
   // 13:30 UTC on a Wednesday: 09:30 EDT in July, 08:30 EST in January.
-  EXPECT_EQ(quota_at(s, "small", utc(2026, 7, 15, 13, 30)).idle, 2);
-  EXPECT_EQ(quota_at(s, "small", utc(2026, 1, 14, 13, 30)).idle, 0);
+  EXPECT_EQ(quota_at(s, "small", utc_ms(2026, 7, 15, 13, 30)).idle, 2);
+  EXPECT_EQ(quota_at(s, "small", utc_ms(2026, 1, 14, 13, 30)).idle, 0);
   // The hour's exact edges: 09:00 and 17:59 local are in, 08:59 and 18:00 out (January, UTC-5).
-  EXPECT_EQ(quota_at(s, "small", utc(2026, 1, 14, 14, 0)).idle, 2);
-  EXPECT_EQ(quota_at(s, "small", utc(2026, 1, 14, 13, 59)).idle, 0);
-  EXPECT_EQ(quota_at(s, "small", utc(2026, 1, 14, 22, 59)).idle, 2);
-  EXPECT_EQ(quota_at(s, "small", utc(2026, 1, 14, 23, 0)).idle, 0);
+  EXPECT_EQ(quota_at(s, "small", utc_ms(2026, 1, 14, 14, 0)).idle, 2);
+  EXPECT_EQ(quota_at(s, "small", utc_ms(2026, 1, 14, 13, 59)).idle, 0);
+  EXPECT_EQ(quota_at(s, "small", utc_ms(2026, 1, 14, 22, 59)).idle, 2);
+  EXPECT_EQ(quota_at(s, "small", utc_ms(2026, 1, 14, 23, 0)).idle, 0);
 }
 
 TEST(IdleSchedule, SecondsWithinTheMinuteDoNotMatter) {
   auto s = parse_idle_schedule(R"([{"cron": "30 12 * * *", "idle": 7}])");
-  int64_t t = utc(2026, 7, 15, 12, 30);
+  int64_t t = utc_ms(2026, 7, 15, 12, 30);
   EXPECT_EQ(quota_at(s, "small", t).idle, 7);
   EXPECT_EQ(quota_at(s, "small", t + 59'999).idle, 7);
   EXPECT_EQ(quota_at(s, "small", t + 60'000).idle, 0);
