@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "common/pool/lease_store.h"
 #include "common/pool/record_codec.h"
 #include "common/pool/record_key.h"
 
@@ -84,7 +85,14 @@ bool conditional_update(aws::DynamoDbClient& db, const std::string& table, aws::
   return db.update_item(req).applied;
 }
 
+// A lease (lease_store.h) shares the table and is no record: passed over without a warning.
+bool is_lease_item(const aws::Item& item) {
+  auto it = item.find(attr::kInstanceId);
+  return it != item.end() && it->second.type() == AttributeValue::Type::kString && is_lease_key(it->second.as_string());
+}
+
 std::optional<InstanceRecord> decode_or_warn(const aws::Item& item) {
+  if (is_lease_item(item)) return std::nullopt;
   try {
     return decode_record(item);
   } catch (const RecordError& e) {
@@ -231,7 +239,7 @@ ScanStats DynamoStateTable::scan(const std::function<void(const InstanceRecord&)
     for (const auto& item : page.items) {
       ++stats.items;
       if (auto r = decode_or_warn(item)) visit(*r);
-      else ++stats.skipped;
+      else if (!is_lease_item(item)) ++stats.skipped;
     }
     return true;
   });
