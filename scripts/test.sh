@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 
 build=${RUNPOOL_TEST_BUILD_DIR:-build-asan}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DRUNPOOL_SANITIZE=ON >/dev/null
+# A unity build (README.md): a target's sources compiled a few at a time, half the time.
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DRUNPOOL_SANITIZE=ON -DCMAKE_UNITY_BUILD=ON >/dev/null
 cmake --build "$build" -j "$(nproc)"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
