@@ -14,6 +14,7 @@
 #include <dirent.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -267,24 +268,26 @@ class CrashPointTest : public E2eTest {
     for (const auto& r : records()) out[state_str(r.state)]++;
     return out;
   }
-  // The crash points to try: every step in both modes (full), or `ci` steps spread evenly over
-  // the run, modes alternating from `first` (CI; deterministic).
-  static std::vector<CrashPoint> plan(int steps, const std::string& first, int ci) {
+  // The crash points to try: every step in both modes (full), or `ci` of them (CI): evenly spaced
+  // over the run's 2 x steps points (each step before and after), from an offset that rotates
+  // with the seed, so successive CI runs crash different steps and, over days, every one.
+  static std::vector<CrashPoint> plan(int steps, int ci) {
     std::vector<CrashPoint> out;
-    const std::string second = first == "before" ? "after" : "before";
+    const int points = 2 * steps;
+    auto point = [](int p) { return CrashPoint{1 + p / 2, p % 2 ? "after" : "before"}; };
     if (full_mode()) {
-      for (int k = 1; k <= steps; ++k) {
-        out.push_back({k, "before"});
-        out.push_back({k, "after"});
-      }
+      for (int p = 0; p < points; ++p) out.push_back(point(p));
       return out;
     }
-    const int n = std::min(ci, steps);
-    for (int i = 0; i < n; ++i) {
-      const int k = 1 + (2 * i + 1) * steps / (2 * n);  // the middle of the i-th of n equal parts
-      out.push_back({k, i % 2 ? second : first});
-    }
+    const int n = std::min(ci, points);
+    const int offset = static_cast<int>(crash_seed() % static_cast<unsigned long>(points));
+    for (int i = 0; i < n; ++i) out.push_back(point((offset + i * points / n) % points));
     return out;
+  }
+  // RUNPOOL_CRASH_SEED if set (to repeat a run's choice), else the UTC day: printed by each test.
+  static unsigned long crash_seed() {
+    if (const char* s = std::getenv("RUNPOOL_CRASH_SEED"); s && *s) return std::strtoul(s, nullptr, 10);
+    return static_cast<unsigned long>(std::time(nullptr) / 86400);
   }
 };
 
