@@ -20,7 +20,9 @@ foreach(source IN LISTS RUNPOOL_E2E_TESTS)
   add_dependencies(e2e_${name} runpoolctl runpool-agent)
   set_target_properties(e2e_${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/e2e)
   add_test(NAME e2e.${name} COMMAND e2e_${name})
-  set_tests_properties(e2e.${name} PROPERTIES LABELS e2e TIMEOUT 900 RUN_SERIAL TRUE)
+  # One e2e test at a time (each runs many agents against its own local cloud), beside the other
+  # tiers rather than alone: started first (COST), they are the longest chain of the run.
+  set_tests_properties(e2e.${name} PROPERTIES LABELS e2e TIMEOUT 900 RESOURCE_LOCK runpool_e2e COST 1000)
   list(APPEND RUNPOOL_E2E_TARGETS e2e_${name})
 endforeach()
 
