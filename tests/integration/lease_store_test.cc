@@ -9,35 +9,18 @@
 
 #include "common/pool/dynamo_state_table.h"
 #include "tests/support/local_cloud.h"
+#include "tests/support/state_table_db.h"
 
 namespace runpool::pool {
 namespace {
 
-class LeaseTable {
- public:
-  static void start() {
-    if (db_) return;
-    auto& cloud = testing::LocalCloud::shared();
-    creds_ = std::make_unique<aws::StaticCredentialsProvider>(cloud.controller_credentials());
-    caller_ = std::make_unique<aws::AwsCaller>(http_, *creds_, system_clock(),
-                                               aws::ServiceSettings{"dynamodb", cloud.dynamodb(), cloud.region()});
-    db_ = std::make_unique<aws::DynamoDbClient>(*caller_);
-    db_->create_table(DynamoStateTable::create_table_request(kTable));
-    db_->wait_until_active(kTable, std::chrono::seconds(10));
-  }
-  static constexpr const char* kTable = "lease-store-test";
-  static inline CurlHttpClient http_;
-  static inline std::unique_ptr<aws::StaticCredentialsProvider> creds_;
-  static inline std::unique_ptr<aws::AwsCaller> caller_;
-  static inline std::unique_ptr<aws::DynamoDbClient> db_;
-};
+testing::StateTableDb& dynamo() { return testing::StateTableDb::shared("lease-store-test"); }
 
 class LeaseStoreTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (GetParam() == "dynamo") {
-      LeaseTable::start();
-      store_ = std::make_unique<DynamoLeaseStore>(*LeaseTable::db_, LeaseTable::kTable);
+      store_ = std::make_unique<DynamoLeaseStore>(dynamo().db(), dynamo().table());
     } else {
       store_ = std::make_unique<MemoryLeaseStore>();
     }
@@ -106,9 +89,8 @@ TEST_P(LeaseStoreTest, ContendersFollowingTheDecisionNeverOverlap) {
 // ---- DynamoDB only: leases share the pool's table with the records
 
 TEST(LeaseInTheStateTable, RecordReadersPassOverLeases) {
-  LeaseTable::start();
-  DynamoStateTable table(*LeaseTable::db_, LeaseTable::kTable, testing::LocalCloud::shared().instance_role_id());
-  DynamoLeaseStore leases(*LeaseTable::db_, LeaseTable::kTable);
+  DynamoStateTable table(dynamo().db(), dynamo().table(), testing::LocalCloud::shared().instance_role_id());
+  DynamoLeaseStore leases(dynamo().db(), dynamo().table());
   InstanceRecord r;
   r.instance_id = "i-0beside1ease";
   r.state = State::kIdle;

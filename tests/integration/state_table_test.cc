@@ -12,28 +12,12 @@
 #include "common/pool/record_codec.h"
 #include "common/pool/record_key.h"
 #include "tests/support/local_cloud.h"
+#include "tests/support/state_table_db.h"
 
 namespace runpool::pool {
 namespace {
 
-class DynamoTable {
- public:
-  static void start() {
-    if (db_) return;
-    auto& cloud = testing::LocalCloud::shared();
-    creds_ = std::make_unique<aws::StaticCredentialsProvider>(cloud.controller_credentials());
-    caller_ = std::make_unique<aws::AwsCaller>(http_, *creds_, system_clock(),
-                                               aws::ServiceSettings{"dynamodb", cloud.dynamodb(), cloud.region()});
-    db_ = std::make_unique<aws::DynamoDbClient>(*caller_);
-    db_->create_table(DynamoStateTable::create_table_request(kTable));
-    db_->wait_until_active(kTable, std::chrono::seconds(10));
-  }
-  static constexpr const char* kTable = "state-table-test";
-  static inline CurlHttpClient http_;
-  static inline std::unique_ptr<aws::StaticCredentialsProvider> creds_;
-  static inline std::unique_ptr<aws::AwsCaller> caller_;
-  static inline std::unique_ptr<aws::DynamoDbClient> db_;
-};
+testing::StateTableDb& dynamo() { return testing::StateTableDb::shared("state-table-test"); }
 
 InstanceRecord record(const std::string& id, State s, int64_t gen, const std::string& label = "") {
   InstanceRecord r;
@@ -52,8 +36,7 @@ class StateTableTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (GetParam() == "dynamo") {
-      DynamoTable::start();
-      table_ = std::make_unique<DynamoStateTable>(*DynamoTable::db_, DynamoTable::kTable,
+      table_ = std::make_unique<DynamoStateTable>(dynamo().db(), dynamo().table(),
                                                   testing::LocalCloud::shared().instance_role_id());
     } else {
       table_ = std::make_unique<MemoryStateTable>();
@@ -182,18 +165,17 @@ TEST_P(StateTableTest, GetManyAnswersAsGetDoesPerIdAndSeesTheLatestWrite) {
 
 class DynamoOnly : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { DynamoTable::start(); }
-  DynamoStateTable table_{*DynamoTable::db_, DynamoTable::kTable, testing::LocalCloud::shared().instance_role_id()};
+  DynamoStateTable table_{dynamo().db(), dynamo().table(), testing::LocalCloud::shared().instance_role_id()};
 };
 
 TEST_F(DynamoOnly, ScanAndReadsSkipItemsThatAreNotRecords) {
   ASSERT_TRUE(table_.create(record("i-foreignneighbour", State::kIdle, 1)));
   aws::Item foreign{{attr::kInstanceId, aws::AttributeValue::string("not-ours")},
                     {"whatever", aws::AttributeValue::number(1)}};
-  DynamoTable::db_->put_item({.table = DynamoTable::kTable, .item = foreign});
+  dynamo().db().put_item({.table = dynamo().table(), .item = foreign});
   aws::Item keyed{{attr::kInstanceId, aws::AttributeValue::string(record_key(table_.instance_role_id(), "i-foreign"))},
                   {"whatever", aws::AttributeValue::number(1)}};
-  DynamoTable::db_->put_item({.table = DynamoTable::kTable, .item = keyed});
+  dynamo().db().put_item({.table = dynamo().table(), .item = keyed});
   int seen = 0;
   ScanStats stats = table_.scan([&](const InstanceRecord&) { ++seen; });
   EXPECT_GE(stats.skipped, 2);
@@ -210,9 +192,9 @@ TEST_F(DynamoOnly, GetManyAsksForAHundredKeysPerRequest) {
     ids.push_back(id);
   }
   for (int i = 0; i < 21; ++i) ids.push_back("i-batchabsent" + std::to_string(i));
-  long sent_before = DynamoTable::caller_->requests_sent();
+  long sent_before = dynamo().caller().requests_sent();
   EXPECT_EQ(table_.get_many(ids).size(), 130u);
-  EXPECT_EQ(DynamoTable::caller_->requests_sent() - sent_before, 2) << "151 distinct ids: two BatchGetItem requests";
+  EXPECT_EQ(dynamo().caller().requests_sent() - sent_before, 2) << "151 distinct ids: two BatchGetItem requests";
 }
 
 }  // namespace
