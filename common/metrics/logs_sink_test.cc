@@ -88,7 +88,7 @@ TEST_F(LogsSinkTest, FailuresAreWarningsAndCostOnlyTheBatch) {
   http_.push(400, R"({"__type":"ResourceNotFoundException","message":"The specified log group does not exist."})");
   http_.push(400, R"({"__type":"ResourceNotFoundException","message":"The specified log group does not exist."})");
   EXPECT_NO_THROW(sink_.flush());
-  EXPECT_NE(log.text().find("1 logs_event(s) not sent to /runpool/metrics"), std::string::npos) << log.text();
+  EXPECT_NE(log.text().find("1 event(s) not sent to /runpool/metrics"), std::string::npos) << log.text();
   EXPECT_EQ(sink_.buffered(), 0u);
 
   // Unreachable (every attempt fails): still only a warning.
@@ -103,7 +103,7 @@ TEST_F(LogsSinkTest, FailuresAreWarningsAndCostOnlyTheBatch) {
   http_.push(200, "{}");
   http_.push(200, R"({"rejectedLogEventsInfo":{"tooOldLogEventEndIndex":1}})");
   sink_.flush();
-  EXPECT_NE(log.text().find("rejected some of the 1 logs_event(s)"), std::string::npos) << log.text();
+  EXPECT_NE(log.text().find("rejected some of the 1 event(s)"), std::string::npos) << log.text();
 }
 
 TEST_F(LogsSinkTest, AnEventTooLargeForTheBatchIsDropped) {
