@@ -11,6 +11,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawn, execFile } = require('node:child_process');
 const { createGithub } = require('../github');
+const { sleep, until, controlOf } = require('../testing/wait');
 
 const TEMPLATE = path.join(__dirname, '..', 'runner');
 const PAT = 'ghp_runner_drain_tests_pat';
@@ -20,21 +21,7 @@ let octo;
 let tmp;
 const children = new Set();
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function until(fn, ms, what) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(25);
-  }
-}
-async function ctl(method, p, body) {
-  const r = await gh.control(method, p, body);
-  assert.ok(r.status < 300, `${method} ${p}: ${r.status} ${JSON.stringify(r.json)}`);
-  return r.json;
-}
+const ctl = controlOf(() => gh);
 const baseEnv = (extra = {}) => {
   const env = { ...process.env, ...extra };
   delete env.NODE_TEST_CONTEXT;

@@ -12,6 +12,7 @@ const { spawn, execFile } = require('node:child_process');
 const { createGithub } = require('../github');
 const { VERSION } = require('../runner/bin/standin/client');
 const { compareVersions } = require('../github/pipelines');
+const { sleep, controlOf } = require('../testing/wait');
 
 const TEMPLATE = path.join(__dirname, '..', 'runner');
 const PAT = 'ghp_runner_version_pat';
@@ -21,12 +22,7 @@ let gh;
 let tmp;
 const children = new Set();
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function ctl(method, p, body) {
-  const r = await gh.control(method, p, body);
-  assert.ok(r.status < 300, `${method} ${p}: ${r.status} ${JSON.stringify(r.json)}`);
-  return r.json;
-}
+const ctl = controlOf(() => gh);
 const baseEnv = (extra = {}) => {
   const env = { ...process.env, RUNNER_ALLOW_RUNASROOT: '1' };
   delete env.NODE_TEST_CONTEXT;

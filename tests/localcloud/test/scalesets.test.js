@@ -11,6 +11,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawn, execFileSync } = require('node:child_process');
 const { createGithub } = require('../github');
+const { sleep, until, controlOf } = require('../testing/wait');
 
 const PAT = 'ghp_scaleset_tests_pat';
 const POLL_MS = 300;
@@ -20,21 +21,7 @@ let gh;
 let tmp;
 const children = new Set();
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function until(fn, ms, what) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(25);
-  }
-}
-async function ctl(method, p, body) {
-  const r = await gh.control(method, p, body);
-  assert.ok(r.status < 300, `${method} ${p}: ${r.status} ${JSON.stringify(r.json)}`);
-  return r.json;
-}
+const ctl = controlOf(() => gh);
 async function http(method, url, { token, body, headers = {} } = {}) {
   const res = await fetch(url, {
     method, body: body === undefined ? undefined : JSON.stringify(body),
