@@ -24,6 +24,17 @@ class Secret {
 
   static constexpr const char* kMask = "<redacted>";
 
+  // `text` with every occurrence of this secret replaced by the mask (an error body that echoes
+  // the request's credentials).
+  std::string masked_in(std::string text) const {
+    if (value_.empty()) return text;
+    for (size_t pos = text.find(value_); pos != std::string::npos; pos = text.find(value_, pos)) {
+      text.replace(pos, value_.size(), kMask);
+      pos += std::char_traits<char>::length(kMask);
+    }
+    return text;
+  }
+
  private:
   std::string value_;
 };

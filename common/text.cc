@@ -18,6 +18,14 @@ std::string_view trim(std::string_view s, std::string_view chars) {
   return s.substr(b, s.find_last_not_of(chars) - b + 1);
 }
 
+std::string excerpt(std::string_view s, size_t max) {
+  std::string out(s.substr(0, max));
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  }
+  return out + (s.size() > max ? "…" : "");
+}
+
 std::optional<int64_t> parse_int(std::string_view s) {
   int64_t v = 0;
   const char* end = s.data() + s.size();

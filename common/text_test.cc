@@ -22,6 +22,12 @@ TEST(Text, TrimTakesOnlyTheGivenCharactersFromBothEnds) {
   EXPECT_EQ(trim("x"), "x");
 }
 
+TEST(Text, ExcerptCutsAndBlanksControlCharacters) {
+  EXPECT_EQ(excerpt("short", 10), "short");
+  EXPECT_EQ(excerpt("0123456789abc", 10), "0123456789…");
+  EXPECT_EQ(excerpt("a\nb\tc\x01", 10), "a b c ");
+}
+
 TEST(Text, ParseIntTakesOnlyAWholeInt64) {
   EXPECT_EQ(parse_int("0"), 0);
   EXPECT_EQ(parse_int("-42"), -42);

@@ -11,22 +11,6 @@ namespace {
 
 constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
 
-void mask_secret_in(std::string& text, const std::string& secret) {
-  if (secret.empty()) return;
-  for (size_t pos = text.find(secret); pos != std::string::npos; pos = text.find(secret, pos)) {
-    text.replace(pos, secret.size(), Secret::kMask);
-    pos += std::char_traits<char>::length(Secret::kMask);
-  }
-}
-
-std::string actions_excerpt(const std::string& text, size_t max) {
-  std::string out = text.substr(0, max);
-  for (char& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-  }
-  return out + (text.size() > max ? "…" : "");
-}
-
 // "GitHub.Actions.Runtime.WebApi.RunnerScaleSetNotFoundException, GitHub.Actions.Runtime.WebApi"
 // → "RunnerScaleSetNotFoundException".
 std::string short_type_name(const std::string& type_name) {
@@ -101,7 +85,7 @@ GithubReply ActionsCaller::send(const std::string& operation, const ActionsReque
   if (!reply.ok()) {
     // Mask the token itself, not the scheme word before it.
     const std::string& auth = request.authorization.reveal();
-    mask_secret_in(body, auth.substr(auth.find(' ') == std::string::npos ? 0 : auth.find(' ') + 1));
+    body = Secret(auth.substr(auth.find(' ') == std::string::npos ? 0 : auth.find(' ') + 1)).masked_in(std::move(body));
   }
   spdlog::debug("Actions service {} {} {}: HTTP {} ({} attempt{})", operation, request.method,
                 url_path_only(request.url), reply.status(), reply.attempts, reply.attempts == 1 ? "" : "s");
@@ -114,13 +98,13 @@ ActionsServiceError actions_error_from(const std::string& operation, const HttpR
                                                                                       : std::nullopt;
   if (doc && doc->isObject()) {
     if ((*doc)["typeName"].isString()) type_name = short_type_name((*doc)["typeName"].asString());
-    if ((*doc)["message"].isString()) message = actions_excerpt((*doc)["message"].asString(), 500);
+    if ((*doc)["message"].isString()) message = text::excerpt((*doc)["message"].asString(), 500);
   } else if (!response.body.empty()) {
-    message = actions_excerpt(response.body, 200);
+    message = text::excerpt(response.body, 200);
   }
   if (message.empty()) message = "HTTP " + std::to_string(response.status);
-  return ActionsServiceError(operation, response.status, message, actions_excerpt(type_name, 100),
-                             actions_excerpt(response.header("activityid"), 100));
+  return ActionsServiceError(operation, response.status, message, text::excerpt(type_name, 100),
+                             text::excerpt(response.header("activityid"), 100));
 }
 
 void throw_actions_error(const std::string& operation, const GithubReply& reply) {

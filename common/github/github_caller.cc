@@ -4,28 +4,9 @@
 
 #include "common/github/endpoint.h"
 #include "common/json.h"
+#include "common/text.h"
 
 namespace runpool::github {
-namespace {
-
-void mask_all(std::string& text, const std::string& secret) {
-  if (secret.empty()) return;
-  for (size_t pos = text.find(secret); pos != std::string::npos; pos = text.find(secret, pos)) {
-    text.replace(pos, secret.size(), Secret::kMask);
-    pos += std::char_traits<char>::length(Secret::kMask);
-  }
-}
-
-std::string printable_excerpt(const std::string& text, size_t max) {
-  std::string out = text.substr(0, max);
-  for (char& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-  }
-  return out + (text.size() > max ? "…" : "");
-}
-
-}  // namespace
-
 GithubCaller::GithubCaller(HttpClient& http, Clock& clock, GithubSettings settings)
     : http_(http), clock_(clock), settings_(std::move(settings)) {
   settings_.api_base = normalize_api_base(settings_.api_base);
@@ -74,7 +55,7 @@ std::string GithubCaller::redirect_url(const std::string& operation, long status
   }
   std::string where = url_origin(url);
   if (where.empty()) {
-    throw GithubError(operation, status, "redirected to '" + printable_excerpt(location, 200) + "', not a URL");
+    throw GithubError(operation, status, "redirected to '" + text::excerpt(location, 200) + "', not a URL");
   }
   if (where != origin_) {
     // The bearer token is for the API host only: never follow with it anywhere else.
@@ -139,7 +120,7 @@ GithubReply GithubCaller::send(const std::string& operation, const std::string& 
     if (hops == kMaxRedirects) {
       throw GithubError(operation, reply.status(),
                         "more than " + std::to_string(kMaxRedirects) + " redirects, last to " +
-                            printable_excerpt(path_of(location, settings_.api_base), 200));
+                            text::excerpt(path_of(location, settings_.api_base), 200));
     }
     std::string next = redirect_url(operation, reply.status(), location);
     if (reply.status() == 303) {
@@ -160,7 +141,7 @@ GithubReply GithubCaller::send(const std::string& operation, const std::string& 
     request.url = next;
   }
   reply.attempts = attempts;
-  if (!reply.ok()) mask_all(reply.http.body, token.reveal());
+  if (!reply.ok()) reply.http.body = token.masked_in(std::move(reply.http.body));
   spdlog::debug("GitHub {} {} {}: HTTP {} ({} attempt{})", operation, method, target, reply.status(), reply.attempts,
                 reply.attempts == 1 ? "" : "s");
   return reply;
@@ -185,9 +166,9 @@ GithubError error_from(const std::string& operation, const HttpResponse& respons
         if (!part.empty()) message += (message.empty() ? "" : "; ") + part;
       }
     }
-    message = printable_excerpt(message, 500);
+    message = text::excerpt(message, 500);
   } else if (!response.body.empty()) {
-    message = printable_excerpt(response.body, 200);
+    message = text::excerpt(response.body, 200);
   }
   if (message.empty()) message = "HTTP " + std::to_string(response.status);
   return GithubError(operation, response.status, message, doc_url);
