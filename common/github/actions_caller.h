@@ -15,6 +15,7 @@
 #include "common/github/github_caller.h"
 #include "common/github/scaleset_errors.h"
 #include "common/http.h"
+#include "common/json.h"
 #include "common/retry.h"
 #include "common/secret.h"
 
@@ -77,5 +78,25 @@ ActionsServiceError actions_error_from(const std::string& operation, const HttpR
 
 // Appends `api-version=6.0-preview` unless the URL has one.
 std::string with_api_version(const std::string& url);
+
+// Reads a 2xx answer's JSON with `parse(doc, what)`. An empty or malformed body, or one that is
+// not what the service promises, throws GithubError (jsoncpp's own exceptions included) without an
+// excerpt: the service's answers carry tokens.
+template <typename Parse>
+auto parse_actions_reply(const std::string& operation, const GithubReply& reply, Parse parse) {
+  if (reply.http.body.empty()) throw GithubError(operation, reply.status(), "empty response body");
+  auto doc = try_parse_json(reply.http.body);
+  if (!doc) {
+    throw GithubError(operation, reply.status(),
+                      "malformed JSON in the response (" + std::to_string(reply.http.body.size()) + " bytes)");
+  }
+  try {
+    return parse(*doc, "Actions service " + operation + " response");
+  } catch (const JsonError& e) {
+    throw GithubError(operation, reply.status(), e.what());
+  } catch (const Json::Exception& e) {
+    throw GithubError(operation, reply.status(), std::string("unreadable response: ") + e.what());
+  }
+}
 
 }  // namespace runpool::github

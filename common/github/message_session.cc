@@ -10,22 +10,6 @@
 namespace runpool::github {
 namespace {
 
-// Turns an unreadable answer into GithubError naming the operation, without an excerpt.
-template <typename T>
-T read_queue_reply(const std::string& operation, const GithubReply& reply,
-                   T (*parse)(const Json::Value&, const std::string&)) {
-  if (reply.http.body.empty()) throw GithubError(operation, reply.status(), "empty response body");
-  auto doc = try_parse_json(reply.http.body);
-  if (!doc) throw GithubError(operation, reply.status(), "malformed JSON in the response");
-  try {
-    return parse(*doc, "Actions service " + operation + " response");
-  } catch (const JsonError& e) {
-    throw GithubError(operation, reply.status(), e.what());
-  } catch (const Json::Exception& e) {
-    throw GithubError(operation, reply.status(), std::string("unreadable response: ") + e.what());
-  }
-}
-
 // `url` with `suffix` appended to its path, its query kept.
 std::string append_to_path(const std::string& url, const std::string& suffix) {
   size_t query = url.find('?');
@@ -96,7 +80,7 @@ std::optional<ScaleSetMessage> MessageSession::get_message(int64_t last_message_
                                   {"X-ScaleSetMaxCapacity", std::to_string(max_capacity)}});
   if (reply.status() == 202) return std::nullopt;
   if (reply.status() != 200) throw_actions_error(op, reply);
-  return read_queue_reply(op, reply, parse_scale_set_message);
+  return parse_actions_reply(op, reply, parse_scale_set_message);
 }
 
 void MessageSession::delete_message(int64_t message_id) {
@@ -115,7 +99,7 @@ std::vector<int64_t> MessageSession::acquire_jobs(const std::vector<int64_t>& ru
                                      std::to_string(scale_set_id_) + "/acquirejobs");
   GithubReply reply = queue_call(op, "POST", url, write_json(body), false, {});
   if (!reply.ok()) throw_actions_error(op, reply);
-  return read_queue_reply(op, reply, parse_acquired_jobs);
+  return parse_actions_reply(op, reply, parse_acquired_jobs);
 }
 
 }  // namespace runpool::github

@@ -11,24 +11,6 @@ namespace {
 const std::string kScaleSetsPath = "/_apis/runtime/runnerscalesets";
 const std::string kAgentsPath = "/_apis/distributedtask/pools/0/agents";
 
-// A body that is not what the service promises → GithubError (jsoncpp's own exceptions
-// included), without an excerpt: answers carry tokens.
-template <typename Fn>
-auto parse_scaleset_reply(const std::string& operation, const GithubReply& reply, Fn fn) {
-  auto doc = try_parse_json(reply.http.body);
-  if (!doc) {
-    throw GithubError(operation, reply.status(),
-                      "malformed JSON in the response (" + std::to_string(reply.http.body.size()) + " bytes)");
-  }
-  try {
-    return fn(*doc, "Actions service " + operation + " response");
-  } catch (const JsonError& e) {
-    throw GithubError(operation, reply.status(), e.what());
-  } catch (const Json::Exception& e) {
-    throw GithubError(operation, reply.status(), std::string("unreadable response: ") + e.what());
-  }
-}
-
 // {count, value:[x]}: nullopt for none, the one, or an error for several.
 template <typename T>
 std::optional<T> at_most_one(const std::string& operation, const GithubReply& reply,
@@ -39,7 +21,7 @@ std::optional<T> at_most_one(const std::string& operation, const GithubReply& re
     if (values.size() > 1) throw JsonError(what + ": " + std::to_string(values.size()) + " matches, expected one");
     return parse(values[0], what + " value[0]");
   };
-  return parse_scaleset_reply(operation, reply, one);
+  return parse_actions_reply(operation, reply, one);
 }
 
 std::string set_path(int64_t id) { return kScaleSetsPath + "/" + std::to_string(id); }
@@ -88,21 +70,21 @@ std::optional<ScaleSet> ScaleSetClient::get_scale_set_by_id(int64_t id) {
   GithubReply reply = call(op, "GET", set_path(id));
   if (reply.status() == 404) return std::nullopt;
   if (!reply.ok()) throw_actions_error(op, reply);
-  return parse_scaleset_reply(op, reply, parse_scale_set);
+  return parse_actions_reply(op, reply, parse_scale_set);
 }
 
 ScaleSet ScaleSetClient::create_scale_set(const ScaleSetSpec& spec) {
   const std::string op = "CreateScaleSet";
   GithubReply reply = call(op, "POST", kScaleSetsPath, write_json(scale_set_spec_json(spec)));
   if (!reply.ok()) throw_actions_error(op, reply);
-  return parse_scaleset_reply(op, reply, parse_scale_set);
+  return parse_actions_reply(op, reply, parse_scale_set);
 }
 
 ScaleSet ScaleSetClient::update_scale_set(int64_t id, const ScaleSetUpdate& update) {
   const std::string op = "UpdateScaleSet";
   GithubReply reply = call(op, "PATCH", set_path(id), write_json(scale_set_update_json(update)));
   if (!reply.ok()) throw_actions_error(op, reply);
-  return parse_scaleset_reply(op, reply, parse_scale_set);
+  return parse_actions_reply(op, reply, parse_scale_set);
 }
 
 DeleteOutcome ScaleSetClient::delete_scale_set(int64_t id) {
@@ -120,14 +102,14 @@ MessageSessionInfo ScaleSetClient::create_session(int64_t scale_set_id, const st
   body["ownerName"] = owner_name;
   GithubReply reply = call(op, "POST", set_path(scale_set_id) + "/sessions", write_json(body));
   if (!reply.ok()) throw_actions_error(op, reply);
-  return parse_scaleset_reply(op, reply, parse_message_session);
+  return parse_actions_reply(op, reply, parse_message_session);
 }
 
 MessageSessionInfo ScaleSetClient::refresh_session(int64_t scale_set_id, const std::string& session_id) {
   const std::string op = "RefreshMessageSession";
   GithubReply reply = call(op, "PATCH", set_path(scale_set_id) + "/sessions/" + url_encode(session_id));
   if (!reply.ok()) throw_actions_error(op, reply);
-  return parse_scaleset_reply(op, reply, parse_message_session);
+  return parse_actions_reply(op, reply, parse_message_session);
 }
 
 DeleteOutcome ScaleSetClient::delete_session(int64_t scale_set_id, const std::string& session_id) {
@@ -149,7 +131,7 @@ ScaleSetJitConfig ScaleSetClient::generate_jit_config(int64_t scale_set_id, cons
   body["workFolder"] = work_folder;
   GithubReply reply = call(op, "POST", set_path(scale_set_id) + "/generatejitconfig", write_json(body));
   if (!reply.ok()) throw_actions_error(op, reply);
-  return parse_scaleset_reply(op, reply, parse_scale_set_jit_config);
+  return parse_actions_reply(op, reply, parse_scale_set_jit_config);
 }
 
 std::optional<ScaleSetRunner> ScaleSetClient::get_runner(int64_t runner_id) {
@@ -157,7 +139,7 @@ std::optional<ScaleSetRunner> ScaleSetClient::get_runner(int64_t runner_id) {
   GithubReply reply = call(op, "GET", kAgentsPath + "/" + std::to_string(runner_id));
   if (reply.status() == 404) return std::nullopt;
   if (!reply.ok()) throw_actions_error(op, reply);
-  return parse_scaleset_reply(op, reply, parse_scale_set_runner);
+  return parse_actions_reply(op, reply, parse_scale_set_runner);
 }
 
 std::optional<ScaleSetRunner> ScaleSetClient::get_runner_by_name(const std::string& name) {
