@@ -203,11 +203,20 @@ void AgentLoop::resume() {
       spdlog::error("cleaning leftovers at start failed: {}", e.what());
     }
   } else {
-    strays_ = host_.stray_listeners();
-    if (!strays_.empty()) spdlog::warn("{} Listener process(es) left by an earlier agent: retiring them", strays_.size());
+    // A Listener an earlier agent started (and the job it may run) carries on: this agent follows
+    // it as its own. Retiring it while serving could not be made safe: its runner stays matchable,
+    // so a job can reach it at the moment it is interrupted.
+    try {
+      listener_ = host_.adopt_listener();
+    } catch (const std::exception& e) {
+      spdlog::error("cannot follow the Listener an earlier agent left: {}", e.what());
+    }
+    if (listener_) {
+      spdlog::warn("a Listener left by an earlier agent runs: following it");
+      activity_.apply(RunnerEvent{RunnerEvent::kListening, "", ""});  // its start is long past
+    }
     if (st_.phase == Phase::kServing) {
       token_taken_ = !(record_ && record_->generation == st_.generation && !record_->reg_token.empty());
-      if (!strays_.empty()) init_drain_state();
     } else if (st_.phase == Phase::kDraining) {
       drain_reason_ = "resumed a drain after a restart";
       drain_began_ = steady();
@@ -220,11 +229,11 @@ void AgentLoop::resume() {
     } else if (st_.phase == Phase::kStopped) {
       failed_ = record_ && pool::agent_reported(*record_, AgentSignal::kFailed);
       failure_reported_ = failed_;
-      if (!strays_.empty()) {
-        // A Listener of an assignment that is over (or failed): retired like an abandoned one,
-        // gracefully, before the cleaning.
+      if (listener_) {
+        // A Listener of an assignment that is over (or failed): drained like any other, gracefully,
+        // before the cleaning.
         st_.phase = Phase::kDraining;
-        drain_reason_ = "retiring the Listener of an earlier agent";
+        drain_reason_ = "the Listener of an assignment that is over, left by an earlier agent";
         stopping_ = true;
         init_drain_state();
       }
@@ -364,7 +373,6 @@ void AgentLoop::reset_assignment() {
   stopping_ = false;
   failed_ = failure_reported_ = false;
   stop_detail_.clear();
-  strays_.clear();
   drain_reason_.clear();
   deregistered_ = false;
   deregister_detail_.clear();
@@ -493,7 +501,7 @@ void AgentLoop::finish_unserved(const InstanceRecord& r) {
 
 void AgentLoop::deregister_and_clean(const InstanceRecord& r) {
   const int64_t g = st_.generation;
-  if (listener_ || !strays_.empty()) return;  // still stopping
+  if (listener_) return;  // still stopping
   if (!deregistered_) {
     std::optional<RunnerIdentity> id;
     try {
@@ -588,7 +596,7 @@ void AgentLoop::deregister_and_clean(const InstanceRecord& r) {
 }
 
 void AgentLoop::clean_local(const std::string& reason) {
-  if (listener_ || !strays_.empty()) return;
+  if (listener_) return;
   if (clean_failed_at_ && since(*clean_failed_at_) < s_.cleanup_timeout) return;
   spdlog::info("cleaning up generation {} locally: {}", st_.generation, reason);
   try {
@@ -629,8 +637,7 @@ void AgentLoop::update_status() {
       else set_status("idle, waiting for an assignment");
       break;
     case Phase::kServing:
-      if (!strays_.empty()) set_status("serving " + what + ", retiring a Listener left by an earlier agent");
-      else if (!listener_ && restart_at_) set_status("serving " + what + ", restarting the Listener");
+      if (!listener_ && restart_at_) set_status("serving " + what + ", restarting the Listener");
       else if (!listener_ || activity_.phase() == RunnerPhase::kStarting) set_status("serving " + what + ", starting the Listener");
       else if (busy_.load()) set_status("serving " + what + ", busy" + (job_track_.job.empty() ? "" : ": " + job_track_.job));
       else set_status("serving " + what + ", idle");

@@ -118,7 +118,6 @@ class AgentLoop {
   void init_drain_state();
   DrainFacts drain_facts() const;
   void drain_progress();
-  void stray_progress();
   void deregister_during_drain();
   bool remove_token_available() const;
   bool usable_remove_token(const pool::InstanceRecord& r) const;
@@ -167,8 +166,7 @@ class AgentLoop {
   int64_t registered_reported_ = 0;
   std::string reported_runner_version_;  // the runner version last written to the record
 
-  // Draining (also used to retire a stray Listener).
-  std::vector<int> strays_;
+  // Draining.
   std::string drain_reason_;
   DrainStrategy strategy_ = DrainStrategy::kStock;
   Steady drain_started_{};

@@ -1,7 +1,5 @@
-// The Listener's side of the loop: supervising it, reading what it does, draining it, and retiring
-// a Listener an earlier agent left running.
-#include <signal.h>
-
+// The Listener's side of the loop: supervising it (or the one an earlier agent left running),
+// reading what it does, and draining it.
 #include <spdlog/spdlog.h>
 
 #include "common/config.h"
@@ -28,8 +26,6 @@ void AgentLoop::set_busy(bool b) {
 }
 
 void AgentLoop::pump_listener() {
-  // A stray Listener's jobs show only as its Worker process (its output went to the earlier agent).
-  if (!strays_.empty()) set_busy(host_.worker_running());
   if (!listener_) return;
   for (const auto& e : listener_->poll_events()) observe(e);
   if (auto ex = listener_->exit_status()) {
@@ -121,10 +117,6 @@ void AgentLoop::take_token() {
 }
 
 void AgentLoop::supervise() {
-  if (!strays_.empty()) {
-    stray_progress();
-    if (!strays_.empty()) return;
-  }
   if (!token_taken_) take_token();
   if (!token_taken_) return;  // the Listener never starts while the token is readable in the record
   if (!listener_) {
@@ -210,7 +202,7 @@ void AgentLoop::begin_drain(const std::string& reason) {
   drain_reason_ = reason;
   stopping_ = true;
   restart_at_.reset();
-  if (strays_.empty()) init_drain_state();  // retiring strays already runs a drain
+  init_drain_state();
 }
 
 bool AgentLoop::usable_remove_token(const pool::InstanceRecord& r) const {
@@ -265,8 +257,7 @@ void AgentLoop::deregister_during_drain() {
   if (last_remove_failure_ == RemoveFailure::kTokenRefused) return_remove_token();
 }
 
-// What the runner's own drain and a stray Listener's share: the strategy, busy, and the drain's
-// clocks and bounds.
+// The drain's inputs this loop keeps: the strategy, busy, and the drain's clocks and bounds.
 DrainFacts AgentLoop::drain_facts() const {
   DrainFacts f;
   f.strategy = strategy_;
@@ -282,12 +273,8 @@ DrainFacts AgentLoop::drain_facts() const {
 }
 
 void AgentLoop::drain_progress() {
-  if (!strays_.empty()) {
-    strays_ = host_.stray_listeners();
-    set_busy(!strays_.empty() && host_.worker_running());
-  }
   DrainFacts f = drain_facts();
-  f.listener_running = listener_ != nullptr || !strays_.empty();
+  f.listener_running = listener_ != nullptr;
   f.has_remove_token = remove_token_available();
   f.deregistered = deregistered_;
   f.remove_exhausted = remove_attempts_ >= s_.deregister_attempts;
@@ -313,55 +300,17 @@ void AgentLoop::drain_progress() {
     case DrainStep::kInterrupt:
       spdlog::info("sending SIGINT to the idle Listener");
       if (listener_) listener_->interrupt();
-      host_.signal_processes(strays_, SIGINT);
       interrupt_at_ = steady();
       break;
     case DrainStep::kKill:
       spdlog::warn("the Listener did not stop {} after SIGINT: SIGKILL", format_duration(s_.cleanup_timeout));
       if (listener_) listener_->kill();
-      host_.signal_processes(strays_, SIGKILL);
       break;
     case DrainStep::kListenerGone:
       spdlog::info("the runner has stopped; generation {} goes on to deregistration and cleaning", st_.generation);
       st_.phase = Phase::kStopped;
       break;
   }
-}
-
-// A Listener left by an earlier agent, while serving: once idle SIGINT (never while a Worker runs),
-// then this agent starts its own. Its runner stays registered and matchable: no poll to wait out.
-void AgentLoop::stray_progress() {
-  if (strays_.empty()) return;
-  set_busy(host_.worker_running());
-  DrainFacts f = drain_facts();
-  f.listener_running = true;
-  f.has_remove_token = false;  // the runner stays registered: only its old Listener goes
-  f.poll_wait = Duration{0};
-  switch (drain_step(f)) {
-    case DrainStep::kFallBackToStock:
-      strategy_ = DrainStrategy::kStock;
-      break;
-    case DrainStep::kInterrupt:
-      spdlog::info("sending SIGINT to the earlier agent's idle Listener");
-      host_.signal_processes(strays_, SIGINT);
-      interrupt_at_ = steady();
-      break;
-    case DrainStep::kKill:
-      host_.signal_processes(strays_, SIGKILL);
-      break;
-    default:
-      break;
-  }
-  strays_ = host_.stray_listeners();
-  if (!strays_.empty()) return;
-  spdlog::info("the earlier agent's Listener is gone; starting this agent's own");
-  try {
-    host_.end_user_processes();
-  } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-  }
-  interrupt_at_.reset();
-  set_busy(false);
 }
 
 }  // namespace runpool::agent

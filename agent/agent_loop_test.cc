@@ -171,7 +171,7 @@ TEST_F(AgentLoopTest, AnIdleRunnerIsDeregisteredOnlyAfterOneLongPollWhateverItsD
   ticks(4);  // 400 ms of the 500 ms poll wait
   EXPECT_EQ(loop().state().phase, Phase::kDraining);
   EXPECT_TRUE(host_.removes.empty()) << "a job dispatched to the open poll may still arrive";
-  EXPECT_TRUE(host_.signals.empty());
+  EXPECT_FALSE(host_.listener->interrupted);
   ASSERT_TRUE(tick_until([&] { return !host_.removes.empty(); }, 5));
   ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
   EXPECT_EQ(host_.support_asks, 1);
@@ -430,36 +430,51 @@ TEST_F(AgentLoopTest, ResumesARunnerConfiguredForTheCurrentAssignment) {
   EXPECT_EQ(host_.cleans, 0);
 }
 
-TEST_F(AgentLoopTest, RetiresAStrayStockListenerOnlyOnceItsJobIsDone) {
+// A restarted agent follows the Listener its predecessor left (it may be running a job, and its
+// runner is matchable: interrupting it could cancel a job reaching it right then) until it ends.
+TEST_F(AgentLoopTest, FollowsTheListenerAnEarlierAgentLeftAndServesOnWithIt) {
   launch();
   memory_.report(kId, {.signal = AgentSignal::kRegistered, .take_reg_token = true, .generation = 1});
   host_.identity = RunnerIdentity{77, std::string("ci-") + kId + "-g1", ""};
-  host_.strays = {4242};
+  host_.stray = true;
   host_.worker = true;
   ticks(5);
-  EXPECT_TRUE(host_.signals.empty()) << "its Worker runs a job";
-  EXPECT_TRUE(record().busy);
+  EXPECT_EQ(host_.adopts, 1);
   EXPECT_EQ(host_.starts, 0);
+  EXPECT_TRUE(record().busy) << "its Worker runs a job";
   host_.worker = false;
-  ASSERT_TRUE(tick_until([&] { return host_.starts == 1; }, 5));
-  ASSERT_EQ(host_.signals.size(), 1u);
-  EXPECT_EQ(host_.signals[0], std::make_pair(4242, 2));
+  ticks(5);
   EXPECT_FALSE(record().busy);
+  EXPECT_FALSE(host_.listener->interrupted) << "idle, still serving: left alone";
+  host_.say(RunnerEvent::kJobRequested, "next");
+  ticks(1);
+  EXPECT_TRUE(record().busy) << "its jobs are seen in what it writes";
+  host_.say(RunnerEvent::kJobStarted, "next");
+  host_.say(RunnerEvent::kJobCompleted, "next");
+  ticks(1);
+  EXPECT_FALSE(record().busy);
+  EXPECT_EQ(host_.starts, 0);
+  // It ends (how, nobody can tell): this agent starts its own, after what it left is ended.
+  host_.listener->exit = ExitStatus{false, 0, true};
+  ASSERT_TRUE(tick_until([&] { return host_.starts == 1; }, 20));
+  EXPECT_GE(host_.ends, 1);
+  EXPECT_EQ(loop().state().phase, Phase::kServing);
+  EXPECT_TRUE(host_.configures.empty()) << "the same registration";
 }
 
-TEST_F(AgentLoopTest, AStrayListenerOfAnAssignmentThatIsOverIsRetiredThenCleaned) {
+TEST_F(AgentLoopTest, AStrayListenerOfAnAssignmentThatIsOverIsDrainedThenCleaned) {
   launch();
   ASSERT_TRUE(memory_.transition(kId, {}, {.state = State::kIdle, .generation = 2, .label = ""}));
   host_.identity = RunnerIdentity{77, std::string("ci-") + kId + "-g1", ""};
-  host_.strays = {4242};
+  host_.stray = true;
   host_.worker = true;
   ticks(3);
   EXPECT_EQ(loop().state().phase, Phase::kDraining);
-  EXPECT_TRUE(host_.signals.empty()) << "its job runs to its end";
+  EXPECT_FALSE(host_.listener->interrupted) << "its job runs to its end";
   host_.worker = false;
   ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kIdle; }));
-  ASSERT_EQ(host_.signals.size(), 1u);
-  EXPECT_EQ(host_.signals[0].second, 2);
+  EXPECT_TRUE(host_.listener->interrupted);
+  EXPECT_EQ(host_.starts, 0);
   EXPECT_GE(host_.cleans, 1);
   EXPECT_EQ(loop().state().last_served, 1);
 }

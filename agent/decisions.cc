@@ -384,13 +384,14 @@ std::string failure_evidence(const InstanceRecord& r) {
 // ---- Listener exits
 
 std::string describe(const ExitStatus& s) {
+  if (s.unknown) return "exit status unknown: an earlier agent started it";
   return s.signaled ? "killed by signal " + std::to_string(s.code) : "exit code " + std::to_string(s.code);
 }
 
 ExitDecision after_listener_exit(const ExitStatus& s, bool stopping, int restarts, int max_restarts, Duration backoff) {
   const std::string what = "the Listener ended (" + describe(s) + ")";
   if (stopping) return {AfterExit::kStopped, Duration{0}, what + " as asked"};
-  if (!s.signaled) {
+  if (!s.signaled && !s.unknown) {
     switch (s.code) {
       case 0: return {AfterExit::kFail, Duration{0}, what + " without a drain: its registration was deleted?"};
       case 1: return {AfterExit::kFail, Duration{0}, what + ": terminated (not configured, or its registration is gone)"};

@@ -218,6 +218,8 @@ std::string failure_evidence(const pool::InstanceRecord& record);
 struct ExitStatus {
   bool signaled = false;  // killed by a signal (`code` is its number), else exited with `code`
   int code = 0;
+  // Not this agent's child (a Listener an earlier agent started): it is gone, how is unknown.
+  bool unknown = false;
   bool operator==(const ExitStatus&) const = default;
 };
 std::string describe(const ExitStatus& s);

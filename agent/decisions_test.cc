@@ -582,6 +582,17 @@ TEST(AfterListenerExit, ByExitCode) {
   for (int sig : {9, 11, 15}) EXPECT_EQ(after_listener_exit({true, sig}, false, 0, 5, b).what, AfterExit::kRestart);
 }
 
+// An adopted Listener's end tells nothing (not this agent's child, no wait status): whatever ended
+// it, a fresh start says what is wrong, bounded like any restart.
+TEST(AfterListenerExit, AnEndOfUnknownCauseRestarts) {
+  const ExitStatus unknown{false, 0, true};
+  ExitDecision d = after_listener_exit(unknown, false, 0, 5, Duration{100});
+  EXPECT_EQ(d.what, AfterExit::kRestart);
+  EXPECT_NE(d.reason.find("exit status unknown"), std::string::npos) << d.reason;
+  EXPECT_EQ(after_listener_exit(unknown, false, 5, 5, Duration{100}).what, AfterExit::kFail);
+  EXPECT_EQ(after_listener_exit(unknown, true, 0, 5, Duration{100}).what, AfterExit::kStopped);
+}
+
 TEST(AfterListenerExit, AnyExitWhileStoppingEndsIt) {
   for (ExitStatus s : {ExitStatus{false, 0}, ExitStatus{false, 1}, ExitStatus{false, 2}, ExitStatus{true, 9}}) {
     EXPECT_EQ(after_listener_exit(s, true, 0, 5, Duration{1}).what, AfterExit::kStopped);

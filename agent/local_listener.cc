@@ -1,6 +1,8 @@
 #include "agent/local_listener.h"
 
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,14 +11,46 @@
 namespace runpool::agent {
 
 LocalListener::LocalListener(Child child, DiagTail diag, DiagTail perf)
-    : child_(child), diag_(std::move(diag)), perf_(std::move(perf)) {
+    : child_(child), diag_(std::move(diag)), perf_(std::move(perf)), group_(-child.pid) {
   out_open_ = child_.stdout_fd >= 0;
   err_open_ = child_.stderr_fd >= 0;
 }
 
+namespace {
+
+// The read side of what `pid` writes to `fd`, positioned at its end: only a regular file (the
+// output files LocalRunnerHost gives its Listeners); -1 otherwise.
+int follow_output(pid_t pid, int fd) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+  int r = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (r < 0) return -1;
+  struct stat st{};
+  if (fstat(r, &st) != 0 || !S_ISREG(st.st_mode) || lseek(r, 0, SEEK_END) < 0) {
+    close(r);
+    return -1;
+  }
+  return r;
+}
+
+bool is_listener(pid_t pid) { return process_cmdline(pid).find("Runner.Listener") != std::string::npos; }
+
+}  // namespace
+
+std::unique_ptr<LocalListener> LocalListener::adopt(pid_t pid, DiagTail diag, DiagTail perf) {
+  Child c;
+  c.pid = pid;
+  c.stdout_fd = follow_output(pid, 1);
+  c.stderr_fd = follow_output(pid, 2);
+  c.output_in_files = true;
+  auto l = std::make_unique<LocalListener>(c, std::move(diag), std::move(perf));
+  l->adopted_ = true;
+  if (getpgid(pid) != pid) l->group_ = pid;  // not a group leader: the process alone
+  return l;
+}
+
 LocalListener::~LocalListener() {
   // A Listener still running is left alone: an agent that stops (or restarts) must not cancel a
-  // job; the next agent finds it as a stray and retires it gracefully.
+  // job; the next agent adopts it.
   if (child_.stdout_fd >= 0) close(child_.stdout_fd);
   if (child_.stderr_fd >= 0) close(child_.stderr_fd);
 }
@@ -80,21 +114,28 @@ std::vector<RunnerEvent> LocalListener::poll_events() {
 
 std::optional<ExitStatus> LocalListener::exit_status() {
   if (exit_) return exit_;
+  if (adopted_) {
+    // A zombie (its parent reaps it) has no command line: gone as well.
+    if (is_listener(child_.pid)) return std::nullopt;
+    exit_ = ExitStatus{false, 0, true};
+    if (group_ < 0) ::kill(group_, SIGKILL);  // never a lone pid that may be reused by now
+    return exit_;
+  }
   int ws = 0;
   pid_t w = waitpid(child_.pid, &ws, WNOHANG);
   if (w != child_.pid) return std::nullopt;
   exit_ = exit_status_of(ws);
   // Whatever of its group is left (a Worker of a lost job) goes with it.
-  ::kill(-child_.pid, SIGKILL);
+  ::kill(group_, SIGKILL);
   return exit_;
 }
 
 void LocalListener::interrupt() {
-  if (!exit_) ::kill(-child_.pid, SIGINT);
+  if (!exit_) ::kill(group_, SIGINT);
 }
 
 void LocalListener::kill() {
-  if (!exit_) ::kill(-child_.pid, SIGKILL);
+  if (!exit_) ::kill(group_, SIGKILL);
 }
 
 std::string LocalListener::output_tail() const {

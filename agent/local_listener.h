@@ -1,9 +1,10 @@
 // A running `bin/Runner.Listener run`: its stdout and stderr are read from the files it writes
 // them to (not pipes: it must outlive the agent), its _diag log is tailed, and each line becomes a
-// RunnerEvent for the loop. Started by LocalRunnerHost.
+// RunnerEvent for the loop. Started (or, after an agent restart, adopted) by LocalRunnerHost.
 #pragma once
 
 #include <deque>
+#include <memory>
 #include <string>
 
 #include "agent/diag_tail.h"
@@ -17,6 +18,10 @@ class LocalListener final : public ListenerProcess {
   // Takes over `child` (its pipes); `diag` and `perf` (its RUNNER_PERFLOG) were created before
   // the child started.
   LocalListener(Child child, DiagTail diag, DiagTail perf);
+  // Follows Listener `pid` that an earlier agent started: its output files (read through
+  // /proc/<pid>/fd, from their current end), its _diag and perf logs from now. Its end is seen
+  // when the process is gone; its exit status is unknown.
+  static std::unique_ptr<LocalListener> adopt(pid_t pid, DiagTail diag, DiagTail perf);
   ~LocalListener() override;
   LocalListener(const LocalListener&) = delete;
   LocalListener& operator=(const LocalListener&) = delete;
@@ -41,6 +46,8 @@ class LocalListener final : public ListenerProcess {
   bool out_open_ = true, err_open_ = true;
   std::deque<std::string> tail_;
   std::optional<ExitStatus> exit_;
+  bool adopted_ = false;  // not this agent's child: no wait status
+  pid_t group_ = -1;      // signalled as a group (spawn makes it one); an adopted one may not be
 };
 
 }  // namespace runpool::agent

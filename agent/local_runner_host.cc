@@ -308,18 +308,30 @@ std::optional<RunnerDrainSupport> LocalRunnerHost::drain_support() {
   return parse_run_help(r.output);
 }
 
-std::vector<int> LocalRunnerHost::stray_listeners() {
-  std::vector<int> out;
+std::unique_ptr<ListenerProcess> LocalRunnerHost::adopt_listener() {
   auto user = runner_user();
-  if (!user) return out;
+  if (!user) return nullptr;
+  std::vector<pid_t> found;
   for (pid_t p : processes_of_user(user->uid)) {
     std::string cmd = process_cmdline(p);
     if (cmd.find("Runner.Listener") != std::string::npos && cmd.find("configure") == std::string::npos &&
         cmd.find("remove") == std::string::npos) {
-      out.push_back(p);
+      found.push_back(p);
     }
   }
-  return out;
+  if (found.empty()) return nullptr;
+  // The one an agent spawned leads its own process group.
+  pid_t pid = found[0];
+  for (pid_t p : found) {
+    if (getpgid(p) == p) {
+      pid = p;
+      break;
+    }
+  }
+  if (found.size() > 1) spdlog::warn("{} Listener processes of the runner user; following pid {}", found.size(), pid);
+  listener_pid_ = pid;
+  spdlog::info("following the Listener an earlier agent started, pid {}", pid);
+  return LocalListener::adopt(pid, DiagTail(path("_diag")), DiagTail(path("_diag"), "Runner", ".perf"));
 }
 
 bool LocalRunnerHost::worker_running() {
@@ -329,10 +341,6 @@ bool LocalRunnerHost::worker_running() {
     if (process_cmdline(p).find("Runner.Worker") != std::string::npos) return true;
   }
   return false;
-}
-
-void LocalRunnerHost::signal_processes(const std::vector<int>& pids, int signal) {
-  for (int p : pids) ::kill(p, signal);
 }
 
 void LocalRunnerHost::end_leftovers() {

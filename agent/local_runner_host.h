@@ -72,9 +72,8 @@ class LocalRunnerHost final : public RunnerHost {
   void remove_local() override;
   std::unique_ptr<ListenerProcess> start_listener() override;
   std::optional<RunnerDrainSupport> drain_support() override;
-  std::vector<int> stray_listeners() override;
+  std::unique_ptr<ListenerProcess> adopt_listener() override;
   bool worker_running() override;
-  void signal_processes(const std::vector<int>& pids, int signal) override;
   void end_user_processes() override;
   void clean() override;
 
@@ -105,7 +104,7 @@ class LocalRunnerHost final : public RunnerHost {
 
   RunnerHostSettings s_;
   std::function<void()> alive_;
-  pid_t listener_pid_ = -1;  // the last Listener start_listener started
+  pid_t listener_pid_ = -1;  // the last Listener start_listener started (or adopt_listener found)
   std::optional<UserIdentity> tenant_;  // the job user in place (tenant mode), once read
   bool tenant_read_ = false;
   std::optional<InstallManifest> manifest_;  // the installation as the last prepare() left it

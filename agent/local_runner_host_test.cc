@@ -241,19 +241,33 @@ TEST_F(LocalRunnerHostTest, TheListenerRunsAsTheRunnerAndItsOutputBecomesEvents)
   std::getline(std::ifstream(root / ".listener-env"), env_seen);
   EXPECT_EQ(env_seen, "deprecated_exit_code=1") << "a refused version must exit 7, not 1";
   EXPECT_FALSE(listener->exit_status());
-  auto strays = host.stray_listeners();
-  EXPECT_FALSE(strays.empty()) << "a Listener of the runner user is visible as such";
-  listener->interrupt();
-  std::optional<ExitStatus> status;
-  for (int i = 0; i < 400 && !status; ++i) {
+
+  // The agent after a restart (another host) follows the running Listener: its output from now
+  // on, its signals, its end.
+  LocalRunnerHost again(settings(root), nullptr);
+  auto adopted = again.adopt_listener();
+  ASSERT_TRUE(adopted) << "a Listener of the runner user is found";
+  EXPECT_FALSE(adopted->exit_status());
+  adopted->interrupt();
+  std::optional<ExitStatus> status, adopted_status;
+  for (int i = 0; i < 400 && !(status && adopted_status); ++i) {
     listener->poll_events();
-    status = listener->exit_status();
+    adopted->poll_events();
+    status = listener->exit_status();  // reaps it: this test is its parent
+    adopted_status = adopted->exit_status();
     std::this_thread::sleep_for(50ms);
   }
   ASSERT_TRUE(status);
   EXPECT_EQ(*status, (ExitStatus{false, 0}));
   listener->poll_events();  // what it wrote before exiting, as the agent reads it after an exit
   EXPECT_NE(listener->output_tail().find("Exiting..."), std::string::npos) << listener->output_tail();
+  ASSERT_TRUE(adopted_status);
+  EXPECT_TRUE(adopted_status->unknown) << "not the adopting host's child";
+  adopted->poll_events();
+  EXPECT_NE(adopted->output_tail().find("Exiting..."), std::string::npos) << adopted->output_tail();
+  EXPECT_EQ(adopted->output_tail().find("Listening for Jobs"), std::string::npos)
+      << "only what it wrote after the adoption: " << adopted->output_tail();
+  EXPECT_FALSE(again.adopt_listener()) << "none left";
 }
 
 // The jobs' confinement (the IMDS guard) runs before any runner process: before the runner is

@@ -64,10 +64,11 @@ class RunnerHost {
   // What the installed runner can do to drain: `bin/Runner.Listener run --help` as the runner
   // user, bounded in time. nullopt when it could not tell (failed, timed out).
   virtual std::optional<RunnerDrainSupport> drain_support() = 0;
-  // Listener processes of the runner user that this agent did not start (left by an earlier agent).
-  virtual std::vector<int> stray_listeners() = 0;
+  // The Listener an earlier agent started and left running (an agent restart), followed from now
+  // on as if this agent had started it — its output, its job, its end (of unknown cause: it is not
+  // this agent's child). nullptr when none runs.
+  virtual std::unique_ptr<ListenerProcess> adopt_listener() = 0;
   virtual bool worker_running() = 0;  // a Runner.Worker process exists
-  virtual void signal_processes(const std::vector<int>& pids, int signal) = 0;
   // Ends every process of the runner user: SIGTERM, then SIGKILL after the cleanup bound.
   virtual void end_user_processes() = 0;
   // Between assignments: end the user's processes, delete configuration, credentials, .drain,

@@ -24,6 +24,7 @@ class FakeListener final : public ListenerProcess {
     bool interrupted = false;
     bool killed = false;
     bool exit_on_interrupt = true;
+    bool adopted = false;  // an earlier agent's: its end has no known status
   };
   explicit FakeListener(std::shared_ptr<Shared> s) : s_(std::move(s)) {}
   std::vector<RunnerEvent> poll_events() override {
@@ -34,7 +35,7 @@ class FakeListener final : public ListenerProcess {
   std::optional<ExitStatus> exit_status() override { return s_->exit; }
   void interrupt() override {
     s_->interrupted = true;
-    if (s_->exit_on_interrupt) s_->exit = ExitStatus{false, 0};
+    if (s_->exit_on_interrupt) s_->exit = ExitStatus{false, 0, s_->adopted};
   }
   void kill() override {
     s_->killed = true;
@@ -91,12 +92,16 @@ class FakeHost final : public RunnerHost {
     ++support_asks;
     return support;
   }
-  std::vector<int> stray_listeners() override { return strays; }
-  bool worker_running() override { return worker; }
-  void signal_processes(const std::vector<int>& pids, int sig) override {
-    for (int p : pids) signals.push_back({p, sig});
-    if (!pids.empty() && strays_exit_on_signal) strays.clear();
+  std::unique_ptr<ListenerProcess> adopt_listener() override {
+    if (!stray) return nullptr;
+    stray = false;
+    ++adopts;
+    listener = std::make_shared<FakeListener::Shared>();
+    listener->exit_on_interrupt = exit_on_interrupt;
+    listener->adopted = true;
+    return std::make_unique<FakeListener>(listener);
   }
+  bool worker_running() override { return worker; }
   void end_user_processes() override { ++ends; }
   void clean() override {
     ++cleans;
@@ -126,10 +131,9 @@ class FakeHost final : public RunnerHost {
   std::shared_ptr<FakeListener::Shared> listener;
   std::optional<RunnerDrainSupport> support = RunnerDrainSupport{};  // what `run --help` shows
   bool exit_on_interrupt = true;
-  std::vector<int> strays;
-  bool strays_exit_on_signal = true;
+  bool stray = false;  // a Listener an earlier agent left runs (adopt_listener finds it)
+  int adopts = 0;
   bool worker = false;
-  std::vector<std::pair<int, int>> signals;
 };
 
 class FakeSelfTerminator final : public SelfTerminator {

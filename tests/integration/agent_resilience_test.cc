@@ -118,19 +118,20 @@ TEST_F(AgentResilience, AKilledAgentIsRestartedAndResumesItsAssignment) {
   const int64_t runner_id = env_->record(id).runner_id;
   auto agents = env_->pids_matching(id, "runpool-agent --config");
   ASSERT_EQ(agents.size(), 1u);
+  const auto listener = env_->pids_matching(id, "Runner.Listener run");
+  ASSERT_EQ(listener.size(), 1u);
   ASSERT_EQ(kill(agents[0], SIGKILL), 0);
-  // user-data restarts it (as systemd's Restart= would); it retires the Listener the dead agent
-  // left and supervises one of its own — the same registration, not a new one.
+  // user-data restarts it (as systemd's Restart= would); it follows the Listener the dead agent
+  // left — the same registration and the same process, not a new one.
   ASSERT_TRUE(eventually(
       [&] {
         auto now = env_->pids_matching(id, "runpool-agent --config");
         return now.size() == 1 && now[0] != agents[0];
       },
       10s));
-  ASSERT_TRUE(eventually([&] { return env_->console(id).find("starting this agent's own") != std::string::npos; },
-                         15s))
+  ASSERT_TRUE(eventually([&] { return env_->console(id).find("following it") != std::string::npos; }, 15s))
       << env_->console(id);
-  ASSERT_TRUE(eventually([&] { return env_->pids_matching(id, "Runner.Listener run").size() == 1; }, 10s));
+  EXPECT_EQ(env_->pids_matching(id, "Runner.Listener run"), listener);
   EXPECT_EQ(env_->record(id).runner_id, runner_id);
   EXPECT_EQ(env_->runners_named(env_->runner_name(id, 1)).size(), 1u);
   int64_t job = env_->queue_job("run-agent-crash", 1500);
