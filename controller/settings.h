@@ -18,6 +18,7 @@
 #include "common/pool/transitions.h"
 #include "common/schedule/idle_schedule.h"
 #include "common/secret.h"
+#include "common/settings_table.h"
 
 namespace runpool::controller {
 
@@ -36,8 +37,8 @@ std::string format_resource_classes(const std::vector<ResourceClass>& classes);
 
 struct Settings {
   // Where the pool lives.
-  std::string table;
-  std::string pool;
+  std::string table = "runpool";
+  std::string pool = "default";
   std::string region;  // resolved: flag/file/env RUNPOOL_REGION, else AWS_REGION / AWS_DEFAULT_REGION
   std::string endpoint_dynamodb, endpoint_sqs, endpoint_ec2;  // "" = AWS_ENDPOINT_URL_* or public
   Duration aws_timeout{std::chrono::seconds(30)};
@@ -72,8 +73,8 @@ struct Settings {
   std::vector<std::pair<std::string, std::string>> instance_tags;  // the operator's, on instances and volumes
   int root_volume_size = 0;        // GiB; 0: the AMI's
   std::string root_volume_type;    // "": the AMI's
-  std::string root_volume_device;  // the AMI's root device name
-  std::string spot_allocation_strategy;
+  std::string root_volume_device = "/dev/xvda";  // the AMI's root device name
+  std::string spot_allocation_strategy = "price-capacity-optimized";
   std::string user_data_template;  // path of user-data.sh.in
   std::string agent_binary;        // the agent binary's path on the instance (@AGENT_BINARY@)
   // The agent's own config keys (agent/agent_settings.h) rendered into user-data, in order:
@@ -111,6 +112,7 @@ struct Settings {
   // the pool's job_privileges, reuse, reuse_scope and trust_domain, and each class's own where set.
   pool::ReusePolicy reuse_policy;
   std::map<std::string, pool::ReusePolicy> resource_class_reuse_policy;  // class → its own (else reuse_policy)
+  std::map<std::string, std::string> reuse_overridden_by;  // class → the first resource_class_* key that set it
   const pool::ReusePolicy& reuse_policy_for(const std::string& resource_class) const {
     auto it = resource_class_reuse_policy.find(resource_class);
     return it == resource_class_reuse_policy.end() ? reuse_policy : it->second;
@@ -118,7 +120,7 @@ struct Settings {
 
   // Shared pools and scale-down (docs/design.md, "Shared pools" and "Scale-down").
   bool shared = false;                     // pool_mode = shared
-  std::vector<std::string> shared_labels;  // a shared runner's labels; its class is appended
+  std::vector<std::string> shared_labels{"self-hosted", "linux", "x64"};  // a shared runner's labels; its class is appended
   std::string os = "linux";                // the image's OS: picks the minimum running time
   std::vector<schedule::ScheduleEntry> scale_down_schedule;
   pool::ScaleDownPolicy scale_down;  // min running times, boot time, agent_silence
@@ -137,7 +139,9 @@ struct Settings {
   std::string queue_name(const std::string& resource_class) const;  // "<pool>-<class>"
 };
 
-// The schema: every key, its type, default and help (also rendered into docs/runpoolctl.md).
+// Every key bound to its Settings member (common/settings_table.h), in loading order.
+const SettingsTable<Settings>& settings_table();
+// The table's keys: type, default and help (also rendered into docs/runpoolctl.md).
 std::vector<KeySpec> settings_schema();
 
 // Typed, cross-checked settings. Throws ConfigError naming the key on anything invalid.

@@ -75,6 +75,30 @@ TEST(Settings, Defaults) {
   EXPECT_THROW(require_aws(load("instance_role_id = AROA3XFRBF535PLBIFPI4\n")), ConfigError);  // no region
 }
 
+// A default is written once, in Settings: what loading nothing gives is what Settings{} holds.
+TEST(Settings, LoadingNothingGivesTheStructsDefaults) {
+  const Settings untouched;
+  Settings s = load("", {{"AWS_REGION", "eu-west-1"}});
+  EXPECT_EQ(s.timeouts.boot_ms, untouched.timeouts.boot_ms);
+  EXPECT_EQ(s.timeouts.registration_ms, untouched.timeouts.registration_ms);
+  EXPECT_EQ(s.timeouts.max_runtime_ms, untouched.timeouts.max_runtime_ms);
+  EXPECT_EQ(s.timeouts.drain_ms, untouched.timeouts.drain_ms);
+  EXPECT_EQ(s.timeouts.hard_grace_ms, untouched.timeouts.hard_grace_ms);
+  EXPECT_EQ(s.timeouts.idle_ttl_ms, untouched.timeouts.idle_ttl_ms);
+  EXPECT_EQ(s.timeouts.terminate_ms, untouched.timeouts.terminate_ms);
+  EXPECT_EQ(s.timeouts.retention_ms, untouched.timeouts.retention_ms);
+  EXPECT_EQ(s.scale_down.min_running_linux_ms, untouched.scale_down.min_running_linux_ms);
+  EXPECT_EQ(s.scale_down.min_running_windows_ms, untouched.scale_down.min_running_windows_ms);
+  EXPECT_EQ(s.scale_down.boot_time_ms, untouched.scale_down.boot_time_ms);
+  EXPECT_EQ(s.scale_down.agent_silence_ms, untouched.scale_down.agent_silence_ms);
+  EXPECT_EQ(s.table, untouched.table);
+  EXPECT_EQ(s.shared_labels, untouched.shared_labels);
+  EXPECT_EQ(s.root_volume_device, untouched.root_volume_device);
+  EXPECT_EQ(s.spot_allocation_strategy, untouched.spot_allocation_strategy);
+  EXPECT_EQ(s.provision_timeout, untouched.provision_timeout);
+  EXPECT_EQ(s.max_count, untouched.max_count);
+}
+
 TEST(Settings, ResourceClassImagesNameKnownClassesOnce) {
   Settings s = load("resource_classes = small=c7i.large;arm=c7g.large\nresource_class_images = arm=ami-0123456789abcdef0\n");
   EXPECT_EQ(s.resource_class_images, (std::map<std::string, std::string>{{"arm", "ami-0123456789abcdef0"}}));
