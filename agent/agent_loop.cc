@@ -28,20 +28,7 @@ LoopSettings loop_settings(const AgentSettings& a, const std::string& instance_i
   if (a.drain_capable) {
     spdlog::warn("drain_capable is ignored: the drain follows what `bin/Runner.Listener run --help` shows");
   }
-  s.poll_interval = a.assignment_poll_interval;
-  s.boot_grace = a.boot_grace;
-  s.deadline_grace = a.deadline_grace;
-  s.table_unreachable_limit = a.table_unreachable_limit;
-  s.restart_backoff = a.listener_restart_backoff;
-  s.max_restarts = a.listener_max_restarts;
-  s.drain_timeout = a.drain_timeout;
-  s.stock_idle_wait = a.stock_idle_wait;
-  s.drain_poll_wait = a.drain_poll_wait;
-  s.job_start_bound = a.job_start_bound;
-  s.registration_timeout = a.registration_timeout;
-  s.deregister_attempts = a.deregister_attempts;
-  s.cleanup_timeout = a.cleanup_timeout;
-  s.terminate_wait = a.terminate_wait;
+  static_cast<LoopTimings&>(s) = a.loop;
   return s;
 }
 
@@ -108,7 +95,7 @@ void AgentLoop::read_record() {
     record_ = table_.get(s_.instance_id);
     reachable_ = true;
     health_.ok();
-    if (record_) job_bound_ = job_bound_ms(*record_, s_.drain_timeout);
+    if (record_) job_bound_ = job_bound_ms(*record_, s_.drain_signal_timeout);
     if (!was_reachable_) spdlog::info("the state table answers again");
     was_reachable_ = true;
   } catch (const std::exception& e) {
@@ -412,7 +399,7 @@ void AgentLoop::do_register(const InstanceRecord& r) {
     if (res.ok()) break;
     spdlog::warn("config.sh failed (attempt {}, {}): {}", attempt,
                  res.timed_out ? "timed out" : "exit " + std::to_string(res.exit_code), clip(res.output));
-    if (res.timed_out || since(start) >= s_.registration_timeout || attempt == 3) break;
+    if (res.timed_out || since(start) >= s_.config_sh_timeout || attempt == 3) break;
     clock_.sleep_for(s_.restart_backoff);
   }
   st_.phase = Phase::kStopped;
@@ -527,7 +514,7 @@ void AgentLoop::deregister_and_clean(const InstanceRecord& r) {
       if (remove_failed_at_) f.since_last_attempt = since(*remove_failed_at_);
       f.retry_interval = 2 * s_.poll_interval;
       if (token_returned_at_) f.awaiting_token_for = since(*token_returned_at_);
-      f.token_wait = s_.registration_timeout;
+      f.token_wait = s_.config_sh_timeout;
       DeregisterDecision d = deregister_step(f);
       switch (d.step) {
         case DeregisterStep::kWait:

@@ -1,12 +1,11 @@
 // The agent's main loop: each tick reads the instance's record, gathers what the runner did, asks
 // the pure decisions (decisions.h) what to do, and does it through the interfaces of
-// runner_host.h. Blocking steps are bounded (config.sh by registration_timeout, cleaning by
+// runner_host.h. Blocking steps are bounded (config.sh by config_sh_timeout, cleaning by
 // cleanup_timeout); everything else is a non-blocking check, so a tick is short and the watchdog
 // sees a live loop.
 //
 // Resuming after a restart is part of the design: the phase comes from the record and the runner
-// root (initial_state), a Listener an earlier agent left running is retired gracefully (once it is
-// idle) and replaced by one this agent supervises.
+// root (initial_state), and a Listener an earlier agent left running is followed as this agent's own.
 #pragma once
 
 #include <atomic>
@@ -25,24 +24,11 @@
 
 namespace runpool::agent {
 
-struct LoopSettings {
+// What the loop is handed: its bounds as configured (agent_settings.h), and who it is.
+struct LoopSettings : LoopTimings {
   std::string instance_id;
   std::string pool;
   std::string agent_version;
-  Duration poll_interval{std::chrono::seconds(1)};
-  Duration boot_grace{std::chrono::minutes(5)};
-  Duration deadline_grace{std::chrono::minutes(10)};
-  Duration table_unreachable_limit{std::chrono::minutes(10)};
-  Duration restart_backoff{std::chrono::seconds(2)};
-  int max_restarts = 10;
-  Duration drain_timeout{std::chrono::minutes(5)};
-  Duration stock_idle_wait{std::chrono::seconds(60)};
-  Duration drain_poll_wait{std::chrono::seconds(50)};
-  Duration job_start_bound{std::chrono::minutes(5)};
-  Duration registration_timeout{std::chrono::minutes(2)};
-  int deregister_attempts = 5;
-  Duration cleanup_timeout{std::chrono::seconds(30)};
-  Duration terminate_wait{std::chrono::minutes(2)};
 };
 
 LoopSettings loop_settings(const AgentSettings& s, const std::string& instance_id, const std::string& version);

@@ -264,7 +264,7 @@ DrainFacts AgentLoop::drain_facts() const {
   f.busy = busy_.load();
   if (interrupt_at_) f.since_interrupt = since(*interrupt_at_);
   f.since_drain_start = since(drain_started_);
-  f.drain_timeout = s_.drain_timeout;
+  f.drain_timeout = s_.drain_signal_timeout;
   f.stock_idle_wait = s_.stock_idle_wait;
   f.poll_wait = s_.drain_poll_wait;
   f.stop_timeout = s_.cleanup_timeout;
@@ -291,7 +291,7 @@ void AgentLoop::drain_progress() {
       break;
     case DrainStep::kFallBackToStock:
       spdlog::warn("the Listener ignored its drain signal for {} while idle: draining it as a stock runner",
-                   format_duration(s_.drain_timeout));
+                   format_duration(s_.drain_signal_timeout));
       strategy_ = DrainStrategy::kStock;
       break;
     case DrainStep::kDeregister:

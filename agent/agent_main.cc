@@ -42,7 +42,7 @@ struct Identity {
 };
 
 std::optional<Identity> learn_identity(aws::ImdsClient& imds, const AgentSettings& s, StopFlag& stop) {
-  const auto deadline = std::chrono::steady_clock::now() + s.boot_grace;
+  const auto deadline = std::chrono::steady_clock::now() + s.loop.boot_grace;
   std::string last_error;
   while (std::chrono::steady_clock::now() < deadline) {
     try {
@@ -207,8 +207,8 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   hs.runner_group = s.runner_group;
   hs.path = s.runner_path;
   if (const char* lang = std::getenv("LANG"); lang && *lang) hs.lang = lang;
-  hs.registration_timeout = s.registration_timeout;
-  hs.cleanup_timeout = s.cleanup_timeout;
+  hs.config_sh_timeout = s.loop.config_sh_timeout;
+  hs.cleanup_timeout = s.loop.cleanup_timeout;
   // Jobs cut off from IMDS (the role's credentials) unless job_imds_access: before every runner start.
   const ImdsGuardPlan imds_guard =
       per_assignment ? plan_job_imds_guard({s.job_imds_access, s.job_uid_range.first, imds.endpoint(), s.job_uid_range.last})
@@ -281,7 +281,7 @@ int run_agent(const AgentSettings& s, const std::string& version) {
                                            [&] { watchdog.alive(); }, [&] { return stop.requested(); });
     if (!result.cancelled) loop.set_pre_run(result.status, result.detail);
   }
-  PollIntervals intervals{s.assignment_poll_interval, s.idle_poll_interval, s.settle_poll_interval, s.settle_window};
+  PollIntervals intervals{s.loop.poll_interval, s.idle_poll_interval, s.settle_poll_interval, s.settle_window};
   std::chrono::steady_clock::time_point settling_since{};  // meaningful while was_settling
   bool was_settling = false;
   int exit_code = kExitStopped;

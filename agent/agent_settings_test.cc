@@ -41,12 +41,12 @@ TEST(AgentSettings, DefaultsAreTheDocumentedOnes) {
   EXPECT_FALSE(s.drain_capable);
   EXPECT_TRUE(s.runner_disable_update);
   EXPECT_EQ(s.heartbeat_interval, std::chrono::seconds(30));
-  EXPECT_EQ(s.assignment_poll_interval, std::chrono::seconds(1));
+  EXPECT_EQ(s.loop.poll_interval, std::chrono::seconds(1));
   EXPECT_EQ(s.notice_poll_interval, std::chrono::seconds(5));
-  EXPECT_EQ(s.boot_grace, std::chrono::minutes(5));
-  EXPECT_EQ(s.table_unreachable_limit, std::chrono::minutes(10));
-  EXPECT_EQ(s.listener_restart_backoff, std::chrono::seconds(2));
-  EXPECT_EQ(s.listener_max_restarts, 10);
+  EXPECT_EQ(s.loop.boot_grace, std::chrono::minutes(5));
+  EXPECT_EQ(s.loop.table_unreachable_limit, std::chrono::minutes(10));
+  EXPECT_EQ(s.loop.restart_backoff, std::chrono::seconds(2));
+  EXPECT_EQ(s.loop.max_restarts, 10);
   EXPECT_EQ(s.region, "");
   EXPECT_EQ(s.endpoint_dynamodb, "");
   EXPECT_EQ(s.imds_endpoint, "");
@@ -122,28 +122,76 @@ TEST(AgentSettings, Metrics) {
   EXPECT_EQ(s.metrics_namespace, "acme/ci");
 }
 
+// drain_signal_timeout and config_sh_timeout were drain_timeout and registration_timeout, names
+// runpoolctl gives other meanings: the former names are still read, the current ones win.
+TEST(AgentSettings, FormerKeyNamesAreStillReadAndTheCurrentOnesWin) {
+  Config old_names(agent_schema());
+  old_names.merge_text(kMinimal + "drain_timeout = 4s\nregistration_timeout = 20s\n", "agent.conf");
+  AgentSettings s = load_agent_settings(old_names);
+  EXPECT_EQ(s.loop.drain_signal_timeout.count(), 4000);
+  EXPECT_EQ(s.loop.config_sh_timeout.count(), 20000);
+  Config both(agent_schema());
+  both.merge_text(kMinimal + "drain_timeout = 4s\ndrain_signal_timeout = 7s\nregistration_timeout = 20s\n"
+                             "config_sh_timeout = 30s\n",
+                  "agent.conf");
+  s = load_agent_settings(both);
+  EXPECT_EQ(s.loop.drain_signal_timeout.count(), 7000);
+  EXPECT_EQ(s.loop.config_sh_timeout.count(), 30000);
+  Config none(agent_schema());
+  none.merge_text(kMinimal, "agent.conf");
+  EXPECT_EQ(load_agent_settings(none).loop.drain_signal_timeout, LoopTimings{}.drain_signal_timeout);
+}
+
+// A default is written once, in AgentSettings: what loading nothing gives is what AgentSettings{} holds.
+TEST(AgentSettings, LoadingNothingGivesTheStructsDefaults) {
+  Config c(agent_schema());
+  c.merge_text(kMinimal, "agent.conf");
+  const AgentSettings s = load_agent_settings(c);
+  const AgentSettings untouched;
+  const LoopTimings& a = s.loop;
+  const LoopTimings& b = untouched.loop;
+  EXPECT_EQ(a.poll_interval, b.poll_interval);
+  EXPECT_EQ(a.boot_grace, b.boot_grace);
+  EXPECT_EQ(a.deadline_grace, b.deadline_grace);
+  EXPECT_EQ(a.table_unreachable_limit, b.table_unreachable_limit);
+  EXPECT_EQ(a.restart_backoff, b.restart_backoff);
+  EXPECT_EQ(a.max_restarts, b.max_restarts);
+  EXPECT_EQ(a.drain_signal_timeout, b.drain_signal_timeout);
+  EXPECT_EQ(a.stock_idle_wait, b.stock_idle_wait);
+  EXPECT_EQ(a.drain_poll_wait, b.drain_poll_wait);
+  EXPECT_EQ(a.job_start_bound, b.job_start_bound);
+  EXPECT_EQ(a.config_sh_timeout, b.config_sh_timeout);
+  EXPECT_EQ(a.deregister_attempts, b.deregister_attempts);
+  EXPECT_EQ(a.cleanup_timeout, b.cleanup_timeout);
+  EXPECT_EQ(a.terminate_wait, b.terminate_wait);
+  EXPECT_EQ(s.runner_root, untouched.runner_root);
+  EXPECT_EQ(s.job_users_state, untouched.job_users_state);
+  EXPECT_EQ(s.runner_path, untouched.runner_path);
+  EXPECT_EQ(s.docker_socket, untouched.docker_socket);
+}
+
 TEST(AgentSettings, EveryTimeoutIsConfigurable) {
   Config c(agent_schema());
   c.merge_text(kMinimal +
                    "heartbeat_interval = 200ms\nassignment_poll_interval = 100ms\nnotice_poll_interval = 100ms\n"
                    "boot_grace = 2s\ntable_unreachable_limit = 3s\nlistener_restart_backoff = 50ms\n"
-                   "listener_max_restarts = 3\ndrain_timeout = 4s\nstock_idle_wait = 1s\nregistration_timeout = 20s\n"
+                   "listener_max_restarts = 3\ndrain_signal_timeout = 4s\nstock_idle_wait = 1s\nconfig_sh_timeout = 20s\n"
                    "cleanup_timeout = 2s\nterminate_wait = 5s\naws_timeout = 2s\naws_max_attempts = 5\n"
                    "drain_capable = true\nrunner_root = /tmp/rp/{instance_id}/runner\nrunner_template = /opt/tpl\n",
                "agent.conf");
   AgentSettings s = load_agent_settings(c);
   EXPECT_EQ(s.heartbeat_interval.count(), 200);
-  EXPECT_EQ(s.assignment_poll_interval.count(), 100);
+  EXPECT_EQ(s.loop.poll_interval.count(), 100);
   EXPECT_EQ(s.notice_poll_interval.count(), 100);
-  EXPECT_EQ(s.boot_grace.count(), 2000);
-  EXPECT_EQ(s.table_unreachable_limit.count(), 3000);
-  EXPECT_EQ(s.listener_restart_backoff.count(), 50);
-  EXPECT_EQ(s.listener_max_restarts, 3);
-  EXPECT_EQ(s.drain_timeout.count(), 4000);
-  EXPECT_EQ(s.stock_idle_wait.count(), 1000);
-  EXPECT_EQ(s.registration_timeout.count(), 20000);
-  EXPECT_EQ(s.cleanup_timeout.count(), 2000);
-  EXPECT_EQ(s.terminate_wait.count(), 5000);
+  EXPECT_EQ(s.loop.boot_grace.count(), 2000);
+  EXPECT_EQ(s.loop.table_unreachable_limit.count(), 3000);
+  EXPECT_EQ(s.loop.restart_backoff.count(), 50);
+  EXPECT_EQ(s.loop.max_restarts, 3);
+  EXPECT_EQ(s.loop.drain_signal_timeout.count(), 4000);
+  EXPECT_EQ(s.loop.stock_idle_wait.count(), 1000);
+  EXPECT_EQ(s.loop.config_sh_timeout.count(), 20000);
+  EXPECT_EQ(s.loop.cleanup_timeout.count(), 2000);
+  EXPECT_EQ(s.loop.terminate_wait.count(), 5000);
   EXPECT_EQ(s.aws_timeout.count(), 2000);
   EXPECT_EQ(s.aws_max_attempts, 5);
   EXPECT_TRUE(s.drain_capable);
@@ -221,7 +269,8 @@ TEST(AgentSettings, BadValuesNameTheKeyAndWhereTheyCameFrom) {
 TEST(AgentSettings, SchemaDocumentsEveryKey) {
   for (const auto& k : agent_schema()) {
     EXPECT_FALSE(k.help.empty()) << k.key;
-    if (k.type == KeyType::kDuration) {
+    // Every duration has a default, but a former name (its current key's default applies).
+    if (k.type == KeyType::kDuration && k.help.rfind("the former name of ", 0) != 0) {
       EXPECT_FALSE(k.default_value.empty()) << k.key;
     }
   }

@@ -225,7 +225,7 @@ CommandResult LocalRunnerHost::run_as_runner(const std::vector<std::string>& arg
   try {
     o.user = need_runner_user();
     o.env = runner_env(extra_env);
-    CommandOutcome c = run_command(o, s_.registration_timeout, alive_);
+    CommandOutcome c = run_command(o, s_.config_sh_timeout, alive_);
     r.exit_code = c.exit_code;
     r.timed_out = c.timed_out;
     r.output = c.output;

@@ -50,7 +50,7 @@ struct RunnerHostSettings {
   std::string runner_group;  // --runnergroup (validated by the settings: never reads as an option)
   std::string path;
   std::string lang = "C.UTF-8";
-  Duration registration_timeout{std::chrono::minutes(2)};
+  Duration config_sh_timeout{std::chrono::minutes(2)};
   Duration cleanup_timeout{std::chrono::seconds(30)};
   // Whether clean() ends the runner user's processes. Always on an instance (one agent per host);
   // tests of the file handling on a shared machine turn it off.

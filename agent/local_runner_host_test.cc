@@ -96,7 +96,7 @@ class LocalRunnerHostTest : public ::testing::Test {
     s.template_dir = tpl_.string();
     s.user = *user_;
     s.path = "/usr/local/bin:/usr/bin:/bin";
-    s.registration_timeout = 20s;
+    s.config_sh_timeout = 20s;
     s.cleanup_timeout = 2s;
     s.end_processes = false;  // a shared machine: never end every process of the user here
     return s;
@@ -296,7 +296,7 @@ TEST_F(LocalRunnerHostTest, JobsAreConfinedBeforeAnyRunnerProcessAndAFailedConfi
 TEST_F(LocalRunnerHostTest, DrainInputsAreReadFromRunHelpAsTheRunnerUserWithinABound) {
   const fs::path root = base_ / "runner";
   RunnerHostSettings st = settings(root);
-  st.registration_timeout = 1s;
+  st.config_sh_timeout = 1s;
   LocalRunnerHost host(st, nullptr);
   host.prepare("");
   std::optional<RunnerDrainSupport> none = host.drain_support();

@@ -102,6 +102,35 @@ SettingsRow<S> millis_row(std::string key, At at, std::string help, Duration min
   return {std::move(spec), [k, at](const Config& c, S& s) { at(s) = c.get_duration(k).count(); }};
 }
 
+// A duration or a count in a nested struct, reached through `at`.
+template <class S, class At>
+SettingsRow<S> duration_row_at(std::string key, At at, std::string help, Duration min, Duration max) {
+  S defaults{};
+  KeySpec spec{std::move(key), KeyType::kDuration, format_duration(at(defaults)), std::move(help), min.count(),
+               max.count()};
+  std::string k = spec.key;
+  return {std::move(spec), [k, at](const Config& c, S& s) { at(s) = c.get_duration(k); }};
+}
+
+template <class S, class At>
+SettingsRow<S> int_row_at(std::string key, At at, std::string help, int64_t min, int64_t max) {
+  S defaults{};
+  KeySpec spec{std::move(key), KeyType::kInt, std::to_string(at(defaults)), std::move(help), min, max};
+  std::string k = spec.key;
+  return {std::move(spec), [k, at](const Config& c, S& s) { at(s) = static_cast<int>(c.get_int(k)); }};
+}
+
+// A key's former name, still read: its value counts when the current key is not set.
+template <class S, class At>
+SettingsRow<S> former_duration_name(std::string key, std::string current, At at, Duration min, Duration max) {
+  KeySpec spec{std::move(key), KeyType::kDuration, "", "the former name of " + current + " (read when it is not set)",
+               min.count(), max.count()};
+  std::string k = spec.key;
+  return {std::move(spec), [k, current, at](const Config& c, S& s) {
+            if (c.has(k) && c.origin(current) == "default") at(s) = c.get_duration(k);
+          }};
+}
+
 template <class S>
 SettingsRow<S> list_row(std::string key, std::vector<std::string> S::*member, std::string help) {
   S defaults{};

@@ -193,10 +193,10 @@ class AgentLoopTest : public ::testing::Test {
     s.table_unreachable_limit = 5s;
     s.restart_backoff = 200ms;
     s.max_restarts = 3;
-    s.drain_timeout = 3s;
+    s.drain_signal_timeout = 3s;
     s.stock_idle_wait = 1s;
     s.drain_poll_wait = 500ms;
-    s.registration_timeout = 10s;
+    s.config_sh_timeout = 10s;
     s.cleanup_timeout = 1s;
     s.terminate_wait = 2s;
     return s;

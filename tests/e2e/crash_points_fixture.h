@@ -62,7 +62,7 @@ class CrashPointTest : public E2eTest {
     return "orphan_grace = 1s\nadvertise_grace = 1s\nclaim_visibility = 2s\nclaim_wait = 1s\n"
            "min_running_time_linux = 0s\nrelease_timeout = 60s\ncancel_drain_wait = 20s\n"
            "scale_down_drain_wait = 10s\n"
-           "agent_extra = notice_poll_interval=500ms; boot_grace=15s; drain_timeout=60s; registration_timeout=30s; "
+           "agent_extra = notice_poll_interval=500ms; boot_grace=15s; drain_signal_timeout=60s; config_sh_timeout=30s; "
            "cleanup_timeout=2s; terminate_wait=3s; listener_restart_backoff=200ms; " + clean_sweep_roots() + "\n";
   }
 

@@ -37,7 +37,7 @@ struct Figures {
 // The agent of a stock runner (later lines of the pool's configuration win).
 // `sweep`: the fixture's job-user settings (clean_sweep_roots()).
 std::string stock_agent(const std::string& sweep) {
-  return "agent_extra = notice_poll_interval=500ms; boot_grace=60s; drain_timeout=60s; registration_timeout=60s; "
+  return "agent_extra = notice_poll_interval=500ms; boot_grace=60s; drain_signal_timeout=60s; config_sh_timeout=60s; "
          "cleanup_timeout=2s; terminate_wait=5s; listener_restart_backoff=200ms; stock_idle_wait=3s; drain_poll_wait=" +
          drain_poll_wait() + "; " + sweep + "\n";
 }

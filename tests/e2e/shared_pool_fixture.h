@@ -315,7 +315,7 @@ class SharedPoolStock : public SharedPoolWindow {
   // Before init: it renders the agent's configuration into the launch template.
   std::string more_config() const override {
     return SharedPoolWindow::more_config() +
-           "agent_extra = notice_poll_interval=500ms; boot_grace=60s; drain_timeout=60s; registration_timeout=60s; "
+           "agent_extra = notice_poll_interval=500ms; boot_grace=60s; drain_signal_timeout=60s; config_sh_timeout=60s; "
            "cleanup_timeout=2s; terminate_wait=5s; listener_restart_backoff=200ms; stock_idle_wait=3s; "
            "drain_poll_wait=" + drain_poll_wait() + "; " + clean_sweep_roots() + "\n";
   }

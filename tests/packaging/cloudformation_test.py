@@ -316,7 +316,8 @@ for name, value in {"ControllerRoleArn": {"Fn::GetAtt": ["ControllerRole", "Arn"
                     "MetricsLogGroup": {"Ref": "MetricsLogGroup"}}.items():
     check(outputs.get(name, {}).get("Value") == value, f"output {name} must be {value}: {outputs.get(name)}")
 # An output described as "runpoolctl <key>" names one of runpoolctl's settings.
-settings = set(re.findall(r'\{"([a-z_]+)", K::', source("controller/settings.cc")))
+# runpoolctl's keys, from its generated reference (docs/runpoolctl.md, kept equal to `config --reference`).
+settings = set(re.findall(r'^\| `([a-z_]+)` \| `RUNPOOL_', source("docs/runpoolctl.md"), re.M))
 named = {name: m.group(1) for name, o in outputs.items()
          if (m := re.match(r"runpoolctl ([a-z_]+)\b", o.get("Description", "")))}
 check({"table", "instance_profile", "instance_role_id", "metrics_log_group"} <= set(named.values()),

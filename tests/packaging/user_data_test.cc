@@ -65,7 +65,7 @@ class RenderedUserData : public ::testing::Test {
                      "agent_runner_user = runpool-runner\n"
                      "agent_drain_capable = true\n"
                      "agent_heartbeat_interval = 20s\n"
-                     "agent_extra = notice_poll_interval=3s;drain_timeout=10m;boot_grace=8m\n" +
+                     "agent_extra = notice_poll_interval=3s;drain_signal_timeout=10m;boot_grace=8m\n" +
                      extra,
                  "test");
     return load_settings(c, [](const char*) -> const char* { return nullptr; });

@@ -151,7 +151,7 @@ class AgentCloud {
       // (agent_wake_test.cc sets a long idle poll to show the wake-up at work).
       << "idle_poll_interval = 100ms\n"
       << "boot_grace = 3s\ndeadline_grace = 0s\ntable_unreachable_limit = 10s\nlistener_restart_backoff = 200ms\n"
-      << "listener_max_restarts = 5\ndrain_timeout = 15s\nstock_idle_wait = 5s\nregistration_timeout = 30s\n"
+      << "listener_max_restarts = 5\ndrain_signal_timeout = 15s\nstock_idle_wait = 5s\nconfig_sh_timeout = 30s\n"
       << "cleanup_timeout = 2s\nterminate_wait = 5s\naws_timeout = 5s\n"
       << o.extra_config;
     return c.str();
