@@ -99,6 +99,12 @@ void add_provision_flags(CLI::App& c, CommandFlags& flags) {
   c.add_option("--label", f.label,
                "Assignment label (default: <pool>-<run id>-<attempt>-<job> in GitHub Actions, else random)");
   add_timeout(c, f.timeout, "Give up after this long, e.g. 10m (default: provision_timeout)");
+  c.add_option("--min-count", f.min_count,
+               "Succeed once at least this many runners run; the rest get --straggler-wait more, then are let go "
+               "(default: --count, all of them)");
+  c.add_option("--straggler-wait", f.straggler_wait,
+               "With --min-count: how much longer the rest may take once enough run (default: "
+               "provision_straggler_wait)");
 }
 
 int run_provision_command(const Invocation& in, const CommandFlags& flags) {
@@ -114,6 +120,12 @@ int run_provision_command(const Invocation& in, const CommandFlags& flags) {
     if (!f.allowed_types.empty()) o.allowed_types = split_list(f.allowed_types);  // like allowed_instance_types
     o.label = f.label;
     o.timeout = parse_timeout("--timeout", f.timeout);
+    o.min_count = f.min_count;
+    if (!f.straggler_wait.empty()) {
+      auto d = parse_duration(f.straggler_wait);
+      if (!d) throw UsageError("--straggler-wait must be a duration like 30s or 2m, not '" + f.straggler_wait + "'");
+      o.straggler_wait = *d;
+    }
     o.actions = actions_files(env);
     o.json = in.json;
     o.getenv = env;

@@ -26,7 +26,8 @@ struct Invocation {
 struct CommandFlags {
   struct {
     int count = 1;
-    std::string resource_class, usage_class, allowed_types, label, timeout;
+    int min_count = 0;  // 0: count
+    std::string resource_class, usage_class, allowed_types, label, timeout, straggler_wait;
   } provision;
   struct {
     std::string label, timeout;

@@ -31,6 +31,13 @@ struct Tracked {
   int64_t running_after_ms = 0;
 };
 
+enum class WaitEnd { kAllRunning, kEnough, kFailed, kTimedOut, kCancelled };
+struct WaitResult {
+  WaitEnd end = WaitEnd::kAllRunning;
+  std::string instance_id;  // kFailed: the instance that cannot get to running
+  std::string problem;
+};
+
 std::string seconds(int64_t ms) { return fmt::format("{:.1f}s", static_cast<double>(ms) / 1000.0); }
 
 class Provision {
@@ -107,10 +114,13 @@ class Provision {
                  c.claimed.size(), need, c.examined, c.dropped, c.released);
   }
 
-  void launch(const ResourceClass& rc, const std::vector<std::string>& types, pool::UsageClass usage,
-              const Secret& token, const std::string& url, Steady deadline) {
+  // Launches what is still needed. "" when it all launched, else what fell short and why.
+  // `token_seed`: see LaunchOrder ("": the label); a replacement's differs, or its CreateFleet would
+  // replay the first one's answer.
+  std::string launch(const ResourceClass& rc, const std::vector<std::string>& types, pool::UsageClass usage,
+                     const Secret& token, const std::string& url, Steady deadline, const std::string& token_seed) {
     int need = report_.requested - static_cast<int>(tracked_.size());
-    if (need <= 0 || ctx_.cancelled.load()) return;
+    if (need <= 0 || ctx_.cancelled.load()) return "";
     LaunchOrder order;
     order.resource_class = rc.name;
     order.types = types;
@@ -118,6 +128,7 @@ class Provision {
     order.on_demand_fallback = ctx_.settings.on_demand_fallback;
     order.count = need;
     order.label = report_.label;
+    order.token_seed = token_seed;
     order.reg_token = token;
     order.reg_url = url;
     for (const auto& t : tracked_) order.known.insert(t.record.instance_id);
@@ -133,73 +144,125 @@ class Provision {
     if (static_cast<int>(out.records.size()) < need && !ctx_.cancelled.load()) {
       std::string why;
       for (const auto& p : out.problems) why += (why.empty() ? "" : "; ") + p;
-      throw std::runtime_error(fmt::format("launched {} of the {} instance(s) needed{}", out.records.size(), need,
-                                           why.empty() ? "" : " (" + why + ")"));
+      return fmt::format("launched {} of the {} instance(s) needed{}", out.records.size(), need,
+                         why.empty() ? "" : " (" + why + ")");
     }
+    return "";
   }
 
-  // Waits until every instance's agent reported `registered` for its generation, marking each
-  // running as it does. "" when all are running, else why not: the first instance that cannot get
-  // there (controller/await_agents.h: a failed agent, a takeover, gone from EC2) ends the wait.
-  std::string wait_running(Steady deadline) {
+  // Waits until every instance not yet running has its agent's `registered` for its generation,
+  // marking each running as it does. Ends early when `enough` are running (0: never) or when one
+  // instance cannot get there (controller/await_agents.h: a failed agent, a takeover, gone from
+  // EC2): the caller replaces it.
+  WaitResult wait_running(Steady deadline, int enough) {
     std::vector<AwaitItem> items;
     for (const Tracked& t : tracked_) {
       if (!t.running) items.push_back(AwaitItem{t.record, t.warm});
     }
-    if (items.empty()) return "";
+    if (items.empty()) return {WaitEnd::kAllRunning, "", ""};
     AwaitOptions o;
     o.awaited = pool::Awaited::kRegistered;
     o.deadline = deadline;
     o.retry_failed_reads = false;  // a failed read fails the wait, as a GetItem's did
     o.look_at_ec2_first = true;    // a launch that died at birth is known at once
     o.ec2_look_interval = kEc2LookInterval;
-    std::string problem;
+    WaitResult result{WaitEnd::kAllRunning, "", ""};
+    auto marked = [&](Tracked& t, const pool::InstanceRecord& r) {
+      mark(t, r);
+      if (enough > 0 && running() >= enough && running() < static_cast<int>(tracked_.size())) {
+        result.end = WaitEnd::kEnough;
+        return AwaitAction::kStop;
+      }
+      return AwaitAction::kResolve;
+    };
     AwaitResult res = await_agents(ctx_, std::move(items), o,
                                    [&](const pool::HandshakeFacts& f, const pool::HandshakeDecision& d) {
       Tracked& t = find_tracked(f.written->instance_id);
       switch (d.verdict) {
         case pool::Verdict::kDone:
-          mark(t, *f.current);
-          return AwaitAction::kResolve;
+          return marked(t, *f.current);
         case pool::Verdict::kWrite: {
           pool::Step step = pool::mark_running(*f.current, ctx_.now_ms(), ctx_.settings.timeouts);
           if (!ctx_.table.transition(f.current->instance_id, step.expect, step.change)) {
             return AwaitAction::kKeep;  // it moved: the next look tells
           }
-          mark(t, *f.current);
-          return AwaitAction::kResolve;
+          return marked(t, *f.current);
         }
         case pool::Verdict::kWait:
           return AwaitAction::kKeep;
         case pool::Verdict::kFail:
         case pool::Verdict::kGone:
         case pool::Verdict::kMovedOn:
-          problem = pool::handshake_problem(f.written->instance_id, d);
+          result = {WaitEnd::kFailed, f.written->instance_id, pool::handshake_problem(f.written->instance_id, d)};
           return AwaitAction::kStop;
       }
       return AwaitAction::kKeep;
     });
     switch (res.end) {
-      case AwaitEnd::kAllResolved: return "";
-      case AwaitEnd::kStopped: return problem;
-      case AwaitEnd::kCancelled: return "cancelled";
+      case AwaitEnd::kAllResolved: return {WaitEnd::kAllRunning, "", ""};
+      case AwaitEnd::kStopped: return result;
+      case AwaitEnd::kCancelled: return {WaitEnd::kCancelled, "", "cancelled"};
       case AwaitEnd::kTimedOut: break;
     }
     std::vector<std::string> waiting;
     for (const auto& i : res.pending) waiting.push_back(i.written.instance_id);
-    return fmt::format("timed out after {} waiting for {} instance(s) to register: {}", seconds(elapsed_ms()),
-                       waiting.size(), fmt::join(waiting, ", "));
+    return {WaitEnd::kTimedOut, "",
+            fmt::format("timed out after {} waiting for {} instance(s) to register: {}", seconds(elapsed_ms()),
+                        waiting.size(), fmt::join(waiting, ", "))};
+  }
+
+  int running() const {
+    return static_cast<int>(std::count_if(tracked_.begin(), tracked_.end(), [](const Tracked& t) { return t.running; }));
+  }
+
+  // An instance that cannot get to running is let go (launched: terminated; claimed: drained back
+  // without waiting) and no longer counts; the provision tops up in its place.
+  void drop(const std::string& instance_id, const std::string& problem) {
+    auto it = std::find_if(tracked_.begin(), tracked_.end(),
+                           [&](const Tracked& t) { return t.record.instance_id == instance_id; });
+    if (it == tracked_.end()) return;
+    Tracked t = *it;
+    tracked_.erase(it);
+    report_.dropped.push_back(DroppedInstance{instance_id, t.warm, problem});
+    spdlog::warn("{}: letting it go and replacing it", problem);
+    let_go({t}, Duration{0}, problem);
+  }
+
+  // Instances not running when the provision ends with enough: let go like a failed provision's.
+  void let_go_of_stragglers() {
+    std::vector<Tracked> stragglers;
+    for (auto it = tracked_.begin(); it != tracked_.end();) {
+      if (it->running) {
+        ++it;
+        continue;
+      }
+      report_.dropped.push_back(DroppedInstance{it->record.instance_id, it->warm, "not running in time"});
+      stragglers.push_back(*it);
+      it = tracked_.erase(it);
+    }
+    if (stragglers.empty()) return;
+    spdlog::info("{} instance(s) not running in time: letting them go", stragglers.size());
+    let_go(stragglers, ctx_.settings.cancel_drain_wait, "not running in time for provision " + report_.label);
   }
 
   // Nothing stays assigned to a failed provision: launched instances are terminated, claimed ones
   // drain back to the pool (their agents deregister), waiting a bounded time for them.
-  void abandon() {
+  void abandon() { let_go(tracked_, ctx_.settings.cancel_drain_wait, "provision " + report_.label + " failed"); }
+
+  std::vector<Tracked>& tracked() { return tracked_; }
+
+ private:
+  static constexpr Duration kEc2LookInterval{std::chrono::seconds(5)};
+
+  // Launched instances are terminated; claimed ones drain back to the pool, waiting up to `wait`
+  // for them (the rest finish under refresh).
+  void let_go(const std::vector<Tracked>& which, Duration wait, const std::string& why) {
     std::vector<pool::InstanceRecord> launched, claimed;
-    for (const auto& t : tracked_) (t.warm ? claimed : launched).push_back(t.record);
-    if (!launched.empty()) retire(ctx_, launched, "provision " + report_.label + " failed");
+    for (const auto& t : which) (t.warm ? claimed : launched).push_back(t.record);
+    if (!launched.empty()) retire(ctx_, launched, why);
     if (claimed.empty()) return;
     DrainOptions options;
-    options.wait = ctx_.settings.cancel_drain_wait;
+    options.wait = wait;
     options.terminate_stragglers = false;  // refresh finishes them (drain deadline)
     options.stop_on_cancel = false;
     DrainOutcome d;
@@ -207,7 +270,7 @@ class Provision {
       d = drain_to_pool(ctx_, claimed, [&] { return ctx_.github.remove_token(); }, options);
     } catch (const std::exception& e) {
       spdlog::error("could not drain the claimed instances back ({}); terminating them", e.what());
-      retire(ctx_, claimed, "provision " + report_.label + " failed");
+      retire(ctx_, claimed, why);
       return;
     }
     if (!d.errors.empty()) {
@@ -225,11 +288,6 @@ class Provision {
     spdlog::info("claimed instances: {} back in the pool, {} still draining (refresh finishes them)",
                  d.returned.size(), d.left.size());
   }
-
-  std::vector<Tracked>& tracked() { return tracked_; }
-
- private:
-  static constexpr Duration kEc2LookInterval{std::chrono::seconds(5)};
 
   Tracked& find_tracked(const std::string& instance_id) {
     for (Tracked& t : tracked_) {
@@ -295,21 +353,78 @@ int run_provision(Context& ctx, const ProvisionOptions& o) {
   if (std::string problem = label_problem(report.label); !problem.empty()) throw UsageError("--label: " + problem);
   report.resource_class = rc->name;
   report.requested = o.count;
+  report.min_count = o.min_count == 0 ? o.count : o.min_count;
+  if (report.min_count < 1 || report.min_count > o.count) {
+    throw UsageError(fmt::format("--min-count must be between 1 and --count ({})", o.count));
+  }
   Duration timeout = o.timeout.value_or(s.provision_timeout);
+  Duration straggler_wait = o.straggler_wait.value_or(s.provision_straggler_wait);
 
   Provision p(ctx, report);
   const Steady deadline = ctx.clock.steady_now() + timeout;
-  spdlog::info("provision {}: {} x {} ({}{})", report.label, o.count, rc->name, pool::usage_class_name(usage),
-               usage == pool::UsageClass::kSpot && s.on_demand_fallback ? ", on-demand fallback" : "");
+  spdlog::info("provision {}: {} x {} ({}{}){}", report.label, o.count, rc->name, pool::usage_class_name(usage),
+               usage == pool::UsageClass::kSpot && s.on_demand_fallback ? ", on-demand fallback" : "",
+               report.min_count < o.count ? fmt::format(", at least {}", report.min_count) : "");
   std::string error;
   try {
     p.adopt();
     Secret token = ctx.github.registration_token();
     std::string url = ctx.github.registration_url();
     p.adopt_unrecorded(*rc, token, url);
-    p.claim(*rc, claim_usage_filter(usage, s.on_demand_fallback), globs, token, url, deadline);
-    p.launch(*rc, types, usage, token, url, deadline);
-    error = ctx.cancelled.load() ? "cancelled" : p.wait_running(deadline);
+    // Claims from the pool, then launches what is still needed.
+    int replaced = 0;
+    auto acquire = [&] {
+      p.claim(*rc, claim_usage_filter(usage, s.on_demand_fallback), globs, token, url, deadline);
+      return p.launch(*rc, types, usage, token, url, deadline,
+                      replaced == 0 ? "" : fmt::format("{}/replacement-{}", report.label, replaced));
+    };
+    std::string short_by = acquire();
+    if (!short_by.empty() && static_cast<int>(p.tracked().size()) < report.min_count) throw std::runtime_error(short_by);
+    if (!short_by.empty()) spdlog::warn("{}; going on with what there is (at least {} needed)", short_by, report.min_count);
+    // An instance that cannot get to running is let go and replaced, up to `count` times in all (a
+    // cause that is not the instance's own, e.g. a refused registration, would fail every one).
+    Steady wait_until = deadline;
+    bool enough = false;
+    std::string last_problem;
+    for (bool more = true; more;) {
+      WaitResult w = p.wait_running(wait_until, enough ? 0 : report.min_count);
+      switch (w.end) {
+        case WaitEnd::kAllRunning:
+          more = false;
+          break;
+        case WaitEnd::kEnough:
+          // Enough run: the others get straggler_wait, no more.
+          enough = true;
+          wait_until = std::min(deadline, ctx.clock.steady_now() + straggler_wait);
+          spdlog::info("{} of {} running (at least {} needed): waiting up to {} for the rest", p.running(), o.count,
+                       report.min_count, format_duration(straggler_wait));
+          break;
+        case WaitEnd::kCancelled:
+          error = "cancelled";
+          more = false;
+          break;
+        case WaitEnd::kTimedOut:
+          if (p.running() < report.min_count) error = w.problem;
+          more = false;
+          break;
+        case WaitEnd::kFailed:
+          last_problem = w.problem;
+          p.drop(w.instance_id, w.problem);
+          if (enough) break;  // enough run already: a replacement would only be a straggler
+          if (replaced >= o.count) {
+            spdlog::warn("{} instance(s) replaced already: no more replacements", replaced);
+            break;
+          }
+          ++replaced;
+          if (std::string still_short = acquire(); !still_short.empty()) spdlog::warn("replacing: {}", still_short);
+          break;
+      }
+    }
+    if (error.empty() && p.running() < report.min_count) {
+      error = fmt::format("{} of {} instance(s) running, at least {} needed{}", p.running(), o.count, report.min_count,
+                          last_problem.empty() ? "" : " (last problem: " + last_problem + ")");
+    }
+    if (error.empty() && !ctx.cancelled.load()) p.let_go_of_stragglers();
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -337,8 +452,11 @@ int run_provision(Context& ctx, const ProvisionOptions& o) {
 std::string provision_text(const ProvisionReport& r) {
   std::string out;
   if (r.ok) {
+    const std::string how_many = static_cast<int>(r.instances.size()) < r.requested
+                                     ? fmt::format("{} of {}", r.instances.size(), r.requested)
+                                     : std::to_string(r.instances.size());
     out += fmt::format("provisioned {} runner(s) for label {} (class {}): {} warm, {} launched, running after {}\n",
-                       r.instances.size(), r.label, r.resource_class, r.warm(), r.launched(), seconds(r.elapsed_ms));
+                       how_many, r.label, r.resource_class, r.warm(), r.launched(), seconds(r.elapsed_ms));
   } else {
     out += fmt::format("provision {} failed after {}: {}\n", r.label, seconds(r.elapsed_ms), r.error);
     if (!r.instances.empty()) out += "cleaned up (claimed instances drain back to the pool, launched ones terminate):\n";
@@ -347,6 +465,10 @@ std::string provision_text(const ProvisionReport& r) {
     out += fmt::format("  {:<20} {:<14} {:<10} {:<9} {}\n", i.instance_id, i.instance_type,
                        pool::usage_class_name(i.usage), i.warm ? "warm" : "launched",
                        i.running_after_ms ? "running after " + seconds(i.running_after_ms) : "");
+  }
+  if (!r.dropped.empty()) out += "let go (claimed ones drain back to the pool, launched ones terminate):\n";
+  for (const auto& d : r.dropped) {
+    out += fmt::format("  {:<20} {:<9} {}\n", d.instance_id, d.warm ? "warm" : "launched", d.why);
   }
   return out;
 }
@@ -358,6 +480,7 @@ Json::Value provision_json(const ProvisionReport& r) {
   v["label"] = r.label;
   v["resource_class"] = r.resource_class;
   v["requested"] = r.requested;
+  v["min_count"] = r.min_count;
   v["warm"] = r.warm();
   v["launched"] = r.launched();
   v["elapsed_ms"] = static_cast<Json::Int64>(r.elapsed_ms);
@@ -371,6 +494,14 @@ Json::Value provision_json(const ProvisionReport& r) {
     j["generation"] = static_cast<Json::Int64>(i.generation);
     j["running_after_ms"] = static_cast<Json::Int64>(i.running_after_ms);
     v["instances"].append(j);
+  }
+  v["dropped"] = Json::Value(Json::arrayValue);
+  for (const auto& d : r.dropped) {
+    Json::Value j(Json::objectValue);
+    j["instance_id"] = d.instance_id;
+    j["source"] = d.warm ? "warm" : "launched";
+    j["why"] = d.why;
+    v["dropped"].append(j);
   }
   return v;
 }
@@ -397,8 +528,17 @@ std::string provision_summary(const ProvisionReport& r) {
     out += "\n";
   }
   if (r.ok) {
-    out += fmt::format("{} warm, {} launched ({}); all running after {}.\n\n", r.warm(), r.launched(),
-                       markdown_cell(r.resource_class), seconds(r.elapsed_ms));
+    out += fmt::format("{} warm, {} launched ({}); {} running after {}.\n\n", r.warm(), r.launched(),
+                       markdown_cell(r.resource_class),
+                       static_cast<int>(r.instances.size()) < r.requested
+                           ? fmt::format("{} of {}", r.instances.size(), r.requested)
+                           : std::string("all"),
+                       seconds(r.elapsed_ms));
+  }
+  if (!r.dropped.empty()) {
+    out += "Let go:\n\n";
+    for (const auto& d : r.dropped) out += "- " + markdown_cell(d.instance_id) + ": " + markdown_cell(d.why) + "\n";
+    out += "\n";
   }
   return out;
 }

@@ -1,8 +1,10 @@
 // runpoolctl provision: N runners for one assignment label — claimed warm from the pool first,
 // the rest launched — each handed the provision's registration token through its own record,
-// waited for until its agent reports `registered` for this generation, then marked running. On
-// timeout, failure or cancellation nothing stays assigned to the dead run: claimed instances drain
-// back to the pool, launched ones are terminated.
+// waited for until its agent reports `registered` for this generation, then marked running. An
+// instance that cannot get there is let go and replaced (up to N times); with a minimum count, the
+// provision succeeds once that many run and the rest had a bounded extra wait. On failure or
+// cancellation nothing stays assigned to the dead run: claimed instances drain back to the pool,
+// launched ones are terminated.
 #pragma once
 
 #include <functional>
@@ -19,6 +21,8 @@ namespace runpool::controller {
 
 struct ProvisionOptions {
   int count = 1;
+  int min_count = 0;                          // succeed with at least this many running; 0: count
+  std::optional<Duration> straggler_wait;     // once min_count run; nullopt: settings.provision_straggler_wait
   std::string resource_class;  // "": settings.default_resource_class
   std::optional<pool::UsageClass> usage;
   std::optional<std::vector<std::string>> allowed_types;  // globs; nullopt: settings.allowed_instance_types
@@ -39,13 +43,22 @@ struct ProvisionedInstance {
   int64_t running_after_ms = 0;
 };
 
+// An instance the provision let go: it could not get to running (replaced), or not in time.
+struct DroppedInstance {
+  std::string instance_id;
+  bool warm = false;
+  std::string why;
+};
+
 struct ProvisionReport {
   bool ok = false;
   std::string error;
   std::string label;
   std::string resource_class;
   int requested = 0;
-  std::vector<ProvisionedInstance> instances;
+  int min_count = 0;
+  std::vector<ProvisionedInstance> instances;  // on success: those running
+  std::vector<DroppedInstance> dropped;
   int64_t elapsed_ms = 0;
   int warm() const;
   int launched() const;

@@ -338,7 +338,9 @@ TEST(Provision, NoRemoveTokenMeansClaimedInstancesAreTerminated) {
   EXPECT_EQ(w.compute.terminated.count("i-00000000000000aa1"), 1u);
 }
 
-TEST(Provision, AnAgentThatFailsEndsTheWaitAtOnce) {
+// An agent that fails is let go and replaced — once per runner asked for: a cause that is not
+// the instance's own fails every replacement too, and the provision then gives up.
+TEST(Provision, AnAgentThatFailsIsReplacedAndEveryReplacementFailingFailsTheProvision) {
   World w;
   w.settings.usage_class = UsageClass::kOnDemand;
   w.agents.register_ok = false;
@@ -347,11 +349,35 @@ TEST(Provision, AnAgentThatFailsEndsTheWaitAtOnce) {
   };
   ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitFailed);
   EXPECT_NE(w.out.str().find("config.sh failed"), std::string::npos) << w.out.str();
-  EXPECT_LT(w.clock.sleeps, 5);
-  EXPECT_EQ(w.compute.terminated.size(), 1u);
+  EXPECT_NE(w.out.str().find("0 of 1 instance(s) running, at least 1 needed"), std::string::npos) << w.out.str();
+  EXPECT_LT(w.clock.sleeps, 10) << "each failure ends its wait at once";
+  EXPECT_EQ(w.compute.launched.size(), 2u) << "the first and one replacement";
+  EXPECT_EQ(w.compute.terminated.size(), 2u);
 }
 
-TEST(Provision, AnInstanceThatDiesWhileBootingEndsTheWaitEarly) {
+TEST(Provision, AFailedInstanceIsReplacedAndTheProvisionSucceeds) {
+  World w;
+  w.settings.usage_class = UsageClass::kOnDemand;
+  w.agents.register_ok = false;
+  std::string bad;
+  w.on_tick = [&] {
+    if (bad.empty() && !w.compute.launched.empty()) {
+      bad = w.compute.launched[0];
+      w.agents.failing.insert(bad);
+    }
+    w.agents.register_ok = true;  // the others register
+  };
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(2)), kExitOk) << w.out.str();
+  EXPECT_EQ(records(w, State::kRunning).size(), 2u);
+  EXPECT_EQ(w.compute.launched.size(), 3u);
+  EXPECT_EQ(w.compute.terminated.count(bad), 1u);
+  EXPECT_EQ(w.record(bad).state, State::kTerminated);
+  EXPECT_NE(w.out.str().find("provisioned 2 runner(s)"), std::string::npos) << w.out.str();
+  EXPECT_NE(w.out.str().find("let go"), std::string::npos) << w.out.str();
+  EXPECT_NE(w.out.str().find(bad), std::string::npos) << w.out.str();
+}
+
+TEST(Provision, AnInstanceThatDiesWhileBootingIsReplacedEarly) {
   World w;
   w.settings.usage_class = UsageClass::kOnDemand;
   w.agents.register_ok = false;
@@ -360,17 +386,70 @@ TEST(Provision, AnInstanceThatDiesWhileBootingEndsTheWaitEarly) {
   };
   ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitFailed);
   EXPECT_NE(w.out.str().find("terminated in EC2"), std::string::npos) << w.out.str();
+  EXPECT_EQ(w.compute.launched.size(), 2u);
   EXPECT_LT(w.clock.clock.total_slept(), std::chrono::seconds(30));
 }
 
-TEST(Provision, AClaimedInstanceWhoseAgentFallsSilentEndsTheWait) {
+TEST(Provision, AClaimedInstanceWhoseAgentFallsSilentIsReplacedByALaunch) {
   World w;
   w.add_idle("i-00000000000000aa1", 2);
-  w.agents_on = false;  // no heartbeat, no registration: the instance died after it was advertised
-  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitFailed);
+  w.agents.silent.insert("i-00000000000000aa1");  // no heartbeat, no registration: it died after it was advertised
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitOk) << w.out.str();
   EXPECT_NE(w.out.str().find("silent"), std::string::npos) << w.out.str();
   EXPECT_LT(w.clock.clock.total_slept(), w.settings.provision_timeout);
   EXPECT_EQ(w.record("i-00000000000000aa1").state, State::kDraining);  // left for refresh to retire
+  ASSERT_EQ(w.compute.launched.size(), 1u);
+  EXPECT_EQ(w.record(w.compute.launched[0]).state, State::kRunning);
+}
+
+// --min-count: enough running ends the wait for the rest after straggler_wait; those are let go.
+TEST(Provision, AMinimumCountSucceedsWithWhatRunsAndLetsTheStragglersGo) {
+  World w;
+  w.settings.usage_class = UsageClass::kOnDemand;
+  w.agents.register_ok = false;  // until the slow one is picked
+  std::string slow;
+  w.on_tick = [&] {
+    if (slow.empty() && w.compute.launched.size() == 3) {
+      slow = w.compute.launched[2];
+      w.agents.silent.insert(slow);
+      w.agents.register_ok = true;
+    }
+  };
+  auto o = testing::provision_options(3);
+  o.min_count = 2;
+  o.straggler_wait = std::chrono::seconds(20);
+  ASSERT_EQ(run_provision(w.ctx, o), kExitOk) << w.out.str();
+  ASSERT_FALSE(slow.empty());
+  EXPECT_EQ(records(w, State::kRunning).size(), 2u);
+  EXPECT_EQ(w.compute.terminated.count(slow), 1u) << "the straggler is let go";
+  EXPECT_NE(w.out.str().find("provisioned 2 of 3 runner(s)"), std::string::npos) << w.out.str();
+  EXPECT_NE(w.out.str().find("not running in time"), std::string::npos) << w.out.str();
+  EXPECT_LT(w.clock.clock.total_slept(), std::chrono::seconds(60)) << "not the whole provision_timeout";
+}
+
+TEST(Provision, AMinimumCountNotReachedFailsAndLetsEverythingGo) {
+  World w;
+  w.settings.usage_class = UsageClass::kOnDemand;
+  w.agents.register_ok = false;
+  auto o = testing::provision_options(3);
+  o.min_count = 2;
+  o.timeout = std::chrono::seconds(30);
+  ASSERT_EQ(run_provision(w.ctx, o), kExitFailed);
+  EXPECT_NE(w.out.str().find("timed out"), std::string::npos) << w.out.str();
+  EXPECT_EQ(w.compute.terminated.size(), 3u);
+  EXPECT_TRUE(records(w, State::kRunning).empty());
+}
+
+TEST(Provision, ALaunchShortOfTheCountIsEnoughWhenItMeetsTheMinimum) {
+  World w;
+  w.settings.on_demand_fallback = false;
+  w.compute.per_call_limit = 1;
+  w.settings.fleet_rounds = 2;
+  auto o = testing::provision_options(3);
+  o.min_count = 2;
+  ASSERT_EQ(run_provision(w.ctx, o), kExitOk) << w.out.str();
+  EXPECT_EQ(records(w, State::kRunning).size(), 2u);
+  EXPECT_NE(w.out.str().find("provisioned 2 of 3"), std::string::npos) << w.out.str();
 }
 
 TEST(Provision, AnInstanceWhoseRecordCannotBeWrittenIsTerminatedAtOnce) {
@@ -471,6 +550,11 @@ TEST(Provision, UsageErrors) {
   bad(o);
   o = testing::provision_options(1);
   o.allowed_types = std::vector<std::string>{"r5.*"};
+  bad(o);
+  o = testing::provision_options(2);
+  o.min_count = 3;  // more than --count
+  bad(o);
+  o.min_count = -1;
   bad(o);
   EXPECT_TRUE(w.compute.requests.empty());
   EXPECT_EQ(w.github.registration_tokens, 0);

@@ -467,6 +467,10 @@ std::vector<Row> make_settings_table() {
                    "init: how long to wait for the table and its index to become active", kSec, kDay),
       duration_row("provision_timeout", &Settings::provision_timeout,
                    "provision: claim + launch + registration must finish in this", kSec, kDay),
+      duration_row("provision_straggler_wait", &Settings::provision_straggler_wait,
+                   "provision with --min-count: once that many run, how much longer the rest may take before they are "
+                   "let go",
+                   Duration{0}, kHour),
       duration_row("release_timeout", &Settings::release_timeout, "release: how long to wait for the agents' drained",
                    kSec, kDay),
       duration_row("cancel_drain_wait", &Settings::cancel_drain_wait,

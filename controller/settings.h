@@ -88,6 +88,7 @@ struct Settings {
   // How the controller itself waits.
   Duration init_timeout{std::chrono::minutes(5)};  // init: the table (and index) becoming ACTIVE
   Duration provision_timeout{std::chrono::minutes(10)};
+  Duration provision_straggler_wait{std::chrono::minutes(1)};  // provision --min-count: for the rest, once enough run
   Duration release_timeout{std::chrono::minutes(15)};
   Duration cancel_drain_wait{std::chrono::minutes(1)};
   Duration poll_interval{std::chrono::milliseconds(200)};

@@ -369,6 +369,7 @@ struct AgentSim {
   bool register_ok = true;
   bool drain_ok = true;
   std::set<std::string> failing;  // these report failed
+  std::set<std::string> silent;   // these say nothing (a dead agent)
 
   void tick() {
     std::vector<pool::InstanceRecord> all;
@@ -376,6 +377,7 @@ struct AgentSim {
     int64_t now = to_epoch_ms(clock.now());
     for (const auto& r : all) {
       if (r.state == pool::State::kTerminating || r.state == pool::State::kTerminated) continue;
+      if (silent.count(r.instance_id)) continue;
       pool::AgentReport a;
       a.heartbeat_ms = now;
       a.generation = r.generation;
@@ -447,7 +449,7 @@ struct World {
   FakeRunners github;
   std::ostringstream out;
   std::atomic<bool> cancelled{false};
-  AgentSim agents{table, clock, true, true, {}};
+  AgentSim agents{table, clock, true, true, {}, {}};
   Context ctx{settings, clock, table, queue, compute, github, out, cancelled};
 
   World() {
