@@ -53,6 +53,7 @@ case "$command" in
   provision)
     args+=(provision)
     flag count "${INPUT_COUNT:-}"
+    flag min-count "${INPUT_MIN_COUNT:-}"
     flag resource-class "${INPUT_RESOURCE_CLASS:-}"
     flag usage-class "${INPUT_USAGE_CLASS:-}"
     flag allowed-instance-types "${INPUT_ALLOWED_INSTANCE_TYPES:-}"
@@ -64,7 +65,7 @@ case "$command" in
     args+=(release)
     flag label "$INPUT_LABEL"
     flag timeout "${INPUT_TIMEOUT:-}"
-    for input in count resource-class usage-class allowed-instance-types; do
+    for input in count min-count resource-class usage-class allowed-instance-types; do
       var=INPUT_${input//-/_}; var=${var^^}
       only release "$input" "${!var:-}"
     done
@@ -73,14 +74,14 @@ case "$command" in
     args+=(scale-up)
     flag resource-class "${INPUT_RESOURCE_CLASS:-}"
     flag timeout "${INPUT_TIMEOUT:-}"
-    for input in count usage-class allowed-instance-types label; do
+    for input in count min-count usage-class allowed-instance-types label; do
       var=INPUT_${input//-/_}; var=${var^^}
       only scale-up "$input" "${!var:-}"
     done
     ;;
   refresh | scale-down | status | init)
     args+=("$command")
-    for input in count resource-class usage-class allowed-instance-types label timeout; do
+    for input in count min-count resource-class usage-class allowed-instance-types label timeout; do
       var=INPUT_${input//-/_}; var=${var^^}
       only "$command" "$input" "${!var:-}"
     done

@@ -52,7 +52,7 @@ check("${{" not in step["run"], "an expression in the script text could inject s
 extra = set(env) - {env_name(i) for i in inputs} - set(JOB_ENV)
 check(not extra, f"env names no input: {extra}")
 check(inputs["command"].get("required") is True, "command is required")
-for name in ("command", "count", "resource-class", "usage-class", "allowed-instance-types", "label", "timeout", "config"):
+for name in ("command", "count", "min-count", "resource-class", "usage-class", "allowed-instance-types", "label", "timeout", "config"):
     check(name in inputs, f"input {name} (runpoolctl's CLI) is missing")
 
 ctl_sources = "".join(open(p).read() for p in
@@ -100,10 +100,10 @@ with tempfile.TemporaryDirectory() as tmp:
                 check(re.search(r"(^|[ ,])%s\b" % re.escape(a), help_text[where], re.M) is not None,
                       f"runpoolctl {where} --help does not list {a}")
 
-    rc, argv, outs, err = run(command="provision", count="3", resource_class="large", usage_class="on-demand",
+    rc, argv, outs, err = run(command="provision", count="3", min_count="2", resource_class="large", usage_class="on-demand",
                               allowed_instance_types="c* m7i.*", label="$(touch /tmp/x)", timeout="12m",
                               config="runpool.conf")
-    expected = ["--config", "runpool.conf", "provision", "--count", "3", "--resource-class", "large", "--usage-class",
+    expected = ["--config", "runpool.conf", "provision", "--count", "3", "--min-count", "2", "--resource-class", "large", "--usage-class",
                 "on-demand", "--allowed-instance-types", "c* m7i.*", "--label", "$(touch /tmp/x)", "--timeout", "12m"]
     check(rc == 0 and argv == expected, f"provision: rc {rc}, argv {argv} != {expected} ({err})")
     check("the-label" in outs and "i-1 i-2" in outs, "runpoolctl's step outputs must reach $GITHUB_OUTPUT")
@@ -165,6 +165,7 @@ with tempfile.TemporaryDirectory() as tmp:
                        (dict(command="release", label="l", resource_class="x"), "release with a resource class"),
                        (dict(command="scale-down", resource_class="x"), "scale-down with a resource class"),
                        (dict(command="scale-up", count="3"), "scale-up with a count"),
+                       (dict(command="release", label="l", min_count="1"), "release with a minimum count"),
                        (dict(command="terminate-everything"), "an unknown command"),
                        (dict(command=""), "no command")):
         rc, argv, _, _ = run(**given)
