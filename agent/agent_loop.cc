@@ -51,7 +51,7 @@ void AgentLoop::set_status(const std::string& s) {
   if (on_status_) on_status_(s);
 }
 
-bool AgentLoop::report(const AgentReport& report, const char* what) {
+AgentLoop::Reported AgentLoop::report(const AgentReport& report, const char* what) {
   // Every write of the agent is a sign of life: a record made idle right after its `drained` must
   // not look dead to the next claim because the last heartbeat is older (or never landed).
   AgentReport r = report;
@@ -60,11 +60,11 @@ bool AgentLoop::report(const AgentReport& report, const char* what) {
     bool ok = table_.report(s_.instance_id, r);
     health_.ok();
     if (!ok) spdlog::warn("report {} not applied: the record is gone or on another generation", what);
-    return ok;
+    return ok ? Reported::kApplied : Reported::kNotApplied;
   } catch (const std::exception& e) {
     health_.failed();
     spdlog::warn("report {} failed: {}", what, e.what());
-    throw;
+    return Reported::kFailed;
   }
 }
 
@@ -233,10 +233,7 @@ void AgentLoop::resume() {
       r.signal = AgentSignal::kBooted;
       r.generation = record_->generation;
     }
-    try {
-      report(r, "booted");
-    } catch (const std::exception&) {
-    }
+    report(r, "booted");
   }
 }
 
@@ -294,10 +291,7 @@ void AgentLoop::terminate(const std::string& reason) {
     r.generation = record_->generation;
     set_detail(r, record_->generation, clip("self-termination: " + reason), true);
     r.busy = busy_.load();
-    try {
-      report(r, "failed (self-termination)");
-    } catch (const std::exception&) {
-    }
+    report(r, "failed (self-termination)");
   }
   terminate_at_ = steady();
   try {
@@ -340,11 +334,7 @@ void AgentLoop::handle_notice() {
     r.signal = AgentSignal::kInterrupted;
     r.generation = record_->generation;
     set_detail(r, record_->generation, clip(n->detail), false);
-    try {
-      report(r, "interrupted");
-      notice_reported_ = true;
-    } catch (const std::exception&) {
-    }
+    if (report(r, "interrupted") != Reported::kFailed) notice_reported_ = true;
   }
 }
 
@@ -431,11 +421,7 @@ void AgentLoop::refuse(const InstanceRecord& r, const std::string& reason) {
   rep.signal = AgentSignal::kFailed;
   rep.generation = r.generation;
   set_detail(rep, r.generation, clip(reason), true);
-  try {
-    report(rep, "failed (refused)");
-    refused_generation_ = r.generation;
-  } catch (const std::exception&) {
-  }
+  if (report(rep, "failed (refused)") != Reported::kFailed) refused_generation_ = r.generation;
 }
 
 void AgentLoop::fail_assignment(const std::string& detail) {
@@ -450,11 +436,7 @@ void AgentLoop::fail_assignment(const std::string& detail) {
   r.generation = st_.generation;
   set_detail(r, st_.generation, clip(detail), true);
   r.busy = false;
-  try {
-    report(r, "failed");
-    failure_reported_ = true;
-  } catch (const std::exception&) {
-  }
+  if (report(r, "failed") != Reported::kFailed) failure_reported_ = true;
   try {
     if (!listener_) host_.end_user_processes();
   } catch (const std::exception& e) {
@@ -478,11 +460,7 @@ void AgentLoop::finish_unserved(const InstanceRecord& r) {
   rep.take_remove_token = true;
   rep.busy = false;
   set_detail(rep, r.generation, "no runner was serving this assignment", false);
-  try {
-    report(rep, "drained (unserved)");
-  } catch (const std::exception&) {
-    return;
-  }
+  if (report(rep, "drained (unserved)") == Reported::kFailed) return;
   st_.last_served = std::max(st_.last_served, r.generation);
 }
 
@@ -571,11 +549,7 @@ void AgentLoop::deregister_and_clean(const InstanceRecord& r) {
   rep.take_remove_token = true;
   rep.busy = false;
   set_detail(rep, g, clip(deregister_detail_), deregister_failed_);
-  try {
-    report(rep, "drained");
-  } catch (const std::exception&) {
-    return;  // cleaned; the report is retried on the next tick
-  }
+  if (report(rep, "drained") == Reported::kFailed) return;  // cleaned; the report is retried on the next tick
   if (deregister_failed_) spdlog::warn("generation {} drained and cleaned; its runner is left to the controller", g);
   else spdlog::info("generation {} drained, deregistered and cleaned", g);
   if (drain_began_) metrics_.drained(now_ms(), r.resource_class, g, since(*drain_began_));

@@ -81,7 +81,14 @@ class AgentLoop {
   void clean_local(const std::string& reason);
   void finish_assignment();
   void fail_assignment(const std::string& detail);
-  bool report(const pool::AgentReport& r, const char* what);
+  // Writes the agent's part of the record (common/pool/state_table.h: report). Never throws: what
+  // happened is the answer, and a failure is logged and counted against the table's health.
+  enum class Reported {
+    kApplied,
+    kNotApplied,  // refused by its condition: the record is gone or on another generation
+    kFailed,      // the table could not be reached; the caller retries on a later tick
+  };
+  Reported report(const pool::AgentReport& r, const char* what);
   void set_status(const std::string& s);
   void update_status();
   int64_t now_ms() const;

@@ -20,11 +20,8 @@ void AgentLoop::report_pre_run() {
   pool::AgentReport r;
   r.pre_run = pre_run_;
   r.pre_run_detail = pre_run_detail_;
-  try {
-    pre_run_reported_ = report(r, "pre-run");
-  } catch (const std::exception&) {
-    // retried on the next tick
-  }
+  // Failed: retried on the next tick.
+  pre_run_reported_ = report(r, "pre-run") == Reported::kApplied;
 }
 
 }  // namespace runpool::agent

@@ -18,11 +18,7 @@ void AgentLoop::set_busy(bool b) {
   // Promptly, not on the next heartbeat: the controller's scale-down trusts this flag.
   AgentReport r;
   r.busy = b;
-  try {
-    report(r, b ? "busy" : "idle");
-    reported_busy_ = b;
-  } catch (const std::exception&) {
-  }
+  if (report(r, b ? "busy" : "idle") != Reported::kFailed) reported_busy_ = b;
 }
 
 void AgentLoop::pump_listener() {
@@ -110,10 +106,7 @@ void AgentLoop::take_token() {
     r.runner_id = identity_->id;
     r.runner_name = identity_->name;
   }
-  try {
-    if (report(r, "take_reg_token")) token_taken_ = true;
-  } catch (const std::exception&) {
-  }
+  if (report(r, "take_reg_token") == Reported::kApplied) token_taken_ = true;
 }
 
 void AgentLoop::supervise() {
@@ -142,10 +135,7 @@ void AgentLoop::supervise() {
   if (reachable_ && !activity_.runner_version().empty() && activity_.runner_version() != reported_runner_version_) {
     AgentReport r;
     r.runner_version = activity_.runner_version();
-    try {
-      if (report(r, "runner_version")) reported_runner_version_ = *r.runner_version;
-    } catch (const std::exception&) {
-    }
+    if (report(r, "runner_version") == Reported::kApplied) reported_runner_version_ = *r.runner_version;
   }
   if (reachable_ && record_ && registered_reported_ != st_.generation &&
       should_report_registered(*record_, st_.generation, listening)) {
@@ -162,14 +152,11 @@ void AgentLoop::supervise() {
       r.runner_id = identity_->id;
       r.runner_name = identity_->name;
     }
-    try {
-      if (report(r, "registered")) {
-        registered_reported_ = st_.generation;
-        if (assignment_seen_) metrics_.registered(now_ms(), resource_class(), st_.generation, since(*assignment_seen_));
-        assignment_seen_.reset();
-        spdlog::info("reported registered for generation {}", st_.generation);
-      }
-    } catch (const std::exception&) {
+    if (report(r, "registered") == Reported::kApplied) {
+      registered_reported_ = st_.generation;
+      if (assignment_seen_) metrics_.registered(now_ms(), resource_class(), st_.generation, since(*assignment_seen_));
+      assignment_seen_.reset();
+      spdlog::info("reported registered for generation {}", st_.generation);
     }
   }
 }
@@ -232,11 +219,7 @@ bool AgentLoop::return_remove_token() {
   AgentReport r;
   r.generation = st_.generation;
   r.take_remove_token = true;
-  try {
-    if (!report(r, "take_remove_token (refused)")) return false;
-  } catch (const std::exception&) {
-    return false;
-  }
+  if (report(r, "take_remove_token (refused)") != Reported::kApplied) return false;
   token_returned_at_ = steady();
   return true;
 }
