@@ -148,7 +148,7 @@ bool AgentLoop::tick(bool read) {
       case Phase::kServing: supervise(); break;
       case Phase::kDraining: drain_progress(); break;
       case Phase::kStopped:
-        if (failed_ && !failure_reported_) fail_assignment(stop_detail_);
+        if (as_.failed && !as_.failure_reported) fail_assignment(as_.stop_detail);
         break;
       default: break;
     }
@@ -169,7 +169,7 @@ void AgentLoop::resume() {
       auto parts = pool::parse_runner_name(s_.pool, id->name);
       configured_generation_.reset();
       if (parts && parts->instance_id == s_.instance_id) configured_generation_ = parts->generation;
-      if (configured_generation_) identity_ = id;
+      if (configured_generation_) as_.identity = id;
       else configured_foreign_ = true;
     }
   } catch (const std::exception& e) {
@@ -203,25 +203,25 @@ void AgentLoop::resume() {
       activity_.apply(RunnerEvent{RunnerEvent::kListening, "", ""});  // its start is long past
     }
     if (st_.phase == Phase::kServing) {
-      token_taken_ = !(record_ && record_->generation == st_.generation && !record_->reg_token.empty());
+      as_.token_taken = !(record_ && record_->generation == st_.generation && !record_->reg_token.empty());
     } else if (st_.phase == Phase::kDraining) {
-      drain_reason_ = "resumed a drain after a restart";
-      drain_began_ = steady();
+      drain_.reason = "resumed a drain after a restart";
+      drain_.asked_at = steady();
       init_drain_state();
       try {
-        deregistered_ = !host_.configured().has_value();
+        drain_.deregistered = !host_.configured().has_value();
       } catch (const std::exception&) {
-        deregistered_ = false;
+        drain_.deregistered = false;
       }
     } else if (st_.phase == Phase::kStopped) {
-      failed_ = record_ && pool::agent_reported(*record_, AgentSignal::kFailed);
-      failure_reported_ = failed_;
+      as_.failed = record_ && pool::agent_reported(*record_, AgentSignal::kFailed);
+      as_.failure_reported = as_.failed;
       if (listener_) {
         // A Listener of an assignment that is over (or failed): drained like any other, gracefully,
         // before the cleaning.
         st_.phase = Phase::kDraining;
-        drain_reason_ = "the Listener of an assignment that is over, left by an earlier agent";
-        stopping_ = true;
+        drain_.reason = "the Listener of an assignment that is over, left by an earlier agent";
+        as_.stopping = true;
         init_drain_state();
       }
     }
@@ -341,31 +341,10 @@ void AgentLoop::handle_notice() {
 // ---- assignments
 
 void AgentLoop::reset_assignment() {
-  identity_.reset();
-  token_taken_ = false;
+  as_ = AssignmentProgress{};
+  drain_ = DrainProgress{};
   activity_ = RunnerActivity{};
   job_track_ = JobTrack{};
-  restarts_ = 0;
-  restart_at_.reset();
-  stopping_ = false;
-  failed_ = failure_reported_ = false;
-  stop_detail_.clear();
-  drain_reason_.clear();
-  deregistered_ = false;
-  deregister_detail_.clear();
-  deregister_failed_ = false;
-  last_remove_output_.clear();
-  remove_failed_at_.reset();
-  remove_attempts_ = 0;
-  last_remove_failure_.reset();
-  refused_token_.clear();
-  token_returned_at_.reset();
-  deregistered_at_.reset();
-  interrupt_at_.reset();
-  cleaned_ = false;
-  clean_failed_at_.reset();
-  last_drain_step_.clear();
-  drain_began_.reset();
 }
 
 void AgentLoop::do_register(const InstanceRecord& r) {
@@ -404,13 +383,13 @@ void AgentLoop::do_register(const InstanceRecord& r) {
     return;
   }
   try {
-    identity_ = host_.configured();
-    if (!identity_) throw RunnerFileError("config.sh succeeded but wrote no .runner");
+    as_.identity = host_.configured();
+    if (!as_.identity) throw RunnerFileError("config.sh succeeded but wrote no .runner");
   } catch (const std::exception& e) {
     fail_assignment(std::string("registration left no usable .runner: ") + e.what());
     return;
   }
-  spdlog::info("registered runner {} (id {}) for {}", identity_->name, identity_->id, r.label);
+  spdlog::info("registered runner {} (id {}) for {}", as_.identity->name, as_.identity->id, r.label);
   st_.phase = Phase::kServing;
   take_token();
 }
@@ -426,17 +405,17 @@ void AgentLoop::refuse(const InstanceRecord& r, const std::string& reason) {
 
 void AgentLoop::fail_assignment(const std::string& detail) {
   spdlog::error("assignment generation {} failed: {}", st_.generation, detail);
-  failed_ = true;
-  stop_detail_ = detail;
+  as_.failed = true;
+  as_.stop_detail = detail;
   st_.phase = Phase::kStopped;
-  stopping_ = true;
+  as_.stopping = true;
   if (listener_) listener_->interrupt();
   AgentReport r;
   r.signal = AgentSignal::kFailed;
   r.generation = st_.generation;
   set_detail(r, st_.generation, clip(detail), true);
   r.busy = false;
-  if (report(r, "failed") != Reported::kFailed) failure_reported_ = true;
+  if (report(r, "failed") != Reported::kFailed) as_.failure_reported = true;
   try {
     if (!listener_) host_.end_user_processes();
   } catch (const std::exception& e) {
@@ -467,7 +446,7 @@ void AgentLoop::finish_unserved(const InstanceRecord& r) {
 void AgentLoop::deregister_and_clean(const InstanceRecord& r) {
   const int64_t g = st_.generation;
   if (listener_) return;  // still stopping
-  if (!deregistered_) {
+  if (!drain_.deregistered) {
     std::optional<RunnerIdentity> id;
     try {
       id = host_.configured();
@@ -475,23 +454,23 @@ void AgentLoop::deregister_and_clean(const InstanceRecord& r) {
       spdlog::warn("unreadable .runner: {}", e.what());
     }
     if (!id) {
-      deregistered_ = true;
+      drain_.deregistered = true;
     } else {
       const bool has_token = usable_remove_token(r);
-      if (has_token && token_returned_at_) {
+      if (has_token && drain_.token_returned_at) {
         // The controller wrote a fresh token: the refusal is behind us.
-        token_returned_at_.reset();
-        last_remove_failure_.reset();
-        remove_failed_at_.reset();
+        drain_.token_returned_at.reset();
+        drain_.last_remove_failure.reset();
+        drain_.remove_failed_at.reset();
       }
       DeregisterFacts f;
       f.has_remove_token = has_token;
-      f.attempts = remove_attempts_;
+      f.attempts = drain_.remove_attempts;
       f.max_attempts = s_.deregister_attempts;
-      f.last_failure = last_remove_failure_;
-      if (remove_failed_at_) f.since_last_attempt = since(*remove_failed_at_);
+      f.last_failure = drain_.last_remove_failure;
+      if (drain_.remove_failed_at) f.since_last_attempt = since(*drain_.remove_failed_at);
       f.retry_interval = 2 * s_.poll_interval;
-      if (token_returned_at_) f.awaiting_token_for = since(*token_returned_at_);
+      if (drain_.token_returned_at) f.awaiting_token_for = since(*drain_.token_returned_at);
       f.token_wait = s_.config_sh_timeout;
       DeregisterDecision d = deregister_step(f);
       switch (d.step) {
@@ -503,12 +482,12 @@ void AgentLoop::deregister_and_clean(const InstanceRecord& r) {
           return_remove_token();
           return;
         case DeregisterStep::kRemove: {
-          set_status("deregistering runner " + id->name + (remove_attempts_ ? ": " + d.reason : ""));
+          set_status("deregistering runner " + id->name + (drain_.remove_attempts ? ": " + d.reason : ""));
           CommandResult res = host_.remove(r.remove_token);
           if (res.ok()) {
             spdlog::info("deregistered runner {} (id {})", id->name, id->id);
-            deregistered_ = true;
-            deregister_detail_ = "runner " + id->name + " (id " + std::to_string(id->id) + ") deregistered";
+            drain_.deregistered = true;
+            drain_.deregister_detail = "runner " + id->name + " (id " + std::to_string(id->id) + ") deregistered";
             break;
           }
           remove_failed(res);
@@ -518,28 +497,28 @@ void AgentLoop::deregister_and_clean(const InstanceRecord& r) {
           // Left registered: `drained` says so, and the controller deletes the runner by the
           // record's runner_id before the instance goes or returns to the pool.
           std::string why = d.reason;
-          if (!last_remove_output_.empty()) why += ": " + clip(last_remove_output_, 200);
-          deregister_detail_ = pool::runner_left_detail(id->name, id->id, why);
-          deregister_failed_ = true;
-          spdlog::error("{}", deregister_detail_);
+          if (!drain_.last_remove_output.empty()) why += ": " + clip(drain_.last_remove_output, 200);
+          drain_.deregister_detail = pool::runner_left_detail(id->name, id->id, why);
+          drain_.deregister_failed = true;
+          spdlog::error("{}", drain_.deregister_detail);
           host_.remove_local();
-          deregistered_ = true;
+          drain_.deregistered = true;
           break;
         }
       }
     }
   }
-  if (!cleaned_) {
-    if (clean_failed_at_ && since(*clean_failed_at_) < s_.cleanup_timeout) return;
+  if (!as_.cleaned) {
+    if (as_.clean_failed_at && since(*as_.clean_failed_at) < s_.cleanup_timeout) return;
     set_status("cleaning up after generation " + std::to_string(g));
     try {
       const Steady cleaning = steady();
       host_.clean();
       metrics_.cleaned(now_ms(), r.resource_class, g, since(cleaning));
-      cleaned_ = true;
+      as_.cleaned = true;
     } catch (const std::exception& e) {
-      clean_failed_at_ = steady();
-      if (!failed_) fail_assignment(std::string("cleaning failed: ") + e.what());
+      as_.clean_failed_at = steady();
+      if (!as_.failed) fail_assignment(std::string("cleaning failed: ") + e.what());
       return;
     }
   }
@@ -548,17 +527,17 @@ void AgentLoop::deregister_and_clean(const InstanceRecord& r) {
   rep.generation = g;
   rep.take_remove_token = true;
   rep.busy = false;
-  set_detail(rep, g, clip(deregister_detail_), deregister_failed_);
+  set_detail(rep, g, clip(drain_.deregister_detail), drain_.deregister_failed);
   if (report(rep, "drained") == Reported::kFailed) return;  // cleaned; the report is retried on the next tick
-  if (deregister_failed_) spdlog::warn("generation {} drained and cleaned; its runner is left to the controller", g);
+  if (drain_.deregister_failed) spdlog::warn("generation {} drained and cleaned; its runner is left to the controller", g);
   else spdlog::info("generation {} drained, deregistered and cleaned", g);
-  if (drain_began_) metrics_.drained(now_ms(), r.resource_class, g, since(*drain_began_));
+  if (drain_.asked_at) metrics_.drained(now_ms(), r.resource_class, g, since(*drain_.asked_at));
   finish_assignment();
 }
 
 void AgentLoop::clean_local(const std::string& reason) {
   if (listener_) return;
-  if (clean_failed_at_ && since(*clean_failed_at_) < s_.cleanup_timeout) return;
+  if (as_.clean_failed_at && since(*as_.clean_failed_at) < s_.cleanup_timeout) return;
   spdlog::info("cleaning up generation {} locally: {}", st_.generation, reason);
   try {
     if (auto id = host_.configured()) {
@@ -573,7 +552,7 @@ void AgentLoop::clean_local(const std::string& reason) {
     host_.clean();
     metrics_.cleaned(now_ms(), resource_class(), st_.generation, since(cleaning));
   } catch (const std::exception& e) {
-    clean_failed_at_ = steady();
+    as_.clean_failed_at = steady();
     spdlog::error("cleaning failed: {}", e.what());
     return;
   }
@@ -598,20 +577,20 @@ void AgentLoop::update_status() {
       else set_status("idle, waiting for an assignment");
       break;
     case Phase::kServing:
-      if (!listener_ && restart_at_) set_status("serving " + what + ", restarting the Listener");
+      if (!listener_ && as_.restart_at) set_status("serving " + what + ", restarting the Listener");
       else if (!listener_ || activity_.phase() == RunnerPhase::kStarting) set_status("serving " + what + ", starting the Listener");
       else if (busy_.load()) set_status("serving " + what + ", busy" + (job_track_.job.empty() ? "" : ": " + job_track_.job));
       else set_status("serving " + what + ", idle");
       break;
     case Phase::kDraining:
-      set_status("draining " + what + " (" + std::string(strategy_name(strategy_)) + "), " +
-                 (busy_.load() ? "busy" : "idle") + ": " + drain_reason_);
+      set_status("draining " + what + " (" + std::string(strategy_name(drain_.strategy)) + "), " +
+                 (busy_.load() ? "busy" : "idle") + ": " + drain_.reason);
       break;
     case Phase::kStopped:
       if (reachable_ && record_ && record_->generation == st_.generation && record_->state == State::kDraining) {
         set_status("runner stopped for " + what + ", deregistering and cleaning");
       } else {
-        set_status("runner stopped for " + what + (stop_detail_.empty() ? "" : ": " + clip(stop_detail_, 120)) +
+        set_status("runner stopped for " + what + (as_.stop_detail.empty() ? "" : ": " + clip(as_.stop_detail, 120)) +
                    ", waiting for the controller");
       }
       break;

@@ -142,42 +142,50 @@ class AgentLoop {
 
   // The assignment being served.
   std::string label_;
-  std::optional<RunnerIdentity> identity_;
-  bool token_taken_ = false;
   std::unique_ptr<ListenerProcess> listener_;
   RunnerActivity activity_;
   JobTrack job_track_;
   std::atomic<bool> busy_{false};
   std::optional<bool> reported_busy_;
-  int restarts_ = 0;
-  std::optional<Steady> restart_at_;
-  bool stopping_ = false;
-  bool failed_ = false;
-  bool failure_reported_ = false;
-  std::string stop_detail_;
   int64_t refused_generation_ = 0;
   int64_t registered_reported_ = 0;
   std::string reported_runner_version_;  // the runner version last written to the record
-
-  // Draining.
-  std::string drain_reason_;
-  DrainStrategy strategy_ = DrainStrategy::kStock;
-  Steady drain_started_{};
   // What the installed runner can do to drain: asked once (`run --help`), at the first drain.
   bool drain_support_asked_ = false;
   std::optional<RunnerDrainSupport> drain_support_;
-  bool deregistered_ = false;
-  std::string deregister_detail_;
-  bool deregister_failed_ = false;  // the runner was left registered: deregister_detail_ says why
-  std::string last_remove_output_;
-  std::optional<Steady> remove_failed_at_, deregistered_at_, interrupt_at_;
-  int remove_attempts_ = 0;                         // failed config.sh remove runs (drain included)
-  std::optional<RemoveFailure> last_remove_failure_;
-  std::string refused_token_;                       // never tried again, even while still in the record
-  std::optional<Steady> token_returned_at_;         // handed back: a fresh one is awaited
-  bool cleaned_ = false;
-  std::optional<Steady> clean_failed_at_;
-  std::string last_drain_step_;
+
+  // How far the assignment has got, and its drain: each reset whole when the next one starts.
+  struct AssignmentProgress {
+    std::optional<RunnerIdentity> identity;
+    bool token_taken = false;
+    int restarts = 0;
+    std::optional<Steady> restart_at;
+    bool stopping = false;
+    bool failed = false;
+    bool failure_reported = false;
+    std::string stop_detail;
+    bool cleaned = false;
+    std::optional<Steady> clean_failed_at;
+  };
+  struct DrainProgress {
+    std::string reason;
+    std::optional<Steady> asked_at;  // when the drain was asked (its metric)
+    DrainStrategy strategy = DrainStrategy::kStock;
+    Steady step_clock{};             // the drain steps' clock: one long poll from here, then the fallback
+    bool deregistered = false;
+    std::string deregister_detail;
+    bool deregister_failed = false;  // the runner was left registered: deregister_detail says why
+    std::string last_remove_output;
+    std::optional<Steady> remove_failed_at, deregistered_at, interrupt_at;
+    int remove_attempts = 0;  // failed config.sh remove runs (drain included)
+    std::optional<RemoveFailure> last_remove_failure;
+    std::string refused_token;                 // never tried again, even while still in the record
+    std::optional<Steady> token_returned_at;   // handed back: a fresh one is awaited
+    std::string last_step;
+  };
+  AssignmentProgress as_;
+  DrainProgress drain_;
+
   int64_t evidence_generation_ = 0;  // the failure detail this agent wrote last, and its generation
   std::string evidence_;
 
@@ -200,8 +208,8 @@ class AgentLoop {
 
   std::string status_;
 
-  // Metrics only: when the assignment was seen (registration latency) and its drain began.
-  std::optional<Steady> assignment_seen_, drain_began_;
+  // Metrics only: when the assignment was seen (registration latency).
+  std::optional<Steady> assignment_seen_;
 };
 
 }  // namespace runpool::agent

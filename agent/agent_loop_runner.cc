@@ -67,7 +67,7 @@ void AgentLoop::update_busy() {
 }
 
 void AgentLoop::on_listener_exit(const ExitStatus& status, const std::string& tail) {
-  ExitDecision d = after_listener_exit(status, stopping_, restarts_, s_.max_restarts, s_.restart_backoff);
+  ExitDecision d = after_listener_exit(status, as_.stopping, as_.restarts, s_.max_restarts, s_.restart_backoff);
   activity_ = RunnerActivity{};
   job_track_ = JobTrack{};
   set_busy(false);
@@ -76,10 +76,10 @@ void AgentLoop::on_listener_exit(const ExitStatus& status, const std::string& ta
       spdlog::info("{}", d.reason);
       break;
     case AfterExit::kRestart:
-      spdlog::warn("{} in {} ({}/{}){}", d.reason, format_duration(d.delay), restarts_ + 1, s_.max_restarts,
+      spdlog::warn("{} in {} ({}/{}){}", d.reason, format_duration(d.delay), as_.restarts + 1, s_.max_restarts,
                    tail.empty() ? "" : ": " + tail);
-      ++restarts_;
-      restart_at_ = steady() + d.delay;
+      ++as_.restarts;
+      as_.restart_at = steady() + d.delay;
       try {
         host_.end_user_processes();  // what it left (a Worker of a lost job) must not outlive it
       } catch (const std::exception& e) {
@@ -93,40 +93,40 @@ void AgentLoop::on_listener_exit(const ExitStatus& status, const std::string& ta
 }
 
 void AgentLoop::take_token() {
-  if (token_taken_) return;
+  if (as_.token_taken) return;
   if (reachable_ && record_ && record_->generation == st_.generation && record_->reg_token.empty() &&
-      identity_ && record_->runner_id == identity_->id) {
-    token_taken_ = true;
+      as_.identity && record_->runner_id == as_.identity->id) {
+    as_.token_taken = true;
     return;
   }
   AgentReport r;
   r.take_reg_token = true;
   r.generation = st_.generation;
-  if (identity_) {
-    r.runner_id = identity_->id;
-    r.runner_name = identity_->name;
+  if (as_.identity) {
+    r.runner_id = as_.identity->id;
+    r.runner_name = as_.identity->name;
   }
-  if (report(r, "take_reg_token") == Reported::kApplied) token_taken_ = true;
+  if (report(r, "take_reg_token") == Reported::kApplied) as_.token_taken = true;
 }
 
 void AgentLoop::supervise() {
-  if (!token_taken_) take_token();
-  if (!token_taken_) return;  // the Listener never starts while the token is readable in the record
+  if (!as_.token_taken) take_token();
+  if (!as_.token_taken) return;  // the Listener never starts while the token is readable in the record
   if (!listener_) {
-    if (restart_at_ && steady() < *restart_at_) return;
+    if (as_.restart_at && steady() < *as_.restart_at) return;
     try {
       listener_ = host_.start_listener();
-      restart_at_.reset();
+      as_.restart_at.reset();
       activity_ = RunnerActivity{};
       job_track_ = JobTrack{};
     } catch (const std::exception& e) {
-      if (restarts_ >= s_.max_restarts) {
+      if (as_.restarts >= s_.max_restarts) {
         fail_assignment(std::string("cannot start the Listener: ") + e.what());
         return;
       }
       spdlog::error("cannot start the Listener: {}", e.what());
-      ++restarts_;
-      restart_at_ = steady() + s_.restart_backoff;
+      ++as_.restarts;
+      as_.restart_at = steady() + s_.restart_backoff;
     }
     return;
   }
@@ -139,18 +139,18 @@ void AgentLoop::supervise() {
   }
   if (reachable_ && record_ && registered_reported_ != st_.generation &&
       should_report_registered(*record_, st_.generation, listening)) {
-    if (!identity_) {
+    if (!as_.identity) {
       try {
-        identity_ = host_.configured();
+        as_.identity = host_.configured();
       } catch (const std::exception&) {
       }
     }
     AgentReport r;
     r.signal = AgentSignal::kRegistered;
     r.generation = st_.generation;
-    if (identity_) {
-      r.runner_id = identity_->id;
-      r.runner_name = identity_->name;
+    if (as_.identity) {
+      r.runner_id = as_.identity->id;
+      r.runner_name = as_.identity->name;
     }
     if (report(r, "registered") == Reported::kApplied) {
       registered_reported_ = st_.generation;
@@ -174,26 +174,26 @@ void AgentLoop::init_drain_state() {
   // This agent registers persistent runners (config.sh without --ephemeral), which a runner's drain
   // inputs refuse: the stock drain, whatever the runner can do. The controller removed the
   // runner's labels at the drain request; the stock drain waits out one long poll from here.
-  strategy_ = choose_drain_strategy(drain_support_, /*ephemeral=*/false);
-  drain_started_ = steady();
-  interrupt_at_.reset();
-  remove_failed_at_.reset();
-  last_drain_step_.clear();
+  drain_.strategy = choose_drain_strategy(drain_support_, /*ephemeral=*/false);
+  drain_.step_clock = steady();
+  drain_.interrupt_at.reset();
+  drain_.remove_failed_at.reset();
+  drain_.last_step.clear();
 }
 
 void AgentLoop::begin_drain(const std::string& reason) {
   if (st_.phase != Phase::kServing) return;
-  drain_began_ = steady();
+  drain_.asked_at = steady();
   spdlog::info("draining generation {}: {}", st_.generation, reason);
   st_.phase = Phase::kDraining;
-  drain_reason_ = reason;
-  stopping_ = true;
-  restart_at_.reset();
+  drain_.reason = reason;
+  as_.stopping = true;
+  as_.restart_at.reset();
   init_drain_state();
 }
 
 bool AgentLoop::usable_remove_token(const pool::InstanceRecord& r) const {
-  return !r.remove_token.empty() && r.remove_token.reveal() != refused_token_;
+  return !r.remove_token.empty() && r.remove_token.reveal() != drain_.refused_token;
 }
 
 bool AgentLoop::remove_token_available() const {
@@ -202,12 +202,12 @@ bool AgentLoop::remove_token_available() const {
 }
 
 void AgentLoop::remove_failed(const CommandResult& res) {
-  ++remove_attempts_;
-  remove_failed_at_ = steady();
-  last_remove_failure_ = classify_remove_failure(res.output, res.timed_out);
-  last_remove_output_ = res.timed_out ? "config.sh remove timed out" : res.output;
-  spdlog::warn("config.sh remove failed ({}, {}; attempt {}/{}): {}", remove_failure_name(*last_remove_failure_),
-               res.timed_out ? "timed out" : "exit " + std::to_string(res.exit_code), remove_attempts_,
+  ++drain_.remove_attempts;
+  drain_.remove_failed_at = steady();
+  drain_.last_remove_failure = classify_remove_failure(res.output, res.timed_out);
+  drain_.last_remove_output = res.timed_out ? "config.sh remove timed out" : res.output;
+  spdlog::warn("config.sh remove failed ({}, {}; attempt {}/{}): {}", remove_failure_name(*drain_.last_remove_failure),
+               res.timed_out ? "timed out" : "exit " + std::to_string(res.exit_code), drain_.remove_attempts,
                s_.deregister_attempts, res.output.substr(0, 300));
 }
 
@@ -215,12 +215,12 @@ void AgentLoop::remove_failed(const CommandResult& res) {
 // controller, waiting on the drain, writes a fresh one in its place.
 bool AgentLoop::return_remove_token() {
   if (!record_) return false;
-  refused_token_ = record_->remove_token.reveal();
+  drain_.refused_token = record_->remove_token.reveal();
   AgentReport r;
   r.generation = st_.generation;
   r.take_remove_token = true;
   if (report(r, "take_remove_token (refused)") != Reported::kApplied) return false;
-  token_returned_at_ = steady();
+  drain_.token_returned_at = steady();
   return true;
 }
 
@@ -229,24 +229,24 @@ void AgentLoop::deregister_during_drain() {
   CommandResult res = host_.remove(record_->remove_token);
   if (res.ok()) {
     spdlog::info("deregistered the runner; waiting for the Listener to notice");
-    deregistered_ = true;
-    deregistered_at_ = steady();
-    deregister_detail_ = "runner deregistered during the drain";
+    drain_.deregistered = true;
+    drain_.deregistered_at = steady();
+    drain_.deregister_detail = "runner deregistered during the drain";
     return;
   }
   remove_failed(res);
   // Refused: handed back; without a token the drain stops the Listener, and the deregistration
   // after it waits for the fresh one.
-  if (last_remove_failure_ == RemoveFailure::kTokenRefused) return_remove_token();
+  if (drain_.last_remove_failure == RemoveFailure::kTokenRefused) return_remove_token();
 }
 
 // The drain's inputs this loop keeps: the strategy, busy, and the drain's clocks and bounds.
 DrainFacts AgentLoop::drain_facts() const {
   DrainFacts f;
-  f.strategy = strategy_;
+  f.strategy = drain_.strategy;
   f.busy = busy_.load();
-  if (interrupt_at_) f.since_interrupt = since(*interrupt_at_);
-  f.since_drain_start = since(drain_started_);
+  if (drain_.interrupt_at) f.since_interrupt = since(*drain_.interrupt_at);
+  f.since_drain_start = since(drain_.step_clock);
   f.drain_timeout = s_.drain_signal_timeout;
   f.stock_idle_wait = s_.stock_idle_wait;
   f.poll_wait = s_.drain_poll_wait;
@@ -259,15 +259,15 @@ void AgentLoop::drain_progress() {
   DrainFacts f = drain_facts();
   f.listener_running = listener_ != nullptr;
   f.has_remove_token = remove_token_available();
-  f.deregistered = deregistered_;
-  f.remove_exhausted = remove_attempts_ >= s_.deregister_attempts;
-  if (remove_failed_at_) f.since_remove_attempt = since(*remove_failed_at_);
-  if (deregistered_at_) f.since_deregistered = since(*deregistered_at_);
+  f.deregistered = drain_.deregistered;
+  f.remove_exhausted = drain_.remove_attempts >= s_.deregister_attempts;
+  if (drain_.remove_failed_at) f.since_remove_attempt = since(*drain_.remove_failed_at);
+  if (drain_.deregistered_at) f.since_deregistered = since(*drain_.deregistered_at);
   DrainStep step = drain_step(f);
   std::string name(drain_step_name(step));
-  if (name != last_drain_step_) {
-    spdlog::info("drain ({}): {}", strategy_name(strategy_), name);
-    last_drain_step_ = name;
+  if (name != drain_.last_step) {
+    spdlog::info("drain ({}): {}", strategy_name(drain_.strategy), name);
+    drain_.last_step = name;
   }
   switch (step) {
     case DrainStep::kWait:
@@ -275,7 +275,7 @@ void AgentLoop::drain_progress() {
     case DrainStep::kFallBackToStock:
       spdlog::warn("the Listener ignored its drain signal for {} while idle: draining it as a stock runner",
                    format_duration(s_.drain_signal_timeout));
-      strategy_ = DrainStrategy::kStock;
+      drain_.strategy = DrainStrategy::kStock;
       break;
     case DrainStep::kDeregister:
       deregister_during_drain();
@@ -283,7 +283,7 @@ void AgentLoop::drain_progress() {
     case DrainStep::kInterrupt:
       spdlog::info("sending SIGINT to the idle Listener");
       if (listener_) listener_->interrupt();
-      interrupt_at_ = steady();
+      drain_.interrupt_at = steady();
       break;
     case DrainStep::kKill:
       spdlog::warn("the Listener did not stop {} after SIGINT: SIGKILL", format_duration(s_.cleanup_timeout));
