@@ -363,13 +363,22 @@ void AgentLoop::do_register(const InstanceRecord& r) {
   Registration reg{r.reg_url, r.label, pool::runner_name(s_.pool, s_.instance_id, g), r.reg_token};
   const Steady start = steady();
   CommandResult res;
-  for (int attempt = 1; attempt <= 3; ++attempt) {
+  for (int attempt = 1;; ++attempt) {
     res = host_.configure(reg);
-    if (res.ok()) break;
-    spdlog::warn("config.sh failed (attempt {}, {}): {}", attempt,
-                 res.timed_out ? "timed out" : "exit " + std::to_string(res.exit_code), clip(res.output));
-    if (res.timed_out || since(start) >= s_.config_sh_timeout || attempt == 3) break;
-    clock_.sleep_for(s_.restart_backoff);
+    if (!res.ok()) {
+      spdlog::warn("config.sh failed (attempt {}, {}): {}", attempt,
+                   res.timed_out ? "timed out" : "exit " + std::to_string(res.exit_code), clip(res.output));
+    }
+    RegisterFacts f;  // three runs at most
+    f.attempt = attempt;
+    f.ok = res.ok();
+    f.timed_out = res.timed_out;
+    f.elapsed = since(start);
+    f.bound = s_.config_sh_timeout;
+    f.backoff = s_.restart_backoff;
+    RegisterDecision d = register_step(f);
+    if (d.step != RegisterStep::kRetry) break;
+    clock_.sleep_for(d.pause);
   }
   st_.phase = Phase::kStopped;
   st_.generation = g;

@@ -303,6 +303,14 @@ DrainStep drain_step(const DrainFacts& f) {
   return DrainStep::kInterrupt;
 }
 
+// ---- registration
+
+RegisterDecision register_step(const RegisterFacts& f) {
+  if (f.ok) return {RegisterStep::kDone, Duration{0}};
+  if (f.timed_out || f.elapsed >= f.bound || f.attempt >= f.max_attempts) return {RegisterStep::kGiveUp, Duration{0}};
+  return {RegisterStep::kRetry, f.backoff};
+}
+
 // ---- deregistration
 
 RemoveFailure classify_remove_failure(const std::string& output, bool timed_out) {

@@ -151,6 +151,29 @@ std::string_view drain_step_name(DrainStep s);
 
 DrainStep drain_step(const DrainFacts& facts);
 
+// ---- Registration ----------------------------------------------------------------------------
+
+// After a `config.sh` (configure) run: done, another attempt after a pause, or give up. A timeout
+// is never retried (it already took the whole bound), nor is anything once the bound has passed.
+struct RegisterFacts {
+  int attempt = 1;            // the run that just ended (1-based)
+  bool ok = false;
+  bool timed_out = false;
+  Duration elapsed{0};        // since the first attempt began
+  int max_attempts = 3;
+  Duration bound{0};          // config_sh_timeout
+  Duration backoff{0};        // listener_restart_backoff: the pause before the next attempt
+};
+
+enum class RegisterStep { kDone, kRetry, kGiveUp };
+
+struct RegisterDecision {
+  RegisterStep step = RegisterStep::kGiveUp;
+  Duration pause{0};  // kRetry: wait this long first
+};
+
+RegisterDecision register_step(const RegisterFacts& facts);
+
 // ---- Deregistration --------------------------------------------------------------------------
 
 // Why `config.sh remove` failed, read from its output.

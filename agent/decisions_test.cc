@@ -563,6 +563,25 @@ TEST(DrainStep, NeverInterruptsOrKillsABusyRunnerBeforeItWasAsked) {
   }
 }
 
+// ---- Registration
+
+TEST(RegisterStep, RetriesAFailureUpToThreeRunsWithinTheBoundNeverATimeout) {
+  const Duration bound{120'000}, backoff{2'000};
+  auto step = [&](int attempt, bool ok, bool timed_out, int64_t elapsed_ms) {
+    return register_step({attempt, ok, timed_out, Duration{elapsed_ms}, 3, bound, backoff});
+  };
+  EXPECT_EQ(step(1, true, false, 5'000).step, RegisterStep::kDone);
+  EXPECT_EQ(step(3, true, false, 5'000).step, RegisterStep::kDone);
+  RegisterDecision d = step(1, false, false, 5'000);
+  EXPECT_EQ(d.step, RegisterStep::kRetry);
+  EXPECT_EQ(d.pause, backoff);
+  EXPECT_EQ(step(2, false, false, 5'000).step, RegisterStep::kRetry);
+  EXPECT_EQ(step(3, false, false, 5'000).step, RegisterStep::kGiveUp) << "three runs at most";
+  EXPECT_EQ(step(1, false, true, 5'000).step, RegisterStep::kGiveUp) << "a timeout took the whole bound";
+  EXPECT_EQ(step(1, false, false, 120'000).step, RegisterStep::kGiveUp) << "the bound has passed";
+  EXPECT_EQ(step(1, false, false, 119'999).step, RegisterStep::kRetry);
+}
+
 // ---- Listener exits
 
 TEST(AfterListenerExit, ByExitCode) {
