@@ -188,7 +188,7 @@ void add_scale_up_flags(CLI::App& c, CommandFlags& flags) {
   c.add_option("--to", f.to, "Idle runners per class to reach (default: the schedule's quota)")
       ->check(CLI::Range(0, 10000));
   add_resource_class(c, f.resource_class, "Only this class (default: every class)");
-  c.add_flag("--no-wait", f.no_wait, "Do not wait for the new runners to register");
+  c.add_flag("--no-wait", f.no_wait, "Shared pools: do not wait for the new runners to register");
   add_timeout(c, f.timeout, "How long to wait for registration (default: provision_timeout)");
 }
 
@@ -333,8 +333,10 @@ constexpr Command kCommands[] = {
      "are kept. Prints every instance's decision and the rule that made it.",
      add_scale_down_flags, run_scale_down_command},
     {"scale-up",
-     "Shared pools: launch runners until each resource class holds its idle quota (the schedule's, or --to N). "
-     "They register once with shared_labels plus their class and serve any workflow's jobs.",
+     "Fill the pool to each resource class's idle quota (the schedule's, or --to N). Shared pools: launch runners "
+     "that register once with shared_labels plus their class and serve any workflow's jobs. Run-scoped pools: warm "
+     "instances into the pool (launched, registered under a warm-up label, released at once), so the next provision "
+     "claims them warm; only classes with reuse = always.",
      add_scale_up_flags, run_scale_up_command},
     {"bypass-removal", "Mark instances so that scale-down never removes them (--off clears the mark).",
      add_bypass_removal_flags, run_bypass_removal_command},

@@ -333,7 +333,7 @@ int ProvisionReport::warm() const {
 }
 int ProvisionReport::launched() const { return static_cast<int>(instances.size()) - warm(); }
 
-int run_provision(Context& ctx, const ProvisionOptions& o) {
+ProvisionReport provision(Context& ctx, const ProvisionOptions& o) {
   const Settings& s = ctx.settings;
   if (o.count < 1 || o.count > s.max_count) {
     throw UsageError(fmt::format("--count must be between 1 and {} (max_count)", s.max_count));
@@ -374,7 +374,7 @@ int run_provision(Context& ctx, const ProvisionOptions& o) {
     // Claims from the pool, then launches what is still needed.
     int replaced = 0;
     auto acquire = [&] {
-      p.claim(*rc, claim_usage_filter(usage, s.on_demand_fallback), globs, token, url, deadline);
+      if (o.claim_warm) p.claim(*rc, claim_usage_filter(usage, s.on_demand_fallback), globs, token, url, deadline);
       return p.launch(*rc, types, usage, token, url, deadline,
                       replaced == 0 ? "" : fmt::format("{}/replacement-{}", report.label, replaced));
     };
@@ -441,12 +441,16 @@ int run_provision(Context& ctx, const ProvisionOptions& o) {
     spdlog::error("provision {} failed: {}; cleaning up", report.label, error);
     p.abandon();
     report.elapsed_ms = p.elapsed_ms();
-    emit(ctx, o, report);
-    return kExitFailed;
+    return report;
   }
   report.ok = true;
+  return report;
+}
+
+int run_provision(Context& ctx, const ProvisionOptions& o) {
+  ProvisionReport report = provision(ctx, o);
   emit(ctx, o, report);
-  return kExitOk;
+  return report.ok ? kExitOk : kExitFailed;
 }
 
 std::string provision_text(const ProvisionReport& r) {

@@ -23,6 +23,7 @@ struct ProvisionOptions {
   int count = 1;
   int min_count = 0;                          // succeed with at least this many running; 0: count
   std::optional<Duration> straggler_wait;     // once min_count run; nullopt: settings.provision_straggler_wait
+  bool claim_warm = true;                     // false: launch every runner (scale-up's warm-up)
   std::string resource_class;  // "": settings.default_resource_class
   std::optional<pool::UsageClass> usage;
   std::optional<std::vector<std::string>> allowed_types;  // globs; nullopt: settings.allowed_instance_types
@@ -66,6 +67,8 @@ struct ProvisionReport {
 
 // Runs the whole provision. Returns the exit code; throws UsageError for bad options (exit 2).
 int run_provision(Context& ctx, const ProvisionOptions& options);
+// The work of a provision, without its report, metrics or step outputs (scale-up's warm-up).
+ProvisionReport provision(Context& ctx, const ProvisionOptions& options);
 
 // The report as readable text, JSON, step outputs and a step-summary section.
 std::string provision_text(const ProvisionReport& r);

@@ -11,13 +11,11 @@
 
 namespace runpool::controller {
 
-int run_release(Context& ctx, const ReleaseOptions& o) {
-  if (std::string problem = label_problem(o.label); !problem.empty()) throw UsageError("--label: " + problem);
+ReleaseResult release_label(Context& ctx, const std::string& label, Duration wait) {
   DrainOptions options;
-  options.wait = o.timeout.value_or(ctx.settings.release_timeout);
+  options.wait = wait;
   options.terminate_stragglers = true;
   options.stop_on_cancel = true;
-  const auto start = ctx.clock.steady_now();
 
   DrainOutcome total;
   std::set<std::string> seen;
@@ -26,7 +24,7 @@ int run_release(Context& ctx, const ReleaseOptions& o) {
   for (int pass = 0; pass < 3; ++pass) {
     std::vector<pool::InstanceRecord> todo;
     try {
-      for (auto& r : ctx.table.by_label(o.label)) {
+      for (auto& r : ctx.table.by_label(label)) {
         if (r.pool == ctx.settings.pool && seen.insert(r.instance_id).second) todo.push_back(std::move(r));
       }
     } catch (const std::exception& e) {
@@ -35,7 +33,7 @@ int run_release(Context& ctx, const ReleaseOptions& o) {
       break;
     }
     if (todo.empty()) break;
-    spdlog::info("release {}: {} instance(s)", o.label, todo.size());
+    spdlog::info("release {}: {} instance(s)", label, todo.size());
     DrainOutcome d;
     try {
       d = drain_to_pool(ctx, todo, [&] { return ctx.github.remove_token(); }, options);
@@ -54,6 +52,13 @@ int run_release(Context& ctx, const ReleaseOptions& o) {
     if (ctx.cancelled.load()) break;
   }
   failed = failed || !total.errors.empty() || !total.left.empty();
+  return {std::move(total), failed};
+}
+
+int run_release(Context& ctx, const ReleaseOptions& o) {
+  if (std::string problem = label_problem(o.label); !problem.empty()) throw UsageError("--label: " + problem);
+  const auto start = ctx.clock.steady_now();
+  auto [total, failed] = release_label(ctx, o.label, o.timeout.value_or(ctx.settings.release_timeout));
   const auto elapsed = std::chrono::duration_cast<Duration>(ctx.clock.steady_now() - start).count();
   ctx.metrics.emit(release_event(ctx.settings, ctx.now_ms(), o.label, total, failed, elapsed));
   if (o.json) {

@@ -23,6 +23,14 @@ struct ReleaseOptions {
 
 int run_release(Context& ctx, const ReleaseOptions& options);
 
+// The work of release, without its report: every instance on `label` drained back to the pool
+// (waiting up to `wait`), or terminated. `failed`: something went wrong or is still draining.
+struct ReleaseResult {
+  DrainOutcome outcome;
+  bool failed = false;
+};
+ReleaseResult release_label(Context& ctx, const std::string& label, Duration wait);
+
 std::string release_text(const std::string& label, const DrainOutcome& d);
 Json::Value release_json(const std::string& label, const DrainOutcome& d);
 

@@ -463,12 +463,12 @@ TEST_F(ScaleDownTest, ScaleUpLaunchesTheShortfallAsSharedRunnersWithOneRegistrat
     EXPECT_EQ(r.os, "linux");
     EXPECT_EQ(r.state, State::kRunning) << "waited for registration";
   }
-  // A second run finds the quota met and launches nothing; a run-scoped pool refuses.
+  // A second run finds the quota met and launches nothing; a run-scoped pool's warm-up always waits.
   out.str("");
   ASSERT_EQ(run_scale_up(ctx, {.to = 3}), kExitOk);
   EXPECT_EQ(w.compute.launched.size(), 2u);
   w.settings.shared = false;
-  EXPECT_THROW(run_scale_up(ctx, {.to = 3}), UsageError);
+  EXPECT_THROW(run_scale_up(ctx, {.to = 3, .wait = false}), UsageError);
 }
 
 // The wait for the new runners ends as soon as each can no longer register — its agent failed, or

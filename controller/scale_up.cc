@@ -16,6 +16,7 @@
 #include "controller/await_agents.h"
 #include "controller/label.h"
 #include "controller/launch.h"
+#include "controller/warm_up.h"
 #include "controller/launch_plan.h"
 
 namespace runpool::controller {
@@ -79,10 +80,6 @@ std::vector<std::pair<std::string, std::string>> wait_running(Context& ctx,
 
 int run_scale_up(Context& ctx, const ScaleUpOptions& o) {
   const Settings& s = ctx.settings;
-  if (!s.shared) {
-    throw UsageError("scale-up tops up shared pools (pool_mode = shared); a run-scoped pool fills through provision "
-                     "and release");
-  }
   if (o.to && (*o.to < 0 || *o.to > s.max_count)) {
     throw UsageError(fmt::format("--to must be between 0 and {} (max_count)", s.max_count));
   }
@@ -93,6 +90,10 @@ int run_scale_up(Context& ctx, const ScaleUpOptions& o) {
     classes.push_back(rc);
   } else {
     for (const auto& rc : s.resource_classes) classes.push_back(&rc);
+  }
+  if (!s.shared) {
+    if (!o.wait) throw UsageError("--no-wait: a run-scoped pool's warm-up waits for its instances to enter the pool");
+    return run_warm_up(ctx, o, classes);
   }
 
   std::vector<pool::InstanceRecord> records;

@@ -1,6 +1,7 @@
-// runpoolctl scale-up: tops a shared pool (pool_mode = shared) up to its idle quota — the schedule's
-// of the moment, or --to N — by launching runners that register once with the pool's static labels
-// and then serve any workflow's jobs until scale-down drains them.
+// runpoolctl scale-up: tops a pool up to its idle quota — the schedule's of the moment, or --to N.
+// A shared pool (pool_mode = shared) gets runners that register once with the pool's static labels
+// and then serve any workflow's jobs until scale-down drains them; a run-scoped pool gets instances
+// warmed into it (controller/warm_up.h).
 #pragma once
 
 #include <optional>
@@ -19,7 +20,7 @@ struct ScaleUpOptions {
 };
 
 // Exit 0 when every class reached its quota (or was there), 1 when a launch or a registration
-// fell short, 2 when the pool is not shared or an option is wrong.
+// fell short, 2 when an option is wrong.
 int run_scale_up(Context& ctx, const ScaleUpOptions& options);
 
 }  // namespace runpool::controller

@@ -351,6 +351,18 @@ int scale_up_shortfall(const std::vector<InstanceRecord>& records, const std::st
   return std::max(0, quota.idle - idle);
 }
 
+int warm_up_shortfall(const std::vector<InstanceRecord>& records, const std::string& pool,
+                      const std::string& resource_class, const IdleQuota& quota, const std::string& warm_prefix) {
+  int idle = 0;
+  for (const auto& r : records) {
+    if (r.pool != pool || r.resource_class != resource_class || r.orphan_since_ms != 0) continue;
+    const bool warming = !warm_prefix.empty() && r.label.rfind(warm_prefix, 0) == 0 &&
+                         r.state != State::kTerminating && r.state != State::kTerminated;
+    if (r.state == State::kIdle || warming) ++idle;
+  }
+  return std::max(0, quota.idle - idle);
+}
+
 std::string describe(const ScaleDownDecision& d) {
   return std::string(scale_down_kind_name(d.kind)) + " " + d.record.instance_id + " [" + d.rule + "]: " + d.reason;
 }

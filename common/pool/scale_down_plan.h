@@ -132,6 +132,12 @@ ScaleDownDecision recheck_before_drain(const ScaleDownDecision& drain, const Run
 int scale_up_shortfall(const std::vector<InstanceRecord>& records, const std::string& pool,
                        const std::string& resource_class, const IdleQuota& quota);
 
+// scale-up for a run-scoped pool: how many instances of `resource_class` to warm (provision them
+// under a warm-up label, then release them into the pool) so that the idle ones — idle, or being
+// warmed (a label starting with `warm_prefix`, not yet terminating) — reach `quota.idle`.
+int warm_up_shortfall(const std::vector<InstanceRecord>& records, const std::string& pool,
+                      const std::string& resource_class, const IdleQuota& quota, const std::string& warm_prefix);
+
 // "drain i-0abc… [idle.over-quota]: idle shared runner beyond the quota of 2 (oldest_first)"
 std::string describe(const ScaleDownDecision& decision);
 
