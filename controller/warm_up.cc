@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <set>
 
 #include "common/json.h"
 #include "common/pool/scale_down_plan.h"
@@ -33,6 +34,23 @@ int run_warm_up(Context& ctx, const ScaleUpOptions& o, const std::vector<const R
   const Settings& s = ctx.settings;
   std::vector<pool::InstanceRecord> records;
   ctx.table.scan([&](const pool::InstanceRecord& r) { records.push_back(r); });
+  // A warm-up that died between its provision and its release left its runners running under its
+  // label: they are released now (whoever warmed them, entering the pool is what they are for).
+  std::set<std::string> leftover;
+  for (const auto& r : records) {
+    if (r.pool == s.pool && r.state == pool::State::kRunning && r.label.rfind(warm_up_prefix(s.pool), 0) == 0) {
+      leftover.insert(r.label);
+    }
+  }
+  for (const auto& label : leftover) {
+    spdlog::info("releasing {}, left running by an earlier warm-up", label);
+    ReleaseResult r = release_label(ctx, label, s.release_timeout);
+    if (r.failed) spdlog::warn("releasing {} did not finish; refresh settles what is left", label);
+  }
+  if (!leftover.empty()) {
+    records.clear();
+    ctx.table.scan([&](const pool::InstanceRecord& r) { records.push_back(r); });
+  }
   const int64_t now = ctx.now_ms();
   std::vector<Warmed> results;
   for (const ResourceClass* rc : classes) {

@@ -3,7 +3,8 @@
 // of the morning finds it warm). Each class short of its quota gets a provision that launches
 // (never claims) under a label of its own, <pool>-warm-<16 hex>, whose runners register and are
 // released at once: the instances drain back into the pool, idle and advertised — the way every
-// instance enters it, so nothing new is trusted. Only classes with reuse = always are warmed: under
+// instance enters it, so nothing new is trusted. Runners a dead warm-up left running under its label
+// are released first. Only classes with reuse = always are warmed: under
 // same-scope or never reuse a released instance that served no repository is terminated.
 #pragma once
 

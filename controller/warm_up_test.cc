@@ -51,6 +51,21 @@ TEST(WarmUp, FillsARunScopedPoolToItsQuotaThroughRegistrationAndRelease) {
   EXPECT_NE(w.out.str().find("small: quota 3 (--to 3), 0 short, 0 warmed"), std::string::npos) << w.out.str();
 }
 
+// A warm-up killed between its provision and its release left its runners running: the next one
+// releases them into the pool and counts them.
+TEST(WarmUp, RunnersADeadWarmUpLeftRunningAreReleasedIntoThePoolFirst) {
+  World w;
+  w.settings.usage_class = pool::UsageClass::kOnDemand;
+  auto o = testing::provision_options(1, warm_up_prefix("ci") + "0123456789abcdef");
+  ASSERT_EQ(run_provision(w.ctx, o), kExitOk) << w.out.str();
+  ASSERT_EQ(in_state(w, State::kRunning).size(), 1u);
+  w.out.str("");
+  ASSERT_EQ(run_scale_up(w.ctx, {.to = 1, .resource_class = "small"}), kExitOk) << w.out.str();
+  EXPECT_EQ(w.compute.launched.size(), 1u) << "nothing more launched";
+  EXPECT_EQ(in_state(w, State::kIdle).size(), 1u);
+  EXPECT_TRUE(in_state(w, State::kRunning).empty());
+}
+
 TEST(WarmUp, AClassThatDoesNotReuseIsNotWarmed) {
   World w;
   w.settings.reuse_policy.reuse = pool::Reuse::kNever;

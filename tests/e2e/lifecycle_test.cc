@@ -63,6 +63,32 @@ TEST_F(Lifecycle, ColdThenWarmWithJobsAndNothingLeftBehind) {
   EXPECT_EQ(idle, 2);
 }
 
+// scale-up warms a run-scoped pool ahead of the day: real agents register under a warm-up label,
+// drain and deregister; the instances wait in the pool, and the day's first provision gets them warm.
+TEST_F(Lifecycle, AScaleUpWarmsTheRunScopedPoolForTheFirstProvision) {
+  CtlResult up = pool_->run({"--json", "scale-up", "--to", "2", "--resource-class", "small"}, {},
+                            std::chrono::seconds(180));
+  ASSERT_EQ(up.exit_code, 0) << describe(up) << consoles();
+  std::optional<Json::Value> doc = try_parse_json(up.out);
+  ASSERT_TRUE(doc) << describe(up);
+  EXPECT_EQ((*doc)["classes"][0]["returned"].asInt(), 2) << up.out;
+  int idle = 0;
+  for (const auto& r : records()) idle += r.state == State::kIdle;
+  EXPECT_EQ(idle, 2);
+  EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
+
+  Json::Value first = provision("e2e-morning", 2);
+  ASSERT_TRUE(first["ok"].asBool()) << write_json(first);
+  EXPECT_EQ(first["warm"].asInt(), 2);
+  EXPECT_EQ(first["launched"].asInt(), 0);
+  int64_t id = queue_job("e2e-morning", "first-of-the-day", "true");
+  ASSERT_TRUE(eventually([&] { return job(id)["state"].asString() == "completed"; }, std::chrono::seconds(60)))
+      << write_json(job(id)) << consoles();
+  EXPECT_EQ(job(id)["result"].asString(), "Succeeded");
+  release_all("e2e-morning");
+  EXPECT_TRUE(registered_runners().empty());
+}
+
 // A provision that cannot get all it needs fails, and the instance it had claimed from the pool —
 // whose real agent had begun registering — drains back: idle again, its runner deregistered, and
 // claimable by the next provision.
