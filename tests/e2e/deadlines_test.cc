@@ -106,8 +106,10 @@ TEST_F(Deadlines, ExpiredInEveryStateRefreshRetiresOrDrains) {
   }
   EXPECT_EQ(record(running).state, State::kDraining);
   EXPECT_EQ(ec2_state(running), "running");
-  // The provisions waiting on the never-registering instances give up.
-  CtlResult created_res = created_p->wait(60s), claimed_res = claimed_p->wait(60s);
+  // The provisions waiting on the never-registering instances give up: each lets its retired
+  // instance go and replaces it once, and the replacement (whose agent never registers either)
+  // keeps it waiting until its --timeout.
+  CtlResult created_res = created_p->wait(180s), claimed_res = claimed_p->wait(180s);
   EXPECT_EQ(created_res.exit_code, 1) << describe(created_res);
   EXPECT_EQ(claimed_res.exit_code, 1) << describe(claimed_res);
 

@@ -77,7 +77,8 @@ TEST_F(Lifecycle, AScaleUpWarmsTheRunScopedPoolForTheFirstProvision) {
   EXPECT_EQ(idle, 2);
   EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
 
-  Json::Value first = provision("e2e-morning", 2);
+  // The warm-up launched the pool's usage class (usage_class); a provision of it claims them.
+  Json::Value first = provision("e2e-morning", 2, {"--usage-class", "spot"});
   ASSERT_TRUE(first["ok"].asBool()) << write_json(first);
   EXPECT_EQ(first["warm"].asInt(), 2);
   EXPECT_EQ(first["launched"].asInt(), 0);

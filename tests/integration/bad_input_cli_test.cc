@@ -233,6 +233,7 @@ TEST_F(BadInputCli, EverySubcommandOptionRefusesOrSurvivesHostileValues) {
       {"scale-up", {{"--resource-class", "no-such-class"}}},
       {"scale-down", {{"--dry-run"}}},
       {"refresh", {{"--dry-run"}}},
+      {"retire", {{"--dry-run"}}},  // a well-formed version or AMI retires every instance that differs
   };
   int runs = 0;
   size_t n = 0;
