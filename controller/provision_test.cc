@@ -22,19 +22,11 @@ using pool::State;
 using pool::UsageClass;
 using testing::World;
 
-std::vector<pool::InstanceRecord> records(World& w, State s) {
-  std::vector<pool::InstanceRecord> out;
-  w.table.scan([&](const pool::InstanceRecord& r) {
-    if (r.state == s) out.push_back(r);
-  });
-  return out;
-}
-
 TEST(Provision, ColdLaunchesRecordsWaitsAndMarksRunning) {
   World w;
   w.settings.usage_class = UsageClass::kOnDemand;
   ASSERT_EQ(run_provision(w.ctx, testing::provision_options(2)), kExitOk) << w.out.str();
-  auto running = records(w, State::kRunning);
+  auto running = w.in_state(State::kRunning);
   ASSERT_EQ(running.size(), 2u);
   for (const auto& r : running) {
     EXPECT_EQ(r.label, "ci-1-1-build");
@@ -68,7 +60,7 @@ TEST(Provision, WarmFirstThenLaunchTheRest) {
   EXPECT_EQ(a.generation, 3);
   EXPECT_EQ(a.label, "ci-1-1-build");
   EXPECT_EQ(w.record("i-00000000000000aa2").generation, 6);
-  EXPECT_EQ(records(w, State::kRunning).size(), 3u);
+  EXPECT_EQ(w.in_state(State::kRunning).size(), 3u);
   ASSERT_EQ(w.compute.requests.size(), 1u);
   EXPECT_EQ(w.compute.requests[0].total_target_capacity, 1);
   EXPECT_TRUE(w.queue.bodies("small").empty());  // claimed messages deleted
@@ -84,7 +76,7 @@ TEST(Provision, AWarmClaimReadsAndDeletesEachReceivedBatchInOneRequestEach) {
   for (int i = 0; i < 12; ++i) w.add_idle(fmt::format("i-00000000000000b{:02d}", i), 2);
   w.table.reads.clear();
   ASSERT_EQ(run_provision(w.ctx, testing::provision_options(12)), kExitOk) << w.out.str();
-  EXPECT_EQ(records(w, State::kRunning).size(), 12u);
+  EXPECT_EQ(w.in_state(State::kRunning).size(), 12u);
   EXPECT_TRUE(w.compute.requests.empty());
   // Two receives (10 + 2): one batch read of the records and one batch delete each, no single reads.
   ASSERT_GE(w.table.reads.size(), 2u);
@@ -104,7 +96,7 @@ TEST(Provision, ASecondMessageForAnInstanceClaimedFromTheSameBatchIsDropped) {
   ASSERT_EQ(run_provision(w.ctx, testing::provision_options(2)), kExitOk) << w.out.str();
   EXPECT_EQ(w.record("i-00000000000000aa1").generation, 3) << "claimed once";
   EXPECT_EQ(w.compute.requests.size(), 1u) << "the second runner is launched, not claimed twice";
-  EXPECT_EQ(records(w, State::kRunning).size(), 2u);
+  EXPECT_EQ(w.in_state(State::kRunning).size(), 2u);
   EXPECT_TRUE(w.queue.bodies("small").empty()) << "both messages deleted";
 }
 
@@ -199,7 +191,7 @@ TEST(Provision, StaleWrongAndExpiredMessagesAreHandled) {
   ASSERT_EQ(left.size(), 1u);
   EXPECT_NE(left[0].find("i-0000000000000b0b1"), std::string::npos);
   EXPECT_TRUE(w.queue.all_visible());
-  EXPECT_EQ(records(w, State::kRunning).size(), 1u);  // launched instead
+  EXPECT_EQ(w.in_state(State::kRunning).size(), 1u);  // launched instead
   EXPECT_EQ(w.compute.requests.size(), 1u);
 }
 
@@ -229,7 +221,7 @@ TEST(Provision, SpotShortageFallsBackToOnDemand) {
   w.compute.capacity[{"m7i.large", "spot"}] = 0;
   ASSERT_EQ(run_provision(w.ctx, testing::provision_options(3)), kExitOk) << w.out.str();
   int spot = 0, od = 0;
-  for (const auto& r : records(w, State::kRunning)) (r.usage_class == UsageClass::kSpot ? spot : od)++;
+  for (const auto& r : w.in_state(State::kRunning)) (r.usage_class == UsageClass::kSpot ? spot : od)++;
   EXPECT_EQ(spot, 1);
   EXPECT_EQ(od, 2);
   // spot round 1 (1 of 3), spot round 2 (0 of 2), then on-demand for 2.
@@ -246,7 +238,7 @@ TEST(Provision, PartialFleetsAreToppedUp) {
   w.compute.per_call_limit = 1;
   ASSERT_EQ(run_provision(w.ctx, testing::provision_options(3)), kExitOk) << w.out.str();
   EXPECT_EQ(w.compute.requests.size(), 3u);
-  EXPECT_EQ(records(w, State::kRunning).size(), 3u);
+  EXPECT_EQ(w.in_state(State::kRunning).size(), 3u);
 }
 
 TEST(Provision, NotEnoughCapacityFailsAndTerminatesWhatItLaunched) {
@@ -256,7 +248,7 @@ TEST(Provision, NotEnoughCapacityFailsAndTerminatesWhatItLaunched) {
   w.settings.fleet_rounds = 2;
   ASSERT_EQ(run_provision(w.ctx, testing::provision_options(3)), kExitFailed);
   EXPECT_EQ(w.compute.terminated.size(), 2u);
-  EXPECT_EQ(records(w, State::kTerminated).size(), 2u);
+  EXPECT_EQ(w.in_state(State::kTerminated).size(), 2u);
   EXPECT_NE(w.out.str().find("launched 2 of the 3"), std::string::npos) << w.out.str();
 }
 
@@ -310,7 +302,7 @@ TEST(Provision, CancellationCleansUp) {
   EXPECT_NE(w.out.str().find("cancelled"), std::string::npos);
   EXPECT_EQ(w.record("i-00000000000000aa1").state, State::kIdle);
   EXPECT_EQ(w.compute.terminated.size(), 1u);
-  for (const auto& r : records(w, State::kRunning)) ADD_FAILURE() << r.instance_id << " still running";
+  for (const auto& r : w.in_state(State::kRunning)) ADD_FAILURE() << r.instance_id << " still running";
 }
 
 TEST(Provision, ClaimedNotDrainedInTimeIsLeftDrainingForRefresh) {
@@ -368,7 +360,7 @@ TEST(Provision, AFailedInstanceIsReplacedAndTheProvisionSucceeds) {
     w.agents.register_ok = true;  // the others register
   };
   ASSERT_EQ(run_provision(w.ctx, testing::provision_options(2)), kExitOk) << w.out.str();
-  EXPECT_EQ(records(w, State::kRunning).size(), 2u);
+  EXPECT_EQ(w.in_state(State::kRunning).size(), 2u);
   EXPECT_EQ(w.compute.launched.size(), 3u);
   EXPECT_EQ(w.compute.terminated.count(bad), 1u);
   EXPECT_EQ(w.record(bad).state, State::kTerminated);
@@ -420,7 +412,7 @@ TEST(Provision, AMinimumCountSucceedsWithWhatRunsAndLetsTheStragglersGo) {
   o.straggler_wait = std::chrono::seconds(20);
   ASSERT_EQ(run_provision(w.ctx, o), kExitOk) << w.out.str();
   ASSERT_FALSE(slow.empty());
-  EXPECT_EQ(records(w, State::kRunning).size(), 2u);
+  EXPECT_EQ(w.in_state(State::kRunning).size(), 2u);
   EXPECT_EQ(w.compute.terminated.count(slow), 1u) << "the straggler is let go";
   EXPECT_NE(w.out.str().find("provisioned 2 of 3 runner(s)"), std::string::npos) << w.out.str();
   EXPECT_NE(w.out.str().find("not running in time"), std::string::npos) << w.out.str();
@@ -437,7 +429,7 @@ TEST(Provision, AMinimumCountNotReachedFailsAndLetsEverythingGo) {
   ASSERT_EQ(run_provision(w.ctx, o), kExitFailed);
   EXPECT_NE(w.out.str().find("timed out"), std::string::npos) << w.out.str();
   EXPECT_EQ(w.compute.terminated.size(), 3u);
-  EXPECT_TRUE(records(w, State::kRunning).empty());
+  EXPECT_TRUE(w.in_state(State::kRunning).empty());
 }
 
 TEST(Provision, ALaunchShortOfTheCountIsEnoughWhenItMeetsTheMinimum) {
@@ -448,7 +440,7 @@ TEST(Provision, ALaunchShortOfTheCountIsEnoughWhenItMeetsTheMinimum) {
   auto o = testing::provision_options(3);
   o.min_count = 2;
   ASSERT_EQ(run_provision(w.ctx, o), kExitOk) << w.out.str();
-  EXPECT_EQ(records(w, State::kRunning).size(), 2u);
+  EXPECT_EQ(w.in_state(State::kRunning).size(), 2u);
   EXPECT_NE(w.out.str().find("provisioned 2 of 3"), std::string::npos) << w.out.str();
 }
 
@@ -495,9 +487,9 @@ TEST(Provision, ARerunWithTheSameLabelKeepsWhatIsAssignedAndLaunchesNoMore) {
   ASSERT_EQ(w.compute.requests.size(), 1u);
   ASSERT_EQ(run_provision(w.ctx, testing::provision_options(2)), kExitOk);
   EXPECT_EQ(w.compute.requests.size(), 1u);
-  EXPECT_EQ(records(w, State::kRunning).size(), 2u);
+  EXPECT_EQ(w.in_state(State::kRunning).size(), 2u);
   ASSERT_EQ(run_provision(w.ctx, testing::provision_options(3)), kExitOk);  // asks for one more
-  EXPECT_EQ(records(w, State::kRunning).size(), 3u);
+  EXPECT_EQ(w.in_state(State::kRunning).size(), 3u);
 }
 
 TEST(Provision, AReplayedFleetAnswerIsNotLaunchedTwice) {
@@ -569,7 +561,7 @@ TEST(Provision, DerivedLabel) {
     return s == "GITHUB_RUN_ID" ? "77" : s == "GITHUB_RUN_ATTEMPT" ? "2" : s == "GITHUB_JOB" ? "prov" : nullptr;
   };
   ASSERT_EQ(run_provision(w.ctx, o), kExitOk);
-  EXPECT_EQ(records(w, State::kRunning)[0].label, "ci-77-2-prov");
+  EXPECT_EQ(w.in_state(State::kRunning)[0].label, "ci-77-2-prov");
 }
 
 TEST(Provision, JsonAndActionsOutputs) {

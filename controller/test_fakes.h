@@ -470,6 +470,14 @@ struct World {
     return r;
   }
   pool::InstanceRecord record(const std::string& id) { return *table.get(id); }
+  // Every record in state `s`.
+  std::vector<pool::InstanceRecord> in_state(pool::State s) {
+    std::vector<pool::InstanceRecord> out;
+    table.scan([&](const pool::InstanceRecord& r) {
+      if (r.state == s) out.push_back(r);
+    });
+    return out;
+  }
 
   bool agents_on = true;
   std::function<void()> on_tick;

@@ -13,14 +13,6 @@ namespace {
 using pool::State;
 using testing::World;
 
-std::vector<pool::InstanceRecord> in_state(World& w, State s) {
-  std::vector<pool::InstanceRecord> out;
-  w.table.scan([&](const pool::InstanceRecord& r) {
-    if (r.state == s) out.push_back(r);
-  });
-  return out;
-}
-
 TEST(WarmUp, FillsARunScopedPoolToItsQuotaThroughRegistrationAndRelease) {
   World w;
   w.settings.usage_class = pool::UsageClass::kOnDemand;
@@ -40,7 +32,7 @@ TEST(WarmUp, FillsARunScopedPoolToItsQuotaThroughRegistrationAndRelease) {
     EXPECT_EQ(r.label, "");
     EXPECT_TRUE(pool::agent_reported(r, pool::AgentSignal::kDrained)) << "it registered and drained like any other";
   }
-  EXPECT_EQ(in_state(w, State::kIdle).size(), 3u);
+  EXPECT_EQ(w.in_state(State::kIdle).size(), 3u);
   EXPECT_EQ(w.queue.bodies("small").size(), 3u) << "each advertised in the class's queue";
   EXPECT_EQ(w.github.registration_tokens, 1);
 
@@ -58,12 +50,12 @@ TEST(WarmUp, RunnersADeadWarmUpLeftRunningAreReleasedIntoThePoolFirst) {
   w.settings.usage_class = pool::UsageClass::kOnDemand;
   auto o = testing::provision_options(1, warm_up_prefix("ci") + "0123456789abcdef");
   ASSERT_EQ(run_provision(w.ctx, o), kExitOk) << w.out.str();
-  ASSERT_EQ(in_state(w, State::kRunning).size(), 1u);
+  ASSERT_EQ(w.in_state(State::kRunning).size(), 1u);
   w.out.str("");
   ASSERT_EQ(run_scale_up(w.ctx, {.to = 1, .resource_class = "small"}), kExitOk) << w.out.str();
   EXPECT_EQ(w.compute.launched.size(), 1u) << "nothing more launched";
-  EXPECT_EQ(in_state(w, State::kIdle).size(), 1u);
-  EXPECT_TRUE(in_state(w, State::kRunning).empty());
+  EXPECT_EQ(w.in_state(State::kIdle).size(), 1u);
+  EXPECT_TRUE(w.in_state(State::kRunning).empty());
 }
 
 TEST(WarmUp, AClassThatDoesNotReuseIsNotWarmed) {
@@ -80,7 +72,7 @@ TEST(WarmUp, WhatFailsToRegisterIsLetGoAndTheRunFails) {
   w.agents.register_ok = false;
   ASSERT_EQ(run_scale_up(w.ctx, {.to = 1, .resource_class = "small", .timeout = std::chrono::seconds(30)}), kExitFailed)
       << w.out.str();
-  EXPECT_TRUE(in_state(w, State::kIdle).empty());
+  EXPECT_TRUE(w.in_state(State::kIdle).empty());
   for (const auto& id : w.compute.launched) EXPECT_EQ(w.compute.terminated.count(id), 1u) << id;
   EXPECT_NE(w.out.str().find("0 warmed into the pool"), std::string::npos) << w.out.str();
 }
