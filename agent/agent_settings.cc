@@ -4,6 +4,7 @@
 #include <cctype>
 #include <sstream>
 
+#include "common/cloud_init/agent_key_bounds.h"
 #include "common/github/endpoint.h"
 #include "common/pool/record_key.h"
 #include "common/pool/reuse_policy.h"
@@ -276,12 +277,12 @@ std::vector<Row> make_agent_table() {
                    "the pre-run script's bound: its whole process group is killed after this long, which counts as a "
                    "failure",
                    kSec, 2 * kHour),
-      duration_row("heartbeat_interval", &S::heartbeat_interval, "how often the agent writes its heartbeat", 50 * kMs,
-                   kHour),
+      duration_row("heartbeat_interval", &S::heartbeat_interval, "how often the agent writes its heartbeat",
+                   cloud_init::kHeartbeatIntervalBounds.min, cloud_init::kHeartbeatIntervalBounds.max),
       loop_duration("assignment_poll_interval", [](S& s) -> Duration& { return s.loop.poll_interval; },
                     "how often the agent reads its record while it serves an assignment, and while idle without a "
                     "wake-up queue",
-                    20 * kMs, 5 * kMin),
+                    cloud_init::kAssignmentPollIntervalBounds.min, cloud_init::kAssignmentPollIntervalBounds.max),
       bool_row("wake_queue", &S::wake_queue,
                "long-poll the SQS queue runpoolctl made for this instance at launch (<pool>-wake-<instance id>) and "
                "signals after a claim or a drain request, so an idle agent reads its record at once"),

@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "common/cloud_init/agent_key_bounds.h"
 #include "common/github/endpoint.h"
 #include "common/pool/record_key.h"
 #include "controller/user_data.h"
@@ -438,10 +439,11 @@ std::vector<Row> make_settings_table() {
       {{"agent_drain_capable", K::kBool, "",
         "agent: drain_capable — ignored (kept so older configuration parses): the agent detects how the runner drains"},
        {}},
-      {{"agent_heartbeat_interval", K::kDuration, "", "agent: heartbeat_interval", (50 * kMs).count(), kHour.count()},
+      {{"agent_heartbeat_interval", K::kDuration, "", "agent: heartbeat_interval",
+        cloud_init::kHeartbeatIntervalBounds.min.count(), cloud_init::kHeartbeatIntervalBounds.max.count()},
        {}},
-      {{"agent_assignment_poll_interval", K::kDuration, "", "agent: assignment_poll_interval", (20 * kMs).count(),
-        (5 * kMin).count()},
+      {{"agent_assignment_poll_interval", K::kDuration, "", "agent: assignment_poll_interval",
+        cloud_init::kAssignmentPollIntervalBounds.min.count(), cloud_init::kAssignmentPollIntervalBounds.max.count()},
        {}},
       {{"agent_imds_endpoint", K::kString, "", "agent: imds_endpoint (tests only; else the instance's own)"}, {}},
       {{"agent_extra", K::kString, "", "agent: further config lines, key=value;key=value"}, {}},

@@ -358,6 +358,11 @@ TEST(Settings, ErrorsNameTheKey) {
            {"aws_max_attempts = x\n", "aws_max_attempts"},
            {"agent_extra = nokey\n", "agent_extra"},
            {"max_heartbeat_age = 5s\nagent_heartbeat_interval = 10s\n", "max_heartbeat_age"},
+           // Values the agent itself would refuse (its bounds are shared): never rendered into user-data.
+           {"agent_heartbeat_interval = 10ms\n", "agent_heartbeat_interval"},
+           {"agent_heartbeat_interval = 2h\n", "agent_heartbeat_interval"},
+           {"agent_assignment_poll_interval = 10ms\n", "agent_assignment_poll_interval"},
+           {"agent_assignment_poll_interval = 6m\n", "agent_assignment_poll_interval"},
            {"agent_silence = 2m\n", "agent_silence"},
            {"agent_silence = 10m\nmax_heartbeat_age = 15m\n", "agent_silence"},
            {"agent_silence = 0s\n", "agent_silence"},
