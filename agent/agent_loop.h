@@ -66,21 +66,10 @@ class AgentLoop {
  private:
   using Steady = std::chrono::steady_clock::time_point;
 
-  // agent_loop.cc: the record, decisions, reports, self-termination
+  // agent_loop.cc: the tick, the record, resuming, reports, the status line
   void read_record();
   void resume();
   void act(const Decision& d);
-  bool self_terminate();
-  void terminate(const std::string& reason);
-  bool terminating_progress();
-  void handle_notice();
-  void do_register(const pool::InstanceRecord& r);
-  void refuse(const pool::InstanceRecord& r, const std::string& reason);
-  void finish_unserved(const pool::InstanceRecord& r);
-  void deregister_and_clean(const pool::InstanceRecord& r);
-  void clean_local(const std::string& reason);
-  void finish_assignment();
-  void fail_assignment(const std::string& detail);
   // Writes the agent's part of the record (common/pool/state_table.h: report). Never throws: what
   // happened is the answer, and a failure is logged and counted against the table's health.
   enum class Reported {
@@ -89,17 +78,36 @@ class AgentLoop {
     kFailed,      // the table could not be reached; the caller retries on a later tick
   };
   Reported report(const pool::AgentReport& r, const char* what);
+  // The report's signal_detail through detail_to_write: a failure's evidence is never replaced.
+  void set_detail(pool::AgentReport& r, int64_t generation, const std::string& detail, bool failure);
   void set_status(const std::string& s);
   void update_status();
   int64_t now_ms() const;
   Steady steady() const;
   Duration since(Steady t) const;
   std::string resource_class() const;  // the record's, for the metrics; "" before it is read
+  static std::string clip(const std::string& s, size_t n = 400);
+
+  // agent_loop_assignment.cc: registering, refusing, failing, deregistering and cleaning
+  void reset_assignment();
+  void do_register(const pool::InstanceRecord& r);
+  void refuse(const pool::InstanceRecord& r, const std::string& reason);
+  void finish_unserved(const pool::InstanceRecord& r);
+  void deregister_and_clean(const pool::InstanceRecord& r);
+  void clean_local(const std::string& reason);
+  void finish_assignment();
+  void fail_assignment(const std::string& detail);
+
+  // agent_loop_termination.cc: self-termination and notices
+  bool self_terminate();
+  void terminate(const std::string& reason);
+  bool terminating_progress();
+  void handle_notice();
 
   // agent_loop_pre_run.cc: the pre-run script's result
   void report_pre_run();
 
-  // agent_loop_runner.cc: the Listener, strays and draining
+  // agent_loop_runner.cc: the Listener and busy
   void pump_listener();
   void on_listener_exit(const ExitStatus& status, const std::string& tail);
   void set_busy(bool busy);
@@ -107,6 +115,8 @@ class AgentLoop {
   void update_busy();                  // busy from job_track_, the Worker and the time (decide_busy)
   void supervise();
   void take_token();
+
+  // agent_loop_drain.cc: draining
   void begin_drain(const std::string& reason);
   void init_drain_state();
   DrainFacts drain_facts() const;
@@ -116,9 +126,6 @@ class AgentLoop {
   bool usable_remove_token(const pool::InstanceRecord& r) const;
   void remove_failed(const CommandResult& res);
   bool return_remove_token();
-  // The report's signal_detail through detail_to_write: a failure's evidence is never replaced.
-  void set_detail(pool::AgentReport& r, int64_t generation, const std::string& detail, bool failure);
-  void reset_assignment();
 
   LoopSettings s_;
   pool::StateTable& table_;
@@ -183,28 +190,43 @@ class AgentLoop {
     std::optional<Steady> token_returned_at;   // handed back: a fresh one is awaited
     std::string last_step;
   };
+  // config.sh runs for one assignment, one per tick at most: the pause between two is waited out
+  // by later ticks, so a drain or a new assignment is seen in between.
+  struct RegistrationProgress {
+    int64_t generation = 0;  // 0: none under way
+    int attempts = 0;        // runs that ended
+    Steady started{};
+    std::optional<Steady> next_at;  // the next run, after a failed one
+    std::string last_failure;       // what that run said
+  };
   AssignmentProgress as_;
   DrainProgress drain_;
+  RegistrationProgress reg_;
 
   int64_t evidence_generation_ = 0;  // the failure detail this agent wrote last, and its generation
   std::string evidence_;
 
-  // The pre-run script's result (kNone: no script).
-  pool::PreRun pre_run_ = pool::PreRun::kNone;
-  std::string pre_run_detail_;
-  std::string pre_run_failure_;  // → st_.pre_run_failure
-  bool pre_run_reported_ = false;
+  // This boot's pre-run script (kNone: no script), until the record has it.
+  struct PreRunReport {
+    pool::PreRun status = pool::PreRun::kNone;
+    std::string detail;
+    std::string failure;  // → st_.pre_run_failure
+    bool reported = false;
+  };
+  PreRunReport pre_run_;
 
   // Notices.
   std::mutex notice_mu_;
   std::optional<Notice> notice_;
   bool notice_reported_ = false;
 
-  // Terminating.
-  std::string terminate_reason_;
-  Steady terminate_at_{};
-  std::optional<Steady> os_shutdown_at_;
-  std::string drain_first_logged_;
+  // Terminating (terminating_step decides what follows).
+  struct Termination {
+    Steady asked_at{};                     // TerminateInstances was called
+    std::optional<Steady> os_shutdown_at;  // the OS shutdown was started
+    std::string drain_first_logged;        // the last drain-first verdict logged (once each)
+  };
+  Termination term_;
 
   std::string status_;
 

@@ -7,21 +7,21 @@
 namespace runpool::agent {
 
 void AgentLoop::set_pre_run(pool::PreRun status, const std::string& detail) {
-  pre_run_ = status;
-  pre_run_detail_ = detail;
-  pre_run_reported_ = false;
+  pre_run_.status = status;
+  pre_run_.detail = detail;
+  pre_run_.reported = false;
   const bool failed = status == pool::PreRun::kFailed || status == pool::PreRun::kTimeout;
-  pre_run_failure_ = failed ? "pre-run script failed: " + detail : "";
-  st_.pre_run_failure = pre_run_failure_;
+  pre_run_.failure = failed ? "pre-run script failed: " + detail : "";
+  st_.pre_run_failure = pre_run_.failure;
 }
 
 void AgentLoop::report_pre_run() {
-  if (pre_run_ == pool::PreRun::kNone || pre_run_reported_ || !reachable_ || !record_) return;
+  if (pre_run_.status == pool::PreRun::kNone || pre_run_.reported || !reachable_ || !record_) return;
   pool::AgentReport r;
-  r.pre_run = pre_run_;
-  r.pre_run_detail = pre_run_detail_;
+  r.pre_run = pre_run_.status;
+  r.pre_run_detail = pre_run_.detail;
   // Failed: retried on the next tick.
-  pre_run_reported_ = report(r, "pre-run") == Reported::kApplied;
+  pre_run_.reported = report(r, "pre-run") == Reported::kApplied;
 }
 
 }  // namespace runpool::agent

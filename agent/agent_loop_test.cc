@@ -243,10 +243,33 @@ TEST_F(AgentLoopTest, RestartsAreBounded) {
   EXPECT_NE(record().signal_detail.find("3 restarts"), std::string::npos) << record().signal_detail;
 }
 
+// Between two config.sh runs the record is still read: a drain asked meanwhile ends the
+// registration (nothing more is run), and the assignment is answered `drained`.
+TEST_F(AgentLoopTest, ADrainBetweenRegistrationAttemptsEndsTheRegistration) {
+  host_.configure_exit = 1;
+  launch();
+  ticks(1);
+  ASSERT_EQ(host_.configures.size(), 1u);
+  EXPECT_NE(loop().status().find("attempt 1 failed"), std::string::npos) << loop().status();
+  step(pool::start_drain(record(), Secret("remove-1"), now(), timeouts_));
+  ASSERT_TRUE(tick_until([&] { return pool::agent_reported(record(), AgentSignal::kDrained); }));
+  ticks(5);
+  EXPECT_EQ(host_.configures.size(), 1u) << "no config.sh run after the drain";
+  EXPECT_EQ(loop().state().phase, Phase::kIdle);
+  EXPECT_FALSE(loop().settling());
+  EXPECT_TRUE(host_.removes.empty()) << "nothing registered here";
+}
+
 TEST_F(AgentLoopTest, FailedRegistrationIsReportedAndDrainedWithoutDeregistration) {
   host_.configure_exit = 1;
   launch();
   ticks(1);
+  EXPECT_EQ(host_.configures.size(), 1u) << "one config.sh run per tick";
+  EXPECT_TRUE(loop().settling()) << "the next run is awaited at the fast read rate";
+  ticks(1);  // 100 ms of the 200 ms pause
+  EXPECT_EQ(host_.configures.size(), 1u) << "the pause is waited out by later ticks, not slept in one";
+  ASSERT_TRUE(tick_until([&] { return loop().state().phase == Phase::kStopped; }));
+  ticks(5);
   EXPECT_EQ(host_.configures.size(), 3u) << "retried, bounded";
   EXPECT_EQ(host_.starts, 0);
   InstanceRecord r = record();

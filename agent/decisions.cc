@@ -5,6 +5,7 @@
 
 #include "common/config.h"
 #include "common/pool/runner_fate.h"
+#include "common/pool/transitions.h"
 
 namespace runpool::agent {
 
@@ -192,6 +193,36 @@ AgentState initial_state(const std::optional<InstanceRecord>& r, std::optional<i
   return s;
 }
 
+Resumption resume_step(const ResumeFacts& f) {
+  Resumption r;
+  r.state = f.state;
+  const bool current = f.record && f.record->generation == f.state.generation;
+  switch (f.state.phase) {
+    case Phase::kIdle:
+      r.clean_leftovers = true;
+      break;
+    case Phase::kServing:
+      r.token_taken = !(current && !f.record->reg_token.empty());
+      break;
+    case Phase::kDraining:
+      r.drain_reason = "resumed a drain after a restart";
+      break;
+    case Phase::kStopped:
+      r.failure_reported = f.record && pool::agent_reported(*f.record, AgentSignal::kFailed);
+      if (f.listener_left) {
+        // Drained like any other, gracefully, before the cleaning.
+        r.state.phase = Phase::kDraining;
+        r.drain_reason = "the Listener of an assignment that is over, left by an earlier agent";
+      }
+      break;
+    case Phase::kTerminating:
+      break;
+  }
+  r.report_booted = f.record && (f.record->signal_generation != f.record->generation ||
+                                 f.record->signal == AgentSignal::kNone);
+  return r;
+}
+
 bool should_report_registered(const InstanceRecord& r, int64_t generation, bool listening) {
   if (!listening || r.generation != generation || !assigned_state(r.state)) return false;
   AgentSignal sig = signal_for_current(r);
@@ -207,6 +238,11 @@ std::string_view verdict_name(Verdict v) {
     case Verdict::kTerminate: return "terminate";
   }
   return "?";
+}
+
+TerminatingStep terminating_step(const TerminatingFacts& f) {
+  if (f.since_os_shutdown) return *f.since_os_shutdown < f.wait ? TerminatingStep::kWait : TerminatingStep::kGiveUp;
+  return f.since_terminate < f.wait ? TerminatingStep::kWait : TerminatingStep::kShutDownOs;
 }
 
 int64_t job_bound_ms(const InstanceRecord& r, Duration drain_bound) {
@@ -418,6 +454,12 @@ ExitDecision after_listener_exit(const ExitStatus& s, bool stopping, int restart
   }
   Duration delay = backoff * (int64_t{1} << std::min(restarts, 5));
   return {AfterExit::kRestart, delay, what + "; restarting"};
+}
+
+ExitDecision after_listener_start_failure(const std::string& error, int restarts, int max_restarts, Duration backoff) {
+  const std::string what = "cannot start the Listener: " + error;
+  if (restarts >= max_restarts) return {AfterExit::kFail, Duration{0}, what};
+  return {AfterExit::kRestart, backoff, what};
 }
 
 JobTrack apply_job_signal(JobTrack t, JobSignal s, Duration now, const std::string& job) {

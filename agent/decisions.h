@@ -64,6 +64,26 @@ AgentState initial_state(const std::optional<pool::InstanceRecord>& record, std:
 // the record (still on that assignment, not draining) has no signal for it yet.
 bool should_report_registered(const pool::InstanceRecord& record, int64_t generation, bool listening);
 
+// What an agent that starts does with what an earlier one left: initial_state(), and whether a
+// Listener an earlier agent started still runs (this agent follows it as its own: retiring it
+// could not be made safe, since its runner stays matchable while it is interrupted).
+struct ResumeFacts {
+  AgentState state;                            // initial_state()
+  std::optional<pool::InstanceRecord> record;  // as read (nullopt: no item)
+  bool listener_left = false;                  // a Listener of the runner user runs and is followed
+};
+
+struct Resumption {
+  AgentState state;              // initial_state(), but a Listener of an assignment that is over drains
+  bool clean_leftovers = false;  // idle: what is in the runner root or runs as the runner is left over
+  bool token_taken = false;      // serving: the registration token is no longer in the record
+  std::string drain_reason;      // non-empty: (re)enter the drain, for this reason
+  bool failure_reported = false; // stopped: `failed` for this assignment is on record already
+  bool report_booted = false;    // the record tells nothing of this boot yet: report `booted`
+};
+
+Resumption resume_step(const ResumeFacts& facts);
+
 // ---- Self-termination ------------------------------------------------------------------------
 
 struct SelfTerminationFacts {
@@ -94,6 +114,17 @@ struct SelfTermination {
 };
 
 SelfTermination decide_self_termination(const SelfTerminationFacts& facts);
+
+// After the instance was told to terminate: TerminateInstances gets `wait` to take effect, then
+// the OS is shut down, which gets `wait` too; after that the agent exits, so that the service
+// manager starts it again and it tries once more.
+struct TerminatingFacts {
+  Duration since_terminate{0};
+  std::optional<Duration> since_os_shutdown{};  // set once the OS shutdown was started
+  Duration wait{0};                              // terminate_wait
+};
+enum class TerminatingStep { kWait, kShutDownOs, kGiveUp };
+TerminatingStep terminating_step(const TerminatingFacts& facts);
 
 // The latest time a job may keep an instance whose deadline passed: the record's hard deadline,
 // or (states without one) its deadline plus `drain_bound`.
@@ -258,6 +289,11 @@ struct ExitDecision {
 // `stopping`: the agent asked the Listener to stop (drain, SIGINT): any exit ends it.
 ExitDecision after_listener_exit(const ExitStatus& status, bool stopping, int restarts_so_far, int max_restarts,
                                  Duration backoff);
+
+// The Listener could not be started (spawning it failed): again after `backoff`, like a restart,
+// until `max_restarts` are spent; then the assignment fails.
+ExitDecision after_listener_start_failure(const std::string& error, int restarts_so_far, int max_restarts,
+                                          Duration backoff);
 
 // ---- Busy or idle ----------------------------------------------------------------------------
 

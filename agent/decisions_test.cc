@@ -255,6 +255,73 @@ TEST(Decide, InvariantsOverEveryCombination) {
   EXPECT_EQ(combos, 5 * 7 * 3 * 6 * 2 * 2 * 2);
 }
 
+// ---- resume_step
+
+ResumeFacts resume_facts(const std::optional<InstanceRecord>& r, std::optional<int64_t> configured, bool listener) {
+  ResumeFacts f;
+  f.state = initial_state(r, configured);
+  f.record = r;
+  f.listener_left = listener;
+  return f;
+}
+
+TEST(ResumeStep, IdleCleansWhatIsLeftAndTakesTheStateAsItIs) {
+  for (State st : kAllStates) {
+    Resumption r = resume_step(resume_facts(rec(st, 4, AgentSignal::kDrained, 3), std::nullopt, false));
+    EXPECT_EQ(r.state.phase, Phase::kIdle);
+    EXPECT_TRUE(r.clean_leftovers);
+    EXPECT_TRUE(r.drain_reason.empty());
+  }
+  EXPECT_TRUE(resume_step(resume_facts(std::nullopt, std::nullopt, false)).clean_leftovers);
+}
+
+TEST(ResumeStep, ServingKnowsWhetherTheRegistrationTokenIsStillInTheRecord) {
+  InstanceRecord with = rec(State::kClaimed, 3, AgentSignal::kBooted);
+  Resumption r = resume_step(resume_facts(with, 3, true));
+  EXPECT_EQ(r.state.phase, Phase::kServing);
+  EXPECT_FALSE(r.token_taken) << "the token is still there: taken before the Listener runs again";
+  EXPECT_FALSE(r.clean_leftovers) << "the runner of the assignment is kept";
+  InstanceRecord without = with;
+  without.reg_token = Secret("");
+  EXPECT_TRUE(resume_step(resume_facts(without, 3, true)).token_taken);
+  EXPECT_TRUE(resume_step(resume_facts(without, 3, false)).token_taken);
+}
+
+TEST(ResumeStep, ADrainUnderWayIsResumed) {
+  Resumption r = resume_step(resume_facts(rec(State::kDraining, 3, AgentSignal::kRegistered), 3, true));
+  EXPECT_EQ(r.state.phase, Phase::kDraining);
+  EXPECT_EQ(r.drain_reason, "resumed a drain after a restart");
+  EXPECT_EQ(resume_step(resume_facts(rec(State::kDraining, 3), 3, false)).state.phase, Phase::kDraining);
+}
+
+TEST(ResumeStep, AListenerOfAnAssignmentThatIsOverIsDrainedBeforeTheCleaning) {
+  // Another generation, or this one failed or drained: stopped; a Listener still running drains first.
+  for (const InstanceRecord& r : {rec(State::kClaimed, 4), rec(State::kRunning, 3, AgentSignal::kFailed),
+                                  rec(State::kDraining, 3, AgentSignal::kDrained), rec(State::kIdle, 3)}) {
+    Resumption without = resume_step(resume_facts(r, 3, false));
+    EXPECT_EQ(without.state.phase, Phase::kStopped);
+    EXPECT_TRUE(without.drain_reason.empty());
+    Resumption with = resume_step(resume_facts(r, 3, true));
+    EXPECT_EQ(with.state.phase, Phase::kDraining);
+    EXPECT_NE(with.drain_reason.find("left by an earlier agent"), std::string::npos);
+    EXPECT_EQ(with.state.generation, 3);
+  }
+}
+
+TEST(ResumeStep, AFailureOnRecordIsNotReportedAgain) {
+  EXPECT_TRUE(resume_step(resume_facts(rec(State::kRunning, 3, AgentSignal::kFailed), 3, false)).failure_reported);
+  EXPECT_FALSE(resume_step(resume_facts(rec(State::kRunning, 3, AgentSignal::kRegistered), 3, false)).failure_reported);
+}
+
+TEST(ResumeStep, BootedIsReportedUnlessTheRecordAlreadyHasASignalOfItsGeneration) {
+  EXPECT_TRUE(resume_step(resume_facts(rec(State::kClaimed, 3), 3, false)).report_booted);
+  EXPECT_TRUE(resume_step(resume_facts(rec(State::kClaimed, 4, AgentSignal::kDrained, 3), std::nullopt, false))
+                  .report_booted);
+  EXPECT_FALSE(resume_step(resume_facts(rec(State::kClaimed, 3, AgentSignal::kRegistered), 3, false)).report_booted)
+      << "a signal of the generation is never replaced by booted";
+  EXPECT_FALSE(resume_step(resume_facts(std::nullopt, std::nullopt, false)).report_booted);
+}
+
 // ---- initial_state
 
 TEST(InitialState, WithoutLocalConfigurationItIsIdle) {
@@ -583,6 +650,30 @@ TEST(RegisterStep, RetriesAFailureUpToThreeRunsWithinTheBoundNeverATimeout) {
 }
 
 // ---- Listener exits
+
+TEST(TerminatingStep, TheApiThenTheOsShutdownEachGetTheWaitThenTheAgentGivesUp) {
+  const Duration w{2000};
+  EXPECT_EQ(terminating_step({Duration{0}, std::nullopt, w}), TerminatingStep::kWait);
+  EXPECT_EQ(terminating_step({Duration{1999}, std::nullopt, w}), TerminatingStep::kWait);
+  EXPECT_EQ(terminating_step({Duration{2000}, std::nullopt, w}), TerminatingStep::kShutDownOs);
+  EXPECT_EQ(terminating_step({Duration{2500}, Duration{0}, w}), TerminatingStep::kWait);
+  EXPECT_EQ(terminating_step({Duration{4400}, Duration{1999}, w}), TerminatingStep::kWait);
+  EXPECT_EQ(terminating_step({Duration{4500}, Duration{2000}, w}), TerminatingStep::kGiveUp);
+  // TerminateInstances failed: the OS shutdown started at once, and its wait is what counts.
+  EXPECT_EQ(terminating_step({Duration{10}, Duration{10}, w}), TerminatingStep::kWait);
+}
+
+TEST(AfterListenerStartFailure, RetriesAfterTheBackoffUntilTheRestartsAreSpent) {
+  ExitDecision d = after_listener_start_failure("no such file", 0, 3, Duration{200});
+  EXPECT_EQ(d.what, AfterExit::kRestart);
+  EXPECT_EQ(d.delay, Duration{200});
+  EXPECT_NE(d.reason.find("no such file"), std::string::npos);
+  EXPECT_EQ(after_listener_start_failure("x", 2, 3, Duration{200}).what, AfterExit::kRestart);
+  d = after_listener_start_failure("no such file", 3, 3, Duration{200});
+  EXPECT_EQ(d.what, AfterExit::kFail);
+  EXPECT_EQ(d.reason, "cannot start the Listener: no such file");
+  EXPECT_EQ(after_listener_start_failure("x", 0, 0, Duration{200}).what, AfterExit::kFail);
+}
 
 TEST(AfterListenerExit, ByExitCode) {
   const Duration b{100};
