@@ -167,7 +167,10 @@ void AgentLoop::resume() {
       auto parts = pool::parse_runner_name(s_.pool, id->name);
       configured_generation_.reset();
       if (parts && parts->instance_id == s_.instance_id) configured_generation_ = parts->generation;
-      if (configured_generation_) as_.identity = id;
+      if (configured_generation_) {
+        as_.identity = id;
+        as_.ephemeral = id->ephemeral;
+      }
       else configured_foreign_ = true;
     }
   } catch (const std::exception& e) {

@@ -164,7 +164,11 @@ class AgentLoop {
   // How far the assignment has got, and its drain: each reset whole when the next one starts.
   struct AssignmentProgress {
     std::optional<RunnerIdentity> identity;
-    bool token_taken = false;
+    // A scale-set assignment: the JIT configuration as read from the record (it leaves the record
+    // before the Listener starts), and the runner is ephemeral (one job, then exit 0).
+    Secret jit_config;
+    bool ephemeral = false;
+    bool token_taken = false;  // the registration token (or JIT configuration) is out of the record
     int restarts = 0;
     std::optional<Steady> restart_at;
     bool stopping = false;

@@ -40,6 +40,17 @@ void AgentLoop::do_register(const InstanceRecord& r) {
     reg_.generation = g;
     reg_.started = steady();
   }
+  if (!r.jit_config.empty()) {
+    // A JIT runner configures itself when it starts: no config.sh, nothing to retry here.
+    reg_ = RegistrationProgress{};
+    as_.jit_config = r.jit_config;
+    as_.ephemeral = true;
+    st_.generation = g;
+    st_.phase = Phase::kServing;
+    spdlog::info("serving {} with a just-in-time runner configuration", r.label);
+    take_token();
+    return;
+  }
   if (reg_.next_at && steady() < *reg_.next_at) return;
   reg_.next_at.reset();
   Registration reg{r.reg_url, r.label, pool::runner_name(s_.pool, s_.instance_id, g), r.reg_token};

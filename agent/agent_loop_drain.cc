@@ -22,8 +22,9 @@ void AgentLoop::init_drain_state() {
                                                        ? "none (a stock runner)" : ""));
   }
   // This agent registers persistent runners (config.sh without --ephemeral), which a runner's drain
-  // inputs refuse: the stock drain, whatever the runner can do. The controller removed the
-  // runner's labels at the drain request; the stock drain waits out one long poll from here.
+  // inputs refuse, and starts JIT runners without them: the stock drain, whatever the runner can
+  // do. The controller removed the runner's labels (or, for a JIT runner, the runner) at the drain
+  // request; the stock drain waits out one long poll from here.
   drain_.strategy = choose_drain_strategy(drain_support_, /*ephemeral=*/false);
   drain_.step_clock = steady();
   drain_.interrupt_at.reset();

@@ -67,13 +67,21 @@ void AgentLoop::update_busy() {
 }
 
 void AgentLoop::on_listener_exit(const ExitStatus& status, const std::string& tail) {
-  ExitDecision d = after_listener_exit(status, as_.stopping, as_.restarts, s_.max_restarts, s_.restart_backoff);
+  ExitDecision d =
+      after_listener_exit(status, as_.stopping, as_.restarts, s_.max_restarts, s_.restart_backoff, as_.ephemeral);
   activity_ = RunnerActivity{};
   job_track_ = JobTrack{};
   set_busy(false);
   switch (d.what) {
     case AfterExit::kStopped:
       spdlog::info("{}", d.reason);
+      break;
+    case AfterExit::kDone:
+      // Left to the controller's drain, which finds nothing to deregister, cleans and returns it.
+      spdlog::info("{}", d.reason);
+      if (st_.phase == Phase::kServing) st_.phase = Phase::kStopped;
+      as_.stopping = true;
+      as_.stop_detail = d.reason;
       break;
     case AfterExit::kRestart:
       spdlog::warn("{} in {} ({}/{}){}", d.reason, format_duration(d.delay), as_.restarts + 1, s_.max_restarts,
@@ -95,18 +103,19 @@ void AgentLoop::on_listener_exit(const ExitStatus& status, const std::string& ta
 void AgentLoop::take_token() {
   if (as_.token_taken) return;
   if (reachable_ && record_ && record_->generation == st_.generation && record_->reg_token.empty() &&
-      as_.identity && record_->runner_id == as_.identity->id) {
+      record_->jit_config.empty() && (as_.ephemeral || (as_.identity && record_->runner_id == as_.identity->id))) {
     as_.token_taken = true;
     return;
   }
   AgentReport r;
-  r.take_reg_token = true;
+  r.take_reg_token = !as_.ephemeral;
+  r.take_jit_config = as_.ephemeral;
   r.generation = st_.generation;
   if (as_.identity) {
     r.runner_id = as_.identity->id;
     r.runner_name = as_.identity->name;
   }
-  if (report(r, "take_reg_token") == Reported::kApplied) as_.token_taken = true;
+  if (report(r, as_.ephemeral ? "take_jit_config" : "take_reg_token") == Reported::kApplied) as_.token_taken = true;
 }
 
 void AgentLoop::supervise() {
@@ -115,7 +124,7 @@ void AgentLoop::supervise() {
   if (!listener_) {
     if (as_.restart_at && steady() < *as_.restart_at) return;
     try {
-      listener_ = host_.start_listener();
+      listener_ = host_.start_listener(as_.jit_config);
       as_.restart_at.reset();
       activity_ = RunnerActivity{};
       job_track_ = JobTrack{};

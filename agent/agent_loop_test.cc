@@ -46,6 +46,95 @@ TEST_F(AgentLoopTest, RegistersTakesTheTokenBeforeTheListenerStartsAndReportsReg
   EXPECT_EQ(loop().status(), "serving run-1 (generation 1), idle");
 }
 
+// A scale-set assignment: the record holds a JIT configuration instead of a registration token.
+class JitAssignmentTest : public AgentLoopTest {
+ protected:
+  void launch_jit(const std::string& jit = "JIT-1") {
+    auto r = pool::launched_record(kId, "ci", "linux-ss", "small", pool::UsageClass::kSpot, "c7i.large", Secret(),
+                                   "https://github.com/o", now(), timeouts_);
+    r.jit_config = Secret(jit);
+    ASSERT_TRUE(memory_.create(r));
+  }
+  // What the runner writes from the JIT configuration when it starts.
+  void runner_writes_its_files() {
+    host_.identity = RunnerIdentity{77, std::string("ci-") + kId + "-g1", "", /*ephemeral=*/true};
+  }
+};
+
+TEST_F(JitAssignmentTest, NoConfigShTheConfigurationLeavesTheRecordAndReachesTheRunnerOnly) {
+  launch_jit();
+  ticks(1);
+  EXPECT_TRUE(host_.configures.empty()) << "a JIT runner configures itself";
+  EXPECT_EQ(loop().state().phase, Phase::kServing);
+  EXPECT_TRUE(record().jit_config.empty()) << "taken from the record";
+  ASSERT_EQ(host_.jit_configs, std::vector<std::string>{"JIT-1"});
+  // Taken before the Listener started: the take is among the reports made by the time of the start.
+  bool taken = false;
+  for (const auto& r : table_.reports) taken = taken || (r.take_jit_config && r.generation == 1 && !r.take_reg_token);
+  EXPECT_TRUE(taken);
+  runner_writes_its_files();
+  host_.say(RunnerEvent::kListening);
+  ticks(1);
+  EXPECT_TRUE(pool::agent_reported(record(), AgentSignal::kRegistered));
+  EXPECT_EQ(record().runner_id, 77);
+}
+
+TEST_F(JitAssignmentTest, TheRunnerNeverStartsWhileTheConfigurationIsStillInTheRecord) {
+  launch_jit();
+  table_.down = true;
+  ticks(3);
+  EXPECT_EQ(host_.starts, 0);
+  table_.down = false;
+  ASSERT_TRUE(tick_until([&] { return host_.starts == 1; }));
+  EXPECT_TRUE(record().jit_config.empty());
+}
+
+TEST_F(JitAssignmentTest, TheEphemeralEndIsNoFailureAndTheDrainCleansWithoutDeregistering) {
+  launch_jit();
+  ticks(1);
+  runner_writes_its_files();
+  host_.say(RunnerEvent::kListening);
+  ticks(1);
+  step(pool::mark_running(record(), now(), timeouts_));
+  host_.say(RunnerEvent::kJobRequested);
+  host_.say(RunnerEvent::kJobStarted, "build");
+  ticks(1);
+  EXPECT_TRUE(record().busy);
+  host_.say(RunnerEvent::kJobCompleted);
+  host_.identity.reset();  // the ephemeral runner deletes its configuration and exits 0
+  host_.listener->exit = ExitStatus{false, 0};
+  ticks(3);
+  EXPECT_EQ(loop().state().phase, Phase::kStopped);
+  EXPECT_EQ(host_.starts, 1) << "never restarted";
+  EXPECT_FALSE(pool::agent_reported(record(), AgentSignal::kFailed)) << record().signal_detail;
+  EXPECT_FALSE(record().busy);
+  // The controller drains the assignment (a JIT runner gets no remove token).
+  step(pool::start_drain(record(), Secret(), now(), timeouts_));
+  ASSERT_TRUE(tick_until([&] { return pool::agent_reported(record(), AgentSignal::kDrained); }));
+  EXPECT_TRUE(host_.removes.empty()) << "nothing left to deregister";
+  EXPECT_GE(host_.cleans, 1);
+  EXPECT_EQ(loop().state().phase, Phase::kIdle);
+}
+
+TEST_F(JitAssignmentTest, TheNextAssignmentOfAReusedInstanceMayBeEitherKind) {
+  launch_jit();
+  ticks(1);
+  runner_writes_its_files();
+  host_.say(RunnerEvent::kListening);
+  ticks(1);
+  host_.identity.reset();
+  host_.listener->exit = ExitStatus{false, 0};
+  ticks(1);
+  step(pool::start_drain(record(), Secret(), now(), timeouts_));
+  ASSERT_TRUE(tick_until([&] { return pool::agent_reported(record(), AgentSignal::kDrained); }));
+  step(pool::return_to_pool(record(), now(), timeouts_, ""));
+  step(pool::claim(record(), "run-2", Secret("reg-2"), "https://github.com/o/r", now(), timeouts_));
+  ASSERT_TRUE(tick_until([&] { return host_.configures.size() == 1; }));
+  EXPECT_EQ(host_.configures[0].token.reveal(), "reg-2");
+  ASSERT_TRUE(tick_until([&] { return host_.starts == 2; }));
+  EXPECT_EQ(host_.jit_configs.back(), "") << "a persistent runner starts without the earlier JIT configuration";
+}
+
 TEST_F(AgentLoopTest, TheRunnerIsPreparedWithThePrivilegesTheRecordNames) {
   launch("run-1", "docker");
   ticks(1);

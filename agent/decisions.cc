@@ -109,7 +109,9 @@ Decision idle(const AgentState& a, const InstanceRecord& r) {
   if (!registration_url_ok(r.reg_url)) {
     return {Action::kRefuse, "the assignment's registration URL is not a GitHub owner or repository URL" + gen};
   }
-  if (r.reg_token.empty()) return {Action::kRefuse, "the registration token is missing or already used" + gen};
+  if (r.reg_token.empty() && r.jit_config.empty()) {
+    return {Action::kRefuse, "the registration token (or JIT configuration) is missing or already used" + gen};
+  }
   return {Action::kRegister, "new assignment " + r.label + gen};
 }
 
@@ -202,7 +204,7 @@ Resumption resume_step(const ResumeFacts& f) {
       r.clean_leftovers = true;
       break;
     case Phase::kServing:
-      r.token_taken = !(current && !f.record->reg_token.empty());
+      r.token_taken = !(current && (!f.record->reg_token.empty() || !f.record->jit_config.empty()));
       break;
     case Phase::kDraining:
       r.drain_reason = "resumed a drain after a restart";
@@ -432,12 +434,19 @@ std::string describe(const ExitStatus& s) {
   return s.signaled ? "killed by signal " + std::to_string(s.code) : "exit code " + std::to_string(s.code);
 }
 
-ExitDecision after_listener_exit(const ExitStatus& s, bool stopping, int restarts, int max_restarts, Duration backoff) {
+ExitDecision after_listener_exit(const ExitStatus& s, bool stopping, int restarts, int max_restarts, Duration backoff,
+                                 bool ephemeral) {
   const std::string what = "the Listener ended (" + describe(s) + ")";
   if (stopping) return {AfterExit::kStopped, Duration{0}, what + " as asked"};
+  // A followed ephemeral runner: whether its job ended or it crashed, it cannot serve again.
+  if (ephemeral && s.unknown) return {AfterExit::kDone, Duration{0}, what + ": the ephemeral runner's assignment is over"};
   if (!s.signaled && !s.unknown) {
     switch (s.code) {
-      case 0: return {AfterExit::kFail, Duration{0}, what + " without a drain: its registration was deleted?"};
+      case 0:
+        // An ephemeral runner exits 0 after its one job (or once GitHub removed it): it cannot serve
+        // again, so it is never restarted; the controller drains the assignment.
+        if (ephemeral) return {AfterExit::kDone, Duration{0}, what + ": the ephemeral runner's assignment is over"};
+        return {AfterExit::kFail, Duration{0}, what + " without a drain: its registration was deleted?"};
       case 1: return {AfterExit::kFail, Duration{0}, what + ": terminated (not configured, or its registration is gone)"};
       // GitHub refused the runner's version (ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE=1 makes
       // that 7, not 1): no restart or reconfiguration helps, only a newer runner. The detail says so

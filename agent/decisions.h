@@ -278,7 +278,12 @@ struct ExitStatus {
 };
 std::string describe(const ExitStatus& s);
 
-enum class AfterExit { kRestart, kFail, kStopped };
+enum class AfterExit {
+  kRestart,
+  kFail,
+  kStopped,  // as asked (a drain, a stop)
+  kDone,     // an ephemeral runner's end: its one job is over and GitHub removed it
+};
 
 struct ExitDecision {
   AfterExit what = AfterExit::kFail;
@@ -287,8 +292,9 @@ struct ExitDecision {
 };
 
 // `stopping`: the agent asked the Listener to stop (drain, SIGINT): any exit ends it.
+// `ephemeral`: a JIT runner, for which exit 0 is its normal end after its one job.
 ExitDecision after_listener_exit(const ExitStatus& status, bool stopping, int restarts_so_far, int max_restarts,
-                                 Duration backoff);
+                                 Duration backoff, bool ephemeral = false);
 
 // The Listener could not be started (spawning it failed): again after `backoff`, like a restart,
 // until `max_restarts` are spent; then the assignment fails.

@@ -100,6 +100,9 @@ TEST(DecideIdle, RefusesAssignmentsItCannotServe) {
   r = rec(State::kClaimed, 3);
   r.reg_token = Secret();
   EXPECT_EQ(act(agent(Phase::kIdle, 0, 2), r), Action::kRefuse);
+  // A scale-set assignment carries a JIT configuration instead of the token.
+  r.jit_config = Secret("jit");
+  EXPECT_EQ(act(agent(Phase::kIdle, 0, 2), r), Action::kRegister);
   // Registered (or running) for this generation, but no runner here: it is lost.
   EXPECT_EQ(act(agent(Phase::kIdle, 0, 2), rec(State::kClaimed, 3, AgentSignal::kRegistered)), Action::kRefuse);
   EXPECT_EQ(act(agent(Phase::kIdle, 0, 2), rec(State::kRunning, 3)), Action::kRefuse);
@@ -701,6 +704,18 @@ TEST(AfterListenerExit, AnEndOfUnknownCauseRestarts) {
   EXPECT_NE(d.reason.find("exit status unknown"), std::string::npos) << d.reason;
   EXPECT_EQ(after_listener_exit(unknown, false, 5, 5, Duration{100}).what, AfterExit::kFail);
   EXPECT_EQ(after_listener_exit(unknown, true, 0, 5, Duration{100}).what, AfterExit::kStopped);
+}
+
+// A JIT runner exits 0 after its one job (or once GitHub removed it): its normal end, never a
+// restart. A followed one's end of unknown cause is the same: it cannot serve again either way.
+TEST(AfterListenerExit, AnEphemeralRunnersEndIsItsAssignmentsEnd) {
+  const Duration b{100};
+  EXPECT_EQ(after_listener_exit({false, 0}, false, 0, 5, b, true).what, AfterExit::kDone);
+  EXPECT_EQ(after_listener_exit({false, 0, true}, false, 0, 5, b, true).what, AfterExit::kDone);
+  EXPECT_EQ(after_listener_exit({false, 0}, true, 0, 5, b, true).what, AfterExit::kStopped) << "asked to stop";
+  EXPECT_EQ(after_listener_exit({false, 1}, false, 0, 5, b, true).what, AfterExit::kFail) << "a bad JIT value";
+  EXPECT_EQ(after_listener_exit({false, 2}, false, 0, 5, b, true).what, AfterExit::kRestart);
+  EXPECT_EQ(after_listener_exit({false, 0}, false, 0, 5, b, false).what, AfterExit::kFail) << "a persistent runner";
 }
 
 TEST(AfterListenerExit, AnyExitWhileStoppingEndsIt) {

@@ -275,7 +275,7 @@ void LocalRunnerHost::remove_local() {
   for (const auto& f : runner_config_files()) remove_path(path(f));
 }
 
-std::unique_ptr<ListenerProcess> LocalRunnerHost::start_listener() {
+std::unique_ptr<ListenerProcess> LocalRunnerHost::start_listener(const Secret& jit_config) {
   if (s_.confine_jobs) s_.confine_jobs();  // again: a resumed assignment (after a reboot) skips prepare()
   DiagTail diag(path("_diag"));  // before the start: only the new Listener's lines count
   DiagTail perf(path("_diag"), "Runner", ".perf");
@@ -287,6 +287,9 @@ std::unique_ptr<ListenerProcess> LocalRunnerHost::start_listener() {
   // ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE: a version GitHub refuses then exits 7, not 1
   // ("not configured"), so the agent can say why.
   o.env = runner_env({"RUNNER_PERFLOG=" + path("_diag"), "ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE=1"});
+  // The runner reads every ACTIONS_RUNNER_INPUT_<arg> as that argument and unsets it: the JIT
+  // configuration (the runner's credentials) never appears in /proc/<pid>/cmdline.
+  if (!jit_config.empty()) o.env.push_back("ACTIONS_RUNNER_INPUT_JITCONFIG=" + jit_config.reveal());
   o.cwd = s_.root;
   // Files, not pipes: the Listener (and the job in hand) outlives an agent that dies or restarts,
   // and would die at its next line of output into a pipe nobody reads any more.

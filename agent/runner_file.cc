@@ -48,6 +48,8 @@ RunnerIdentity parse_runner_file(const std::string& raw) {
   }
   id.name = agent_name->asString();
   if (const Json::Value* url = member(*doc, "serverUrl"); url && url->isString()) id.server_url = url->asString();
+  // Written only when true (the runner omits false settings); JIT configurations carry it.
+  if (const Json::Value* e = member(*doc, "ephemeral"); e && e->isBool()) id.ephemeral = e->asBool();
   return id;
 }
 

@@ -19,6 +19,7 @@ struct RunnerIdentity {
   int64_t id = 0;
   std::string name;
   std::string server_url;  // "" when absent
+  bool ephemeral = false;  // one job, then the runner deletes its configuration and exits 0 (JIT runners)
 };
 
 // Parses the file's text. Throws RunnerFileError (never anything else) on bad JSON, a missing

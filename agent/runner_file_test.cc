@@ -23,6 +23,14 @@ TEST(RunnerFile, ReadsTheRealRunnersFileWithBomAndCamelCase) {
   EXPECT_EQ(id.server_url, "http://127.0.0.1:9/_services/pipelines");
 }
 
+// A JIT configuration's .runner says ephemeral; configuration writes the setting only when true.
+TEST(RunnerFile, ReadsWhetherTheRunnerIsEphemeral) {
+  EXPECT_TRUE(parse_runner_file(R"({"agentId": 7, "agentName": "x", "ephemeral": true})").ephemeral);
+  EXPECT_TRUE(parse_runner_file(R"({"AgentId": 7, "AgentName": "x", "Ephemeral": true})").ephemeral);
+  EXPECT_FALSE(parse_runner_file(R"({"agentId": 7, "agentName": "x"})").ephemeral);
+  EXPECT_FALSE(parse_runner_file(R"({"agentId": 7, "agentName": "x", "ephemeral": "yes"})").ephemeral);
+}
+
 TEST(RunnerFile, AcceptsPascalCaseNoBomAndQuotedIds) {
   EXPECT_EQ(parse_runner_file(R"({"AgentId": 7, "AgentName": "x"})").id, 7);
   EXPECT_EQ(parse_runner_file(R"({"agentId": "8", "agentName": "x"})").id, 8);

@@ -60,7 +60,9 @@ class RunnerHost {
   virtual CommandResult remove(const Secret& remove_token) = 0;
   // Deletes the runner's configuration and credential files only.
   virtual void remove_local() = 0;
-  virtual std::unique_ptr<ListenerProcess> start_listener() = 0;
+  // `bin/Runner.Listener run` as the runner user. With `jit_config` (a scale-set assignment) the
+  // runner configures itself from it (ACTIONS_RUNNER_INPUT_JITCONFIG, never argv) and is ephemeral.
+  virtual std::unique_ptr<ListenerProcess> start_listener(const Secret& jit_config) = 0;
   // What the installed runner can do to drain: `bin/Runner.Listener run --help` as the runner
   // user, bounded in time. nullopt when it could not tell (failed, timed out).
   virtual std::optional<RunnerDrainSupport> drain_support() = 0;

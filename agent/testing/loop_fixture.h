@@ -81,8 +81,9 @@ class FakeHost final : public RunnerHost {
     if (!remove_local_error.empty()) throw std::runtime_error(remove_local_error);
     identity.reset();
   }
-  std::unique_ptr<ListenerProcess> start_listener() override {
+  std::unique_ptr<ListenerProcess> start_listener(const Secret& jit_config) override {
     if (start_error) throw std::runtime_error("exec failed");
+    jit_configs.push_back(jit_config.reveal());
     listener = std::make_shared<FakeListener::Shared>();
     listener->exit_on_interrupt = exit_on_interrupt;
     ++starts;
@@ -120,6 +121,7 @@ class FakeHost final : public RunnerHost {
 
   std::optional<RunnerIdentity> identity;
   std::vector<Registration> configures;
+  std::vector<std::string> jit_configs;  // what each start_listener() was handed ("" none)
   int configure_exit = 0;
   std::vector<std::string> removes;
   std::deque<int> remove_results;

@@ -189,6 +189,10 @@ bool DynamoStateTable::transition(const std::string& instance_id, const Expect& 
     if (c.remove_token->empty()) b.remove(attr::kRemoveToken);
     else b.set(attr::kRemoveToken, AttributeValue::string(c.remove_token->reveal()));
   }
+  if (c.jit_config) {
+    if (c.jit_config->empty()) b.remove(attr::kJitConfig);
+    else b.set(attr::kJitConfig, AttributeValue::string(c.jit_config->reveal()));
+  }
   if (c.advertise_pending) {
     if (*c.advertise_pending) b.set(attr::kAdvertisePending, AttributeValue::boolean(true));
     else b.remove(attr::kAdvertisePending);
@@ -259,7 +263,7 @@ bool DynamoStateTable::remove(const std::string& instance_id, const Expect& expe
 }
 
 bool DynamoStateTable::report(const std::string& instance_id, const AgentReport& r) {
-  if ((r.signal || r.take_reg_token || r.take_remove_token) && !r.generation) {
+  if ((r.signal || r.take_reg_token || r.take_remove_token || r.take_jit_config) && !r.generation) {
     throw std::invalid_argument("an agent signal or token removal must name its generation");
   }
   ExpressionBuilder b;
@@ -284,6 +288,7 @@ bool DynamoStateTable::report(const std::string& instance_id, const AgentReport&
   if (r.pre_run_detail) b.set(attr::kPreRunDetail, AttributeValue::string(r.pre_run_detail->empty() ? "-" : *r.pre_run_detail));
   if (r.take_reg_token) b.remove(attr::kRegToken);
   if (r.take_remove_token) b.remove(attr::kRemoveToken);
+  if (r.take_jit_config) b.remove(attr::kJitConfig);
   return conditional_update(db_, table_, key_of(instance_id), instance_id, b);
 }
 

@@ -69,6 +69,9 @@ struct InstanceRecord {
   Secret reg_token;     // registration token for this generation; the agent removes it once used
   std::string reg_url;  // where to register: https://github.com/owner[/repo] (or GHES)
   Secret remove_token;  // for deregistering during a drain; the agent removes it once used
+  // A scale-set assignment's just-in-time runner configuration (instead of reg_token: the agent
+  // runs no config.sh, the runner takes one job); the agent removes it once read.
+  Secret jit_config;
   bool advertise_pending = false;  // idle, but the pool message may not be sent yet
   // A shared pool's instance: registered once with the pool's static labels (held in `label`),
   // serving any workflow's jobs; after a drain it is terminated, never returned to the pool.

@@ -26,6 +26,7 @@ inline constexpr const char* kInstanceType = "instance_type";
 inline constexpr const char* kRegToken = "reg_token";
 inline constexpr const char* kRegUrl = "reg_url";
 inline constexpr const char* kRemoveToken = "remove_token";
+inline constexpr const char* kJitConfig = "jit_config";
 inline constexpr const char* kAdvertisePending = "advertise_pending";
 inline constexpr const char* kShared = "shared";
 inline constexpr const char* kOs = "os";

@@ -24,6 +24,7 @@ InstanceRecord full_record() {
   r.reg_token = Secret("REGTOKEN");
   r.reg_url = "https://github.com/o/r";
   r.remove_token = Secret("RMTOKEN");
+  r.jit_config = Secret("JITCONFIG");
   r.advertise_pending = true;
   r.shared = true;
   r.os = "linux";
@@ -79,6 +80,7 @@ TEST(RecordCodec, MinimalRecordRoundTripsAndOmitsEmptyFields) {
   aws::Item item = encode_record(r);
   EXPECT_EQ(item.count(attr::kLabel), 0u);
   EXPECT_EQ(item.count(attr::kRegToken), 0u);
+  EXPECT_EQ(item.count(attr::kJitConfig), 0u);
   EXPECT_EQ(item.count(attr::kSignal), 0u);
   EXPECT_EQ(item.count(attr::kPreRun), 0u) << "no script, or not reported: no attribute";
   EXPECT_EQ(item.count(attr::kPreRunDetail), 0u);

@@ -26,6 +26,7 @@ void apply(InstanceRecord& r, const LifecycleChange& c) {
   if (c.reg_token) r.reg_token = *c.reg_token;
   if (c.reg_url) r.reg_url = *c.reg_url;
   if (c.remove_token) r.remove_token = *c.remove_token;
+  if (c.jit_config) r.jit_config = *c.jit_config;
   if (c.advertise_pending) r.advertise_pending = *c.advertise_pending;
   if (c.orphan_since_ms) r.orphan_since_ms = *c.orphan_since_ms;
   if (c.bypass_removal) r.bypass_removal = *c.bypass_removal;
@@ -49,6 +50,7 @@ void apply(InstanceRecord& r, const AgentReport& a) {
   if (a.pre_run_detail) r.pre_run_detail = a.pre_run_detail->empty() ? "-" : *a.pre_run_detail;
   if (a.take_reg_token) r.reg_token = Secret();
   if (a.take_remove_token) r.remove_token = Secret();
+  if (a.take_jit_config) r.jit_config = Secret();
 }
 
 }  // namespace runpool::pool

@@ -37,6 +37,7 @@ struct LifecycleChange {
   std::optional<Secret> reg_token{};     // empty removes it
   std::optional<std::string> reg_url{};
   std::optional<Secret> remove_token{};  // empty removes it
+  std::optional<Secret> jit_config{};    // empty removes it
   std::optional<bool> advertise_pending{};
   std::optional<int64_t> orphan_since_ms{};  // 0 removes the orphan mark
   std::optional<bool> bypass_removal{};      // false removes the mark
@@ -61,6 +62,7 @@ struct AgentReport {
   std::optional<std::string> pre_run_detail{};  // "" is written as "-"
   bool take_reg_token = false;
   bool take_remove_token = false;
+  bool take_jit_config = false;
   std::optional<int64_t> generation{};  // required when signal or a take is set
 };
 

@@ -40,6 +40,13 @@ Step claim(const InstanceRecord& idle, const std::string& label, const Secret& r
   return s;
 }
 
+Step claim_jit(const InstanceRecord& idle, const std::string& label, const Secret& jit_config, const std::string& reg_url,
+               int64_t now_ms, const Timeouts& t) {
+  Step s = claim(idle, label, Secret(), reg_url, now_ms, t);
+  s.change.jit_config = jit_config;
+  return s;
+}
+
 Step mark_running(const InstanceRecord& r, int64_t now_ms, const Timeouts& t) {
   Step s;
   s.expect.states = {State::kCreated, State::kClaimed};
@@ -129,6 +136,7 @@ Step return_to_pool(const InstanceRecord& r, int64_t now_ms, const Timeouts& t, 
   s.change.label = "";
   s.change.reg_token = Secret();
   s.change.remove_token = Secret();
+  s.change.jit_config = Secret();
   s.change.deadline_ms = now_ms + t.idle_ttl_ms;
   s.change.hard_deadline_ms = 0;
   s.change.state_since_ms = now_ms;
@@ -155,6 +163,7 @@ Step begin_terminate(const InstanceRecord& r, int64_t now_ms, const Timeouts& t)
   s.change.state_since_ms = now_ms;
   s.change.reg_token = Secret();
   s.change.remove_token = Secret();
+  s.change.jit_config = Secret();
   s.change.advertise_pending = false;
   return s;
 }
@@ -170,6 +179,7 @@ Step close_record(const InstanceRecord& r, int64_t now_ms, const Timeouts& t) {
   s.change.state_since_ms = now_ms;
   s.change.reg_token = Secret();
   s.change.remove_token = Secret();
+  s.change.jit_config = Secret();
   s.change.advertise_pending = false;
   return s;
 }

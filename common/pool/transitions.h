@@ -39,6 +39,11 @@ InstanceRecord launched_record(const std::string& instance_id, const std::string
 Step claim(const InstanceRecord& idle, const std::string& label, const Secret& reg_token, const std::string& reg_url,
            int64_t now_ms, const Timeouts& t);
 
+// idle(gen) → claimed(gen + 1) for a scale set's job: `jit_config` (generated for the runner
+// named runner_name(pool, instance, gen + 1)) in place of a registration token.
+Step claim_jit(const InstanceRecord& idle, const std::string& label, const Secret& jit_config, const std::string& reg_url,
+               int64_t now_ms, const Timeouts& t);
+
 // created|claimed(gen) → running, once the agent reported `registered` for gen.
 Step mark_running(const InstanceRecord& r, int64_t now_ms, const Timeouts& t);
 

@@ -13,47 +13,18 @@
 #include "common/github/message_session.h"
 #include "common/github/scaleset_client.h"
 #include "tests/support/local_cloud.h"
+#include "tests/support/scale_set_stack.h"
 
 namespace runpool::github {
 namespace {
 
 using runpool::testing::LocalCloud;
+using runpool::testing::ScaleSetStack;
 using namespace std::chrono_literals;
 using std::chrono::steady_clock;
 
 const std::string kOwner = "ss-acme";
 const std::string kPat = "ghp_scaleset_integration_0123";
-
-// The clients over one connection, with quick retries so injected faults cost milliseconds.
-struct ScaleSetStack {
-  explicit ScaleSetStack(LocalCloud& cloud)
-      : github_caller(http, system_clock(), github_settings(cloud)), pat(Secret(kPat)),
-        github(github_caller, pat, OwnerScope::parse(kOwner)), caller(http, system_clock(), actions_settings()),
-        auth(github, cloud.github(), caller), client(caller, auth), queue_caller(queue_http, system_clock(), actions_settings()) {}
-  static GithubSettings github_settings(LocalCloud& cloud) {
-    GithubSettings s;
-    s.api_base = cloud.github();
-    s.retry = RetryPolicy{4, Duration{5}, Duration{50}, Duration{5s}};
-    return s;
-  }
-  static ActionsServiceSettings actions_settings() {
-    ActionsServiceSettings s;
-    s.user_agent = "runpool-integration-test";
-    s.retry = RetryPolicy{4, Duration{5}, Duration{50}, Duration{5s}};
-    s.timeout = 10s;
-    s.poll_timeout = 10s;
-    return s;
-  }
-  CurlHttpClient http;
-  GithubCaller github_caller;
-  StaticTokenSource pat;
-  GithubClient github;
-  ActionsCaller caller;
-  ActionsServiceAuth auth;
-  ScaleSetClient client;
-  CurlHttpClient queue_http;  // the long poll's own connection
-  ActionsCaller queue_caller;
-};
 
 class ScaleSetIntegration : public ::testing::Test {
  protected:
@@ -67,7 +38,7 @@ class ScaleSetIntegration : public ::testing::Test {
     settings["scaleSetPollMs"] = 500;  // held polls answer 202 quickly
     settings["scaleSetSessionIdleMs"] = 8000;
     cloud_.control("POST", "/_control/github/settings", settings);
-    stack_ = std::make_unique<ScaleSetStack>(cloud_);
+    stack_ = std::make_unique<ScaleSetStack>(cloud_, Secret(kPat), kOwner);
   }
   void TearDown() override {
     cloud_.control("DELETE", "/_control/github/scalesets/faults");

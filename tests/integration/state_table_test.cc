@@ -11,6 +11,7 @@
 #include "common/pool/memory_state_table.h"
 #include "common/pool/record_codec.h"
 #include "common/pool/record_key.h"
+#include "common/pool/transitions.h"
 #include "tests/support/local_cloud.h"
 #include "tests/support/state_table_db.h"
 
@@ -104,6 +105,32 @@ TEST_P(StateTableTest, AgentReportsAreBoundToTheGeneration) {
                                  .signal_generation = 2},
                                 {.state = State::kRunning}));
   EXPECT_FALSE(table_->report("i-gone", {.heartbeat_ms = 1})) << "no item, no write";
+}
+
+// A scale-set assignment's JIT configuration: written by the controller, taken by the agent of
+// that generation only, and gone with the assignment.
+TEST_P(StateTableTest, TheJitConfigurationIsTakenByTheAgentOfItsGeneration) {
+  ASSERT_TRUE(table_->create(record("i-jit1", State::kIdle, 3, "")));
+  auto idle = table_->get("i-jit1");
+  ASSERT_TRUE(idle);
+  pool::Step claim = pool::claim_jit(*idle, "ss-linux", Secret("eyJqaXQiOiIxIn0="), "https://github.com/o", 1000,
+                                     pool::Timeouts{});
+  ASSERT_TRUE(table_->transition("i-jit1", claim.expect, claim.change));
+  auto r = table_->get("i-jit1");
+  EXPECT_EQ(r->jit_config.reveal(), "eyJqaXQiOiIxIn0=");
+  EXPECT_TRUE(r->reg_token.empty());
+  EXPECT_EQ(r->generation, 4);
+  EXPECT_THROW(table_->report("i-jit1", {.take_jit_config = true}), std::invalid_argument) << "it names its generation";
+  EXPECT_FALSE(table_->report("i-jit1", {.take_jit_config = true, .generation = 3}));
+  EXPECT_EQ(table_->get("i-jit1")->jit_config.reveal(), "eyJqaXQiOiIxIn0=");
+  EXPECT_TRUE(table_->report("i-jit1", {.take_jit_config = true, .generation = 4}));
+  EXPECT_TRUE(table_->get("i-jit1")->jit_config.empty());
+  // One the agent never took leaves with the assignment.
+  ASSERT_TRUE(table_->transition("i-jit1", {}, {.jit_config = Secret("again")}));
+  r = table_->get("i-jit1");
+  pool::Step end = pool::begin_terminate(*r, 2000, pool::Timeouts{});
+  ASSERT_TRUE(table_->transition("i-jit1", end.expect, end.change));
+  EXPECT_TRUE(table_->get("i-jit1")->jit_config.empty());
 }
 
 TEST_P(StateTableTest, AgentNotBusyOrphanMarkAndBypass) {

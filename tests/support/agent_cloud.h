@@ -124,6 +124,7 @@ class AgentCloud {
   pool::StateTable& table() { return *table_; }
   aws::Ec2Client& ec2() { return ec2_; }
   github::GithubClient& github() { return gh_; }
+  Secret github_pat() { return pat_.token(); }  // for agent-org (and its repository)
   const fs::path& base() const { return base_; }
   std::string reg_url() const { return cloud_.github_web() + "/" + kOwner + "/" + kRepo; }
 
@@ -186,6 +187,16 @@ class AgentCloud {
     pool::InstanceRecord r = pool::launched_record(id, kPool, label, "small", pool::UsageClass::kOnDemand,
                                                    "c7i.large", gh_.create_registration_token().token, reg_url(),
                                                    to_epoch_ms(system_clock().now()), t);
+    if (!table_->create(r)) throw std::runtime_error("record exists");
+    return r;
+  }
+
+  // The same for a scale set's job: a JIT configuration instead of the registration token.
+  pool::InstanceRecord write_launched_jit_record(const std::string& id, const std::string& label, const Secret& jit,
+                                                 const pool::Timeouts& t = {}) {
+    pool::InstanceRecord r = pool::launched_record(id, kPool, label, "small", pool::UsageClass::kOnDemand, "c7i.large",
+                                                   Secret(), reg_url(), to_epoch_ms(system_clock().now()), t);
+    r.jit_config = jit;
     if (!table_->create(r)) throw std::runtime_error("record exists");
     return r;
   }
