@@ -117,6 +117,7 @@ class AgentLoop {
   void take_token();
 
   // agent_loop_drain.cc: draining
+  const std::optional<RunnerDrainSupport>& runner_drain_support();  // `run --help`, asked once
   void begin_drain(const std::string& reason);
   void init_drain_state();
   DrainFacts drain_facts() const;
@@ -168,6 +169,7 @@ class AgentLoop {
     // before the Listener starts), and the runner is ephemeral (one job, then exit 0).
     Secret jit_config;
     bool ephemeral = false;
+    bool drain_input = false;  // its Listener was started with --drain-on-sigusr1
     bool token_taken = false;  // the registration token (or JIT configuration) is out of the record
     int restarts = 0;
     std::optional<Steady> restart_at;

@@ -45,6 +45,7 @@ void AgentLoop::do_register(const InstanceRecord& r) {
     reg_ = RegistrationProgress{};
     as_.jit_config = r.jit_config;
     as_.ephemeral = true;
+    as_.drain_input = choose_drain_strategy(runner_drain_support(), /*ephemeral=*/true) == DrainStrategy::kDrainSignal;
     st_.generation = g;
     st_.phase = Phase::kServing;
     spdlog::info("serving {} with a just-in-time runner configuration", r.label);

@@ -11,7 +11,7 @@ using pool::AgentSignal;
 using pool::InstanceRecord;
 using pool::State;
 
-void AgentLoop::init_drain_state() {
+const std::optional<RunnerDrainSupport>& AgentLoop::runner_drain_support() {
   if (!drain_support_asked_) {
     drain_support_asked_ = true;
     drain_support_ = host_.drain_support();
@@ -21,11 +21,20 @@ void AgentLoop::init_drain_state() {
                                                   (!drain_support_->drain_file && !drain_support_->drain_on_sigusr1
                                                        ? "none (a stock runner)" : ""));
   }
-  // This agent registers persistent runners (config.sh without --ephemeral), which a runner's drain
-  // inputs refuse, and starts JIT runners without them: the stock drain, whatever the runner can
-  // do. The controller removed the runner's labels (or, for a JIT runner, the runner) at the drain
-  // request; the stock drain waits out one long poll from here.
-  drain_.strategy = choose_drain_strategy(drain_support_, /*ephemeral=*/false);
+  return drain_support_;
+}
+
+void AgentLoop::init_drain_state() {
+  // The runner's own drain input only where its Listener was started with it (an ephemeral runner
+  // whose build lists it); persistent runners refuse it: the stock drain, whatever the runner can
+  // do. The controller removed the runner's labels at the drain request; the stock drain waits out
+  // one long poll from here.
+  runner_drain_support();  // logged once, whichever drain this is
+  drain_.strategy = as_.drain_input ? DrainStrategy::kDrainSignal : DrainStrategy::kStock;
+  if (drain_.strategy == DrainStrategy::kDrainSignal && listener_) {
+    spdlog::info("SIGUSR1 to the Listener: it takes no new job and exits after the one in hand");
+    listener_->drain();
+  }
   drain_.step_clock = steady();
   drain_.interrupt_at.reset();
   drain_.remove_failed_at.reset();

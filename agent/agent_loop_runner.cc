@@ -124,7 +124,7 @@ void AgentLoop::supervise() {
   if (!listener_) {
     if (as_.restart_at && steady() < *as_.restart_at) return;
     try {
-      listener_ = host_.start_listener(as_.jit_config);
+      listener_ = host_.start_listener(ListenerStart{as_.jit_config, as_.drain_input});
       as_.restart_at.reset();
       activity_ = RunnerActivity{};
       job_track_ = JobTrack{};

@@ -116,6 +116,50 @@ TEST_F(JitAssignmentTest, TheEphemeralEndIsNoFailureAndTheDrainCleansWithoutDere
   EXPECT_EQ(loop().state().phase, Phase::kIdle);
 }
 
+// A runner build that lists --drain-on-sigusr1: a JIT runner is started with it, and an armed,
+// idle one is drained by SIGUSR1 (its Worker never gets it) instead of SIGINT.
+TEST_F(JitAssignmentTest, AnIdleJitRunnerIsDrainedWithItsOwnDrainInputWhereTheRunnerHasIt) {
+  host_.support = RunnerDrainSupport{false, true};
+  launch_jit();
+  ticks(1);
+  ASSERT_EQ(host_.drain_flags, std::vector<bool>{true});
+  runner_writes_its_files();
+  host_.say(RunnerEvent::kListening);
+  ticks(1);
+  step(pool::mark_running(record(), now(), timeouts_));
+  step(pool::start_drain(record(), Secret(), now(), timeouts_));
+  ticks(1);
+  EXPECT_EQ(host_.listener->drain_signals, 1);
+  ticks(3);
+  EXPECT_FALSE(host_.listener->interrupted) << "no SIGINT while the runner drains itself";
+  host_.listener->exit = ExitStatus{false, 0};  // the runner's drain: no job taken, exit 0
+  ASSERT_TRUE(tick_until([&] { return pool::agent_reported(record(), AgentSignal::kDrained); }));
+  // It ran no job, so GitHub still lists it: `drained` names it for the controller to delete.
+  EXPECT_NE(record().signal_detail.find("77"), std::string::npos) << record().signal_detail;
+  EXPECT_TRUE(host_.removes.empty());
+}
+
+TEST_F(JitAssignmentTest, WithoutTheRunnersDrainInputAnIdleJitRunnerIsDrainedTheStockWay) {
+  host_.support = RunnerDrainSupport{};  // a released runner
+  launch_jit();
+  ticks(1);
+  ASSERT_EQ(host_.drain_flags, std::vector<bool>{false});
+  runner_writes_its_files();
+  host_.say(RunnerEvent::kListening);
+  ticks(1);
+  step(pool::start_drain(record(), Secret(), now(), timeouts_));
+  ASSERT_TRUE(tick_until([&] { return host_.listener->interrupted; }));
+  EXPECT_EQ(host_.listener->drain_signals, 0);
+  ASSERT_TRUE(tick_until([&] { return pool::agent_reported(record(), AgentSignal::kDrained); }));
+}
+
+TEST_F(AgentLoopTest, APersistentRunnerIsNeverStartedWithTheDrainInput) {
+  host_.support = RunnerDrainSupport{true, true};
+  launch();
+  ticks(1);
+  ASSERT_EQ(host_.drain_flags, std::vector<bool>{false}) << "the runner refuses it for a persistent runner";
+}
+
 TEST_F(JitAssignmentTest, TheNextAssignmentOfAReusedInstanceMayBeEitherKind) {
   launch_jit();
   ticks(1);

@@ -134,6 +134,10 @@ void LocalListener::interrupt() {
   if (!exit_) ::kill(group_, SIGINT);
 }
 
+void LocalListener::drain() {
+  if (!exit_) ::kill(child_.pid, SIGUSR1);  // the Listener alone, not its group
+}
+
 void LocalListener::kill() {
   if (!exit_) ::kill(group_, SIGKILL);
 }

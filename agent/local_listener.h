@@ -29,6 +29,7 @@ class LocalListener final : public ListenerProcess {
   std::vector<RunnerEvent> poll_events() override;
   std::optional<ExitStatus> exit_status() override;
   void interrupt() override;
+  void drain() override;
   void kill() override;
   std::string output_tail() const override;
 

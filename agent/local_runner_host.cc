@@ -275,13 +275,14 @@ void LocalRunnerHost::remove_local() {
   for (const auto& f : runner_config_files()) remove_path(path(f));
 }
 
-std::unique_ptr<ListenerProcess> LocalRunnerHost::start_listener(const Secret& jit_config) {
+std::unique_ptr<ListenerProcess> LocalRunnerHost::start_listener(const ListenerStart& how) {
   if (s_.confine_jobs) s_.confine_jobs();  // again: a resumed assignment (after a reboot) skips prepare()
   DiagTail diag(path("_diag"));  // before the start: only the new Listener's lines count
   DiagTail perf(path("_diag"), "Runner", ".perf");
   SpawnOptions o;
   o.user = need_runner_user();
   o.argv = {path("bin/Runner.Listener"), "run"};
+  if (how.drain_on_sigusr1) o.argv.push_back("--drain-on-sigusr1");
   // The perf log tells of every job message before acknowledge (the _diag line only when the
   // server asks for acknowledgement): the earliest sign of busy.
   // ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE: a version GitHub refuses then exits 7, not 1
@@ -289,7 +290,7 @@ std::unique_ptr<ListenerProcess> LocalRunnerHost::start_listener(const Secret& j
   o.env = runner_env({"RUNNER_PERFLOG=" + path("_diag"), "ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE=1"});
   // The runner reads every ACTIONS_RUNNER_INPUT_<arg> as that argument and unsets it: the JIT
   // configuration (the runner's credentials) never appears in /proc/<pid>/cmdline.
-  if (!jit_config.empty()) o.env.push_back("ACTIONS_RUNNER_INPUT_JITCONFIG=" + jit_config.reveal());
+  if (!how.jit_config.empty()) o.env.push_back("ACTIONS_RUNNER_INPUT_JITCONFIG=" + how.jit_config.reveal());
   o.cwd = s_.root;
   // Files, not pipes: the Listener (and the job in hand) outlives an agent that dies or restarts,
   // and would die at its next line of output into a pipe nobody reads any more.

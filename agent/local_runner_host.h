@@ -70,7 +70,7 @@ class LocalRunnerHost final : public RunnerHost {
   CommandResult configure(const Registration& r) override;
   CommandResult remove(const Secret& remove_token) override;
   void remove_local() override;
-  std::unique_ptr<ListenerProcess> start_listener(const Secret& jit_config) override;
+  std::unique_ptr<ListenerProcess> start_listener(const ListenerStart& how) override;
   std::optional<RunnerDrainSupport> drain_support() override;
   std::unique_ptr<ListenerProcess> adopt_listener() override;
   bool worker_running() override;

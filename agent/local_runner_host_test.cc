@@ -216,7 +216,7 @@ TEST_F(LocalRunnerHostTest, TheListenerRunsAsTheRunnerAndItsOutputBecomesEvents)
   fs::create_directories(root / "_diag");
   ASSERT_EQ(chown((root / "_diag").c_str(), user_->uid, user_->gid), 0);
   std::ofstream(root / "_diag" / "Runner_0-old.log") << "[x INFO BrokerMessageListener] Acknowledging runner request '1'.\n";
-  auto listener = host.start_listener(Secret());
+  auto listener = host.start_listener(ListenerStart{});
   struct KillOnExit {
     ListenerProcess& l;
     ~KillOnExit() { l.kill(); }
@@ -289,7 +289,7 @@ TEST_F(LocalRunnerHostTest, JobsAreConfinedBeforeAnyRunnerProcessAndAFailedConfi
   host.prepare("");
   EXPECT_EQ(calls, 2);
   fail = true;
-  EXPECT_THROW(host.start_listener(Secret()), std::runtime_error);  // a Listener would be a process to find: none
+  EXPECT_THROW(host.start_listener(ListenerStart{}), std::runtime_error);  // a Listener would be a process to find: none
   EXPECT_EQ(calls, 3);
 }
 

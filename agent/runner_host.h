@@ -24,6 +24,9 @@ class ListenerProcess {
   // Its exit status once it ended (every process of its group is then signalled to end too).
   virtual std::optional<ExitStatus> exit_status() = 0;
   virtual void interrupt() = 0;  // SIGINT to its process group: a graceful stop
+  // SIGUSR1 to the Listener alone (a Worker would die of it): a runner started with
+  // --drain-on-sigusr1 takes no new job, finishes the one in hand and exits.
+  virtual void drain() = 0;
   virtual void kill() = 0;       // SIGKILL to its process group
   // The last lines it wrote, for a failure's detail (never holds a token: none is in its output).
   virtual std::string output_tail() const = 0;
@@ -35,6 +38,16 @@ struct CommandResult {
   std::string output;     // the tail of stdout and stderr
 
   bool ok() const { return exit_code == 0 && !timed_out; }
+};
+
+// How a Listener is started.
+struct ListenerStart {
+  // A scale-set assignment: the runner configures itself from it (ACTIONS_RUNNER_INPUT_JITCONFIG,
+  // never argv) and is ephemeral.
+  Secret jit_config;
+  // `--drain-on-sigusr1`: only where the installed runner lists it, and only for an ephemeral runner
+  // (the runner refuses it otherwise).
+  bool drain_on_sigusr1 = false;
 };
 
 struct Registration {
@@ -60,9 +73,8 @@ class RunnerHost {
   virtual CommandResult remove(const Secret& remove_token) = 0;
   // Deletes the runner's configuration and credential files only.
   virtual void remove_local() = 0;
-  // `bin/Runner.Listener run` as the runner user. With `jit_config` (a scale-set assignment) the
-  // runner configures itself from it (ACTIONS_RUNNER_INPUT_JITCONFIG, never argv) and is ephemeral.
-  virtual std::unique_ptr<ListenerProcess> start_listener(const Secret& jit_config) = 0;
+  // `bin/Runner.Listener run` as the runner user.
+  virtual std::unique_ptr<ListenerProcess> start_listener(const ListenerStart& how) = 0;
   // What the installed runner can do to drain: `bin/Runner.Listener run --help` as the runner
   // user, bounded in time. nullopt when it could not tell (failed, timed out).
   virtual std::optional<RunnerDrainSupport> drain_support() = 0;

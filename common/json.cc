@@ -4,38 +4,36 @@
 
 namespace runpool {
 
+std::optional<Json::Value> read_json(const Json::CharReaderBuilder& builder, const std::string& text,
+                                     std::string* errors) {
+  std::unique_ptr<Json::CharReader> reader(builder.newCharReader());
+  Json::Value value;
+  errors->clear();
+  try {
+    if (!reader->parse(text.data(), text.data() + text.size(), &value, errors)) return std::nullopt;
+  } catch (const Json::Exception& e) {
+    *errors = e.what();
+    return std::nullopt;
+  }
+  return value;
+}
+
 std::optional<Json::Value> try_parse_json(const std::string& text) {
   Json::CharReaderBuilder builder;
   builder["collectComments"] = false;
   builder["failIfExtra"] = true;
   builder["rejectDupKeys"] = false;
-  std::unique_ptr<Json::CharReader> reader(builder.newCharReader());
-  Json::Value value;
   std::string errors;
-  // jsoncpp throws (rather than fails) past its nesting limit: 1,000 '[' in a pool message or an
-  // answer must be "not JSON", not an exception no caller expects (found by the fuzzers).
-  try {
-    if (!reader->parse(text.data(), text.data() + text.size(), &value, &errors)) return std::nullopt;
-  } catch (const Json::Exception&) {
-    return std::nullopt;
-  }
-  return value;
+  return read_json(builder, text, &errors);
 }
 
 Json::Value parse_json(const std::string& text, const std::string& what) {
   Json::CharReaderBuilder builder;
   builder["collectComments"] = false;
   builder["failIfExtra"] = true;
-  std::unique_ptr<Json::CharReader> reader(builder.newCharReader());
-  Json::Value value;
   std::string errors;
-  bool ok = false;
-  try {
-    ok = reader->parse(text.data(), text.data() + text.size(), &value, &errors);
-  } catch (const Json::Exception& e) {
-    errors = e.what();  // past the nesting limit: see try_parse_json
-  }
-  if (!ok) {
+  std::optional<Json::Value> value = read_json(builder, text, &errors);
+  if (!value) {
     std::string excerpt = text.substr(0, 120);
     for (char& c : excerpt) {
       if (static_cast<unsigned char>(c) < 0x20) c = ' ';
@@ -43,7 +41,7 @@ Json::Value parse_json(const std::string& text, const std::string& what) {
     throw JsonError(what + ": malformed JSON (" + errors.substr(0, errors.find('\n')) + ") in \"" +
                     excerpt + (text.size() > 120 ? "…" : "") + "\"");
   }
-  return value;
+  return *value;
 }
 
 std::string write_json(const Json::Value& value) {

@@ -19,6 +19,11 @@ class JsonError : public std::runtime_error {
 Json::Value parse_json(const std::string& text, const std::string& what);
 // Like parse_json, but returns nullopt instead of throwing.
 std::optional<Json::Value> try_parse_json(const std::string& text);
+// A whole document read with `builder`'s settings (strict mode, say); nullopt with jsoncpp's
+// message in `errors` when it is not one. Never throws: past its nesting limit jsoncpp throws
+// rather than fails, which no caller expects (found by the fuzzers).
+std::optional<Json::Value> read_json(const Json::CharReaderBuilder& builder, const std::string& text,
+                                     std::string* errors);
 // Compact one-line JSON.
 std::string write_json(const Json::Value& value);
 

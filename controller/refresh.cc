@@ -273,6 +273,16 @@ class Refresh {
     const int64_t now = ctx_.now_ms();
     const pool::Timeouts& t = s_.timeouts;
     const Outcome changed{Outcome::kSkipped, "the record changed since it was read"};
+    // → terminating, then TerminateInstances; false when the record changed meanwhile.
+    auto terminate_record = [&]() {
+      pool::Step step = pool::begin_terminate(*a.record, now, t);
+      if (!write(a.instance_id, step)) return false;
+      pool::InstanceRecord terminating = *a.record;
+      pool::apply(terminating, step.change);
+      ctx_.compute.terminate({a.instance_id});
+      terminated.push_back(terminating);
+      return true;
+    };
     switch (a.kind) {
       case ActionKind::kDeleteMessage:
         ctx_.queue.remove(a.resource_class, a.message.receipt_handle);
@@ -280,15 +290,8 @@ class Refresh {
       case ActionKind::kReleaseMessage:
         ctx_.queue.make_visible(a.resource_class, a.message.receipt_handle);
         return {Outcome::kDone, ""};
-      case ActionKind::kTerminate: {
-        pool::Step step = pool::begin_terminate(*a.record, now, t);
-        if (!write(a.instance_id, step)) return changed;
-        pool::InstanceRecord terminating = *a.record;
-        pool::apply(terminating, step.change);
-        ctx_.compute.terminate({a.instance_id});
-        terminated.push_back(terminating);
-        return {Outcome::kDone, ""};
-      }
+      case ActionKind::kTerminate:
+        return terminate_record() ? Outcome{Outcome::kDone, ""} : changed;
       case ActionKind::kRetryTerminate:
         ctx_.compute.terminate({a.instance_id});
         terminated.push_back(*a.record);
@@ -306,12 +309,7 @@ class Refresh {
         // Its class's reuse policy decides as release's would: back (perhaps kept for its scope) or terminated.
         pool::DrainedDecision reuse = drained_decision(s_, *a.record);
         if (reuse.fate == pool::DrainedFate::kTerminate) {
-          pool::Step step = pool::begin_terminate(*a.record, now, t);
-          if (!write(a.instance_id, step)) return changed;
-          pool::InstanceRecord terminating = *a.record;
-          pool::apply(terminating, step.change);
-          ctx_.compute.terminate({a.instance_id});
-          terminated.push_back(terminating);
+          if (!terminate_record()) return changed;
           return {Outcome::kDone, "terminated, not returned: " + reuse.reason};
         }
         pool::Step step = pool::return_to_pool(*a.record, now, t, reuse.scope_key);

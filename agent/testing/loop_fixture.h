@@ -23,6 +23,7 @@ class FakeListener final : public ListenerProcess {
     std::optional<ExitStatus> exit;
     bool interrupted = false;
     bool killed = false;
+    int drain_signals = 0;
     bool exit_on_interrupt = true;
     bool adopted = false;  // an earlier agent's: its end has no known status
   };
@@ -37,6 +38,7 @@ class FakeListener final : public ListenerProcess {
     s_->interrupted = true;
     if (s_->exit_on_interrupt) s_->exit = ExitStatus{false, 0, s_->adopted};
   }
+  void drain() override { ++s_->drain_signals; }
   void kill() override {
     s_->killed = true;
     s_->exit = ExitStatus{true, 9};
@@ -81,9 +83,10 @@ class FakeHost final : public RunnerHost {
     if (!remove_local_error.empty()) throw std::runtime_error(remove_local_error);
     identity.reset();
   }
-  std::unique_ptr<ListenerProcess> start_listener(const Secret& jit_config) override {
+  std::unique_ptr<ListenerProcess> start_listener(const ListenerStart& how) override {
     if (start_error) throw std::runtime_error("exec failed");
-    jit_configs.push_back(jit_config.reveal());
+    jit_configs.push_back(how.jit_config.reveal());
+    drain_flags.push_back(how.drain_on_sigusr1);
     listener = std::make_shared<FakeListener::Shared>();
     listener->exit_on_interrupt = exit_on_interrupt;
     ++starts;
@@ -122,6 +125,7 @@ class FakeHost final : public RunnerHost {
   std::optional<RunnerIdentity> identity;
   std::vector<Registration> configures;
   std::vector<std::string> jit_configs;  // what each start_listener() was handed ("" none)
+  std::vector<bool> drain_flags;         // and whether with --drain-on-sigusr1
   int configure_exit = 0;
   std::vector<std::string> removes;
   std::deque<int> remove_results;

@@ -2,6 +2,17 @@
 
 namespace runpool::pool {
 
+namespace {
+
+// An assignment's credentials leave the record with it, whether the agent took them or not.
+void drop_assignment_secrets(LifecycleChange& c) {
+  c.reg_token = Secret();
+  c.remove_token = Secret();
+  c.jit_config = Secret();
+}
+
+}  // namespace
+
 InstanceRecord launched_record(const std::string& instance_id, const std::string& pool, const std::string& label,
                                const std::string& resource_class, UsageClass usage, const std::string& type,
                                const Secret& reg_token, const std::string& reg_url, int64_t now_ms,
@@ -134,9 +145,7 @@ Step return_to_pool(const InstanceRecord& r, int64_t now_ms, const Timeouts& t, 
   s.expect.signal_generation = r.generation;
   s.change.state = State::kIdle;
   s.change.label = "";
-  s.change.reg_token = Secret();
-  s.change.remove_token = Secret();
-  s.change.jit_config = Secret();
+  drop_assignment_secrets(s.change);
   s.change.deadline_ms = now_ms + t.idle_ttl_ms;
   s.change.hard_deadline_ms = 0;
   s.change.state_since_ms = now_ms;
@@ -161,9 +170,7 @@ Step begin_terminate(const InstanceRecord& r, int64_t now_ms, const Timeouts& t)
   s.change.state = State::kTerminating;
   s.change.deadline_ms = now_ms + t.terminate_ms;
   s.change.state_since_ms = now_ms;
-  s.change.reg_token = Secret();
-  s.change.remove_token = Secret();
-  s.change.jit_config = Secret();
+  drop_assignment_secrets(s.change);
   s.change.advertise_pending = false;
   return s;
 }
@@ -177,9 +184,7 @@ Step close_record(const InstanceRecord& r, int64_t now_ms, const Timeouts& t) {
   s.change.deadline_ms = now_ms + t.retention_ms;
   s.change.hard_deadline_ms = 0;
   s.change.state_since_ms = now_ms;
-  s.change.reg_token = Secret();
-  s.change.remove_token = Secret();
-  s.change.jit_config = Secret();
+  drop_assignment_secrets(s.change);
   s.change.advertise_pending = false;
   return s;
 }

@@ -6,6 +6,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include "common/json.h"
+
 namespace runpool::schedule {
 namespace {
 
@@ -30,25 +32,16 @@ const char* type_name(const Json::Value& v) {
 Json::Value parse_strict(const std::string& text) {
   Json::CharReaderBuilder builder;
   Json::CharReaderBuilder::strictMode(&builder.settings_);
-  std::unique_ptr<Json::CharReader> reader(builder.newCharReader());
-  Json::Value value;
   std::string errors;
-  bool ok = false;
-  try {
-    ok = reader->parse(text.data(), text.data() + text.size(), &value, &errors);
-  } catch (const Json::Exception& e) {
-    // jsoncpp throws past its nesting limit; runpoolctl expects invalid_argument here, so this
-    // escaped and ended it with "terminate called" (found by the schedule fuzzer).
-    errors = e.what();
-  }
-  if (!ok) {
+  std::optional<Json::Value> value = read_json(builder, text, &errors);  // never throws (the schedule fuzzer)
+  if (!value) {
     while (!errors.empty() && (errors.back() == '\n' || errors.back() == ' ')) errors.pop_back();
     for (char& c : errors) {
       if (c == '\n') c = ' ';
     }
     throw std::invalid_argument("not valid JSON: " + errors);
   }
-  return value;
+  return *value;
 }
 
 ScheduleEntry parse_entry(const Json::Value& v, const std::string& where) {

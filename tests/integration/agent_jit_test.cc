@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/github/message_session.h"
+#include "common/pool/runner_fate.h"
 #include "tests/support/agent_cloud.h"
 #include "tests/support/scale_set_stack.h"
 
@@ -122,6 +123,39 @@ TEST_F(AgentJit, ScaleSetJobsRunOnAJitRunnerAndTheInstanceServesTheNextOneWarm) 
     EXPECT_FALSE(fs::exists(env_->root_of(id) / ".credentials_rsaparams"));
     env_->apply(id, pool::return_to_pool(env_->record(id), to_epoch_ms(system_clock().now()), env_->timeouts(), ""));
   }
+}
+
+// A runner build with the drain input of actions/runner pull request #4708 (the stand-in's
+// drain-file mode): the agent starts the JIT runner with --drain-on-sigusr1, and an armed runner
+// that no job reached is drained by SIGUSR1 — it takes nothing more and exits — never SIGINT. It
+// ran no job, so GitHub still lists it: `drained` names it, and the controller deletes it.
+TEST_F(AgentJit, AnArmedIdleJitRunnerIsDrainedWithTheRunnersOwnDrainInput) {
+  const std::string set_name = "itest-ss-armed-" + std::to_string(getpid());
+  github::ScaleSetSpec spec;
+  spec.name = set_name;
+  spec.labels = {{"System", set_name}};
+  github::ScaleSet set = stack_->client.create_scale_set(spec);
+
+  AgentOptions o;
+  o.runner_mode = "drain-file";
+  const std::string id = env_->launch(o);
+  github::ScaleSetJitConfig jit = stack_->client.generate_jit_config(set.id, env_->runner_name(id, 1));
+  env_->write_launched_jit_record(id, set_name, Secret(jit.encoded_jit_config));
+  env_->wait_registered_and_mark_running(id, 1);
+  ASSERT_FALSE(env_->pids_matching(id, "--drain-on-sigusr1").empty()) << env_->console(id);
+
+  pool::InstanceRecord r = env_->record(id);
+  env_->apply(id, pool::start_drain(r, Secret(), to_epoch_ms(system_clock().now()), env_->timeouts()));
+  ASSERT_TRUE(eventually([&] { return pool::agent_reported(env_->record(id), AgentSignal::kDrained); }, 30s))
+      << env_->console(id);
+  const std::string console = env_->console(id);
+  EXPECT_NE(console.find("drain (drain-signal): listener-gone"), std::string::npos) << console;
+  EXPECT_EQ(console.find("sending SIGINT"), std::string::npos) << console;
+  r = env_->record(id);
+  EXPECT_TRUE(pool::runner_left_registered(r)) << r.signal_detail;
+  EXPECT_NE(r.signal_detail.find(std::to_string(jit.runner.id)), std::string::npos) << r.signal_detail;
+  EXPECT_EQ(stack_->client.delete_runner(jit.runner.id), github::DeleteOutcome::kDeleted)
+      << "still registered, as `drained` says";
 }
 
 }  // namespace
