@@ -70,9 +70,9 @@ void AgentLoop::set_detail(AgentReport& r, int64_t generation, const std::string
   f.generation = generation;
   f.detail = detail;
   f.failure = failure;
-  if (evidence_generation_ == generation && !evidence_.empty()) {
-    f.evidence_generation = evidence_generation_;
-    f.evidence = evidence_;
+  if (written_.evidence_generation == generation && !written_.evidence.empty()) {
+    f.evidence_generation = written_.evidence_generation;
+    f.evidence = written_.evidence;
   } else if (record_ && record_->generation == generation) {
     // Written by an earlier agent (before a restart), or not yet known to this one.
     f.evidence = failure_evidence(*record_);
@@ -82,8 +82,8 @@ void AgentLoop::set_detail(AgentReport& r, int64_t generation, const std::string
   if (!w.detail && !detail.empty()) spdlog::info("keeping the failure on record (\"{}\") over \"{}\"", clip(f.evidence, 160), detail);
   if (w.detail) r.signal_detail = clip(*w.detail);
   if (w.evidence) {
-    evidence_generation_ = generation;
-    evidence_ = clip(*w.detail);
+    written_.evidence_generation = generation;
+    written_.evidence = clip(*w.detail);
   }
 }
 
@@ -111,7 +111,7 @@ void AgentLoop::notice(const Notice& n) {
 bool AgentLoop::settling() const {
   switch (st_.phase) {
     case Phase::kIdle: return reg_.generation != 0;  // config.sh is run again after a pause
-    case Phase::kServing: return registered_reported_ != st_.generation;
+    case Phase::kServing: return written_.registered_generation != st_.generation;
     case Phase::kDraining:
     case Phase::kStopped: return true;
     default: return false;
@@ -120,9 +120,9 @@ bool AgentLoop::settling() const {
 
 bool AgentLoop::tick(bool read) {
   pump_listener();
-  if (read || !resumed_) read_record();
+  if (read || !start_.resumed) read_record();
   if (st_.phase == Phase::kTerminating) return terminating_progress();
-  if (!resumed_) {
+  if (!start_.resumed) {
     if (reachable_) {
       resume();
     } else {
@@ -160,25 +160,25 @@ bool AgentLoop::tick(bool read) {
 }
 
 void AgentLoop::resume() {
-  resumed_ = true;
+  start_.resumed = true;
   try {
     if (auto id = host_.configured()) {
       // Ours only if named for this pool and this instance; the name carries its generation.
       auto parts = pool::parse_runner_name(s_.pool, id->name);
-      configured_generation_.reset();
-      if (parts && parts->instance_id == s_.instance_id) configured_generation_ = parts->generation;
-      if (configured_generation_) {
+      start_.configured_generation.reset();
+      if (parts && parts->instance_id == s_.instance_id) start_.configured_generation = parts->generation;
+      if (start_.configured_generation) {
         as_.identity = id;
         as_.ephemeral = id->ephemeral;
       }
-      else configured_foreign_ = true;
+      else start_.configured_foreign = true;
     }
   } catch (const std::exception& e) {
     spdlog::warn("the runner root's configuration is unreadable ({}); it will be removed", e.what());
-    configured_foreign_ = true;
+    start_.configured_foreign = true;
   }
   ResumeFacts f;
-  f.state = initial_state(record_, configured_generation_);
+  f.state = initial_state(record_, start_.configured_generation);
   f.record = record_;
   if (f.state.phase != Phase::kIdle) {
     try {
@@ -193,7 +193,7 @@ void AgentLoop::resume() {
   st_.pre_run_failure = pre_run_.failure;
   spdlog::info("resuming as {} (generation {}, last served {})", phase_name(st_.phase), st_.generation,
                st_.last_served);
-  if (record_ && record_->generation == st_.generation) label_ = record_->label;
+  if (record_ && record_->generation == st_.generation) as_.label = record_->label;
   if (r.clean_leftovers) {
     try {
       host_.remove_local();
@@ -213,7 +213,7 @@ void AgentLoop::resume() {
     drain_.asked_at = steady();
     as_.stopping = true;
     init_drain_state();
-    drain_.deregistered = !configured_generation_.has_value();
+    drain_.deregistered = !start_.configured_generation.has_value();
   }
   if (record_) {
     AgentReport rep;
@@ -250,11 +250,11 @@ void AgentLoop::act(const Decision& d) {
 
 void AgentLoop::update_status() {
   const std::string gen = " (generation " + std::to_string(st_.generation) + ")";
-  const std::string what = label_.empty() ? "generation " + std::to_string(st_.generation) : label_ + gen;
+  const std::string what = as_.label.empty() ? "generation " + std::to_string(st_.generation) : as_.label + gen;
   switch (st_.phase) {
     case Phase::kIdle:
       if (reg_.next_at) {
-        set_status("registering a runner for " + label_ + " (generation " + std::to_string(reg_.generation) +
+        set_status("registering a runner for " + as_.label + " (generation " + std::to_string(reg_.generation) +
                    "): config.sh attempt " + std::to_string(reg_.attempts) + " failed (" + reg_.last_failure +
                    "); trying again");
       } else if (!st_.pre_run_failure.empty()) set_status("idle, serving nothing on this boot: " + clip(st_.pre_run_failure, 160));

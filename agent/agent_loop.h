@@ -139,31 +139,46 @@ class AgentLoop {
   Steady started_;
 
   AgentState st_;
-  bool resumed_ = false;
+  // The record as last read; reachable_ false when that read failed.
   std::optional<pool::InstanceRecord> record_;
   bool reachable_ = false;
   bool was_reachable_ = true;
-  std::optional<int64_t> job_bound_;
-  std::optional<int64_t> configured_generation_;
-  bool configured_foreign_ = false;
-  std::string last_decision_;
+  std::optional<int64_t> job_bound_;  // the latest a job may run to, from the last record read
 
-  // The assignment being served.
-  std::string label_;
+  // What this agent found when it started (resume()).
+  struct Startup {
+    bool resumed = false;
+    std::optional<int64_t> configured_generation;  // the runner root's runner is ours, for this one
+    bool configured_foreign = false;               // a runner not named for this instance and pool
+  };
+  Startup start_;
+
+  // The Listener of the assignment being served, and what it told.
   std::unique_ptr<ListenerProcess> listener_;
   RunnerActivity activity_;
   JobTrack job_track_;
   std::atomic<bool> busy_{false};
-  std::optional<bool> reported_busy_;
-  int64_t refused_generation_ = 0;
-  int64_t registered_reported_ = 0;
-  std::string reported_runner_version_;  // the runner version last written to the record
-  // What the installed runner can do to drain: asked once (`run --help`), at the first drain.
+  // What the installed runner can do to drain: asked once (`run --help`).
   bool drain_support_asked_ = false;
   std::optional<RunnerDrainSupport> drain_support_;
 
+  // What this agent last wrote to the record, so each is written once (and a failure's evidence
+  // is never replaced).
+  struct Written {
+    std::optional<bool> busy;
+    int64_t refused_generation = 0;
+    int64_t registered_generation = 0;
+    std::string runner_version;
+    bool notice = false;
+    int64_t evidence_generation = 0;  // the failure detail this agent wrote last, and its generation
+    std::string evidence;
+  };
+  Written written_;
+
   // How far the assignment has got, and its drain: each reset whole when the next one starts.
   struct AssignmentProgress {
+    std::string label;
+    std::optional<Steady> seen_at;  // for the registration latency metric
     std::optional<RunnerIdentity> identity;
     // A scale-set assignment: the JIT configuration as read from the record (it leaves the record
     // before the Listener starts), and the runner is ephemeral (one job, then exit 0).
@@ -209,9 +224,6 @@ class AgentLoop {
   DrainProgress drain_;
   RegistrationProgress reg_;
 
-  int64_t evidence_generation_ = 0;  // the failure detail this agent wrote last, and its generation
-  std::string evidence_;
-
   // This boot's pre-run script (kNone: no script), until the record has it.
   struct PreRunReport {
     pool::PreRun status = pool::PreRun::kNone;
@@ -224,7 +236,6 @@ class AgentLoop {
   // Notices.
   std::mutex notice_mu_;
   std::optional<Notice> notice_;
-  bool notice_reported_ = false;
 
   // Terminating (terminating_step decides what follows).
   struct Termination {
@@ -235,9 +246,7 @@ class AgentLoop {
   Termination term_;
 
   std::string status_;
-
-  // Metrics only: when the assignment was seen (registration latency).
-  std::optional<Steady> assignment_seen_;
+  std::string last_decision_;  // logged once each
 };
 
 }  // namespace runpool::agent

@@ -27,8 +27,8 @@ void AgentLoop::do_register(const InstanceRecord& r) {
   const int64_t g = r.generation;
   if (reg_.generation != g) {
     reset_assignment();
-    assignment_seen_ = steady();
-    label_ = r.label;
+    as_.seen_at = steady();
+    as_.label = r.label;
     set_status("registering a runner for " + r.label + " (generation " + std::to_string(g) + ")");
     try {
       host_.prepare(r.job_privileges);
@@ -96,12 +96,12 @@ void AgentLoop::do_register(const InstanceRecord& r) {
 }
 
 void AgentLoop::refuse(const InstanceRecord& r, const std::string& reason) {
-  if (refused_generation_ == r.generation) return;
+  if (written_.refused_generation == r.generation) return;
   AgentReport rep;
   rep.signal = AgentSignal::kFailed;
   rep.generation = r.generation;
   set_detail(rep, r.generation, clip(reason), true);
-  if (report(rep, "failed (refused)") != Reported::kFailed) refused_generation_ = r.generation;
+  if (report(rep, "failed (refused)") != Reported::kFailed) written_.refused_generation = r.generation;
 }
 
 void AgentLoop::fail_assignment(const std::string& detail) {
@@ -265,7 +265,6 @@ void AgentLoop::finish_assignment() {
   st_.last_served = std::max(st_.last_served, st_.generation);
   st_.phase = Phase::kIdle;
   reset_assignment();
-  label_.clear();
   set_busy(false);
 }
 

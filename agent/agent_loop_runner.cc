@@ -14,11 +14,11 @@ using pool::State;
 
 void AgentLoop::set_busy(bool b) {
   if (!busy_.exchange(b) && b) metrics_.job_seen_busy(now_ms(), resource_class(), st_.generation);
-  if (reported_busy_ == b) return;
+  if (written_.busy == b) return;
   // Promptly, not on the next heartbeat: the controller's scale-down trusts this flag.
   AgentReport r;
   r.busy = b;
-  if (report(r, b ? "busy" : "idle") != Reported::kFailed) reported_busy_ = b;
+  if (report(r, b ? "busy" : "idle") != Reported::kFailed) written_.busy = b;
 }
 
 void AgentLoop::pump_listener() {
@@ -142,12 +142,12 @@ void AgentLoop::supervise() {
   }
   const bool listening = activity_.phase() != RunnerPhase::kStarting;
   // What the instance runs, for `runpoolctl retire --runner-version`: once per Listener version.
-  if (reachable_ && !activity_.runner_version().empty() && activity_.runner_version() != reported_runner_version_) {
+  if (reachable_ && !activity_.runner_version().empty() && activity_.runner_version() != written_.runner_version) {
     AgentReport r;
     r.runner_version = activity_.runner_version();
-    if (report(r, "runner_version") == Reported::kApplied) reported_runner_version_ = *r.runner_version;
+    if (report(r, "runner_version") == Reported::kApplied) written_.runner_version = *r.runner_version;
   }
-  if (reachable_ && record_ && registered_reported_ != st_.generation &&
+  if (reachable_ && record_ && written_.registered_generation != st_.generation &&
       should_report_registered(*record_, st_.generation, listening)) {
     if (!as_.identity) {
       try {
@@ -163,9 +163,9 @@ void AgentLoop::supervise() {
       r.runner_name = as_.identity->name;
     }
     if (report(r, "registered") == Reported::kApplied) {
-      registered_reported_ = st_.generation;
-      if (assignment_seen_) metrics_.registered(now_ms(), resource_class(), st_.generation, since(*assignment_seen_));
-      assignment_seen_.reset();
+      written_.registered_generation = st_.generation;
+      if (as_.seen_at) metrics_.registered(now_ms(), resource_class(), st_.generation, since(*as_.seen_at));
+      as_.seen_at.reset();
       spdlog::info("reported registered for generation {}", st_.generation);
     }
   }

@@ -87,12 +87,12 @@ void AgentLoop::handle_notice() {
     spdlog::warn("interruption notice: {}; draining and taking no new assignment", n->detail);
     if (st_.phase == Phase::kServing) begin_drain("interruption notice: " + n->detail);
   }
-  if (!notice_reported_ && reachable_ && record_) {
+  if (!written_.notice && reachable_ && record_) {
     AgentReport r;
     r.signal = AgentSignal::kInterrupted;
     r.generation = record_->generation;
     set_detail(r, record_->generation, clip(n->detail), false);
-    if (report(r, "interrupted") != Reported::kFailed) notice_reported_ = true;
+    if (report(r, "interrupted") != Reported::kFailed) written_.notice = true;
   }
 }
 
