@@ -138,9 +138,15 @@ inline CtlResult run_program(const std::string& program, const std::vector<std::
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<std::string> env_s;
   for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
+  // Built before fork: a child that allocates before exec can hang on a lock another thread held.
+  std::vector<char*> argv, envp;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
+  if (pid == 0) {  // async-signal-safe calls only
     int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     dup2(out, 1);
@@ -148,11 +154,6 @@ inline CtlResult run_program(const std::string& program, const std::vector<std::
     int devnull = open("/dev/null", O_RDONLY);
     dup2(devnull, 0);
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
-    std::vector<char*> argv, envp;
-    for (auto& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (auto& e : env_s) envp.push_back(e.data());
-    envp.push_back(nullptr);
     execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }

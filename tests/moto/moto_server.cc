@@ -12,6 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 namespace runpool::testing {
 namespace {
@@ -33,6 +34,25 @@ MotoServer::MotoServer(const std::string& program) {
 
   // Port 0: the OS picks a free one, and the server's banner says which.
   const char* argv[] = {program.c_str(), "-H", "127.0.0.1", "-p", "0", nullptr};
+  // Its environment is built before fork (the child may not allocate before exec: another thread
+  // may hold the allocator's lock). moto answers for any account's keys; nothing it does may reach
+  // the real AWS.
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv = *e;
+    const std::string key = kv.substr(0, kv.find('='));
+    if (key == "PYTHONUNBUFFERED" || key == "AWS_ACCESS_KEY_ID" || key == "AWS_SECRET_ACCESS_KEY" ||
+        key == "AWS_SESSION_TOKEN" || key == "AWS_PROFILE") {
+      continue;
+    }
+    env_s.push_back(kv);
+  }
+  env_s.push_back("PYTHONUNBUFFERED=1");
+  env_s.push_back("AWS_ACCESS_KEY_ID=AKIAMOTOTESTKEY00001");
+  env_s.push_back("AWS_SECRET_ACCESS_KEY=moto-test-secret");
+  std::vector<char*> envp;
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t parent = getpid();
   pid_ = fork();
   if (pid_ < 0) {
@@ -46,13 +66,7 @@ MotoServer::MotoServer(const std::string& program) {
     dup2(devnull, 0);
     dup2(log_fd, 1);
     dup2(log_fd, 2);
-    setenv("PYTHONUNBUFFERED", "1", 1);
-    // moto answers for any account's keys; nothing it does may reach the real AWS.
-    setenv("AWS_ACCESS_KEY_ID", "AKIAMOTOTESTKEY00001", 1);
-    setenv("AWS_SECRET_ACCESS_KEY", "moto-test-secret", 1);
-    unsetenv("AWS_SESSION_TOKEN");
-    unsetenv("AWS_PROFILE");
-    execv(argv[0], const_cast<char* const*>(argv));
+    execve(argv[0], const_cast<char* const*>(argv), envp.data());
     _exit(127);
   }
   close(log_fd);

@@ -71,20 +71,25 @@ class CtlProcess {
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<std::string> env_s;
     for (const auto& [key, value] : env) env_s.push_back(key + "=" + value);
+    // Everything the child needs is built before fork: the test process has threads, and a child
+    // that allocates before exec can block for ever on a lock one of them held (no output, no
+    // request, until the harness kills it).
+    std::vector<char*> argv, envp;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto& e : env_s) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    const char* out_path = out_path_.c_str();
+    const char* err_path = err_path_.c_str();
     pid_ = fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
-    if (pid_ == 0) {
-      int out = open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      int err = open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (pid_ == 0) {  // async-signal-safe calls only
+      int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
       dup2(out, 1);
       dup2(err, 2);
       int devnull = open("/dev/null", O_RDONLY);
       dup2(devnull, 0);
-      std::vector<char*> argv, envp;
-      for (auto& a : argv_s) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      for (auto& e : env_s) envp.push_back(e.data());
-      envp.push_back(nullptr);
       execve(argv[0], argv.data(), envp.data());
       _exit(127);
     }
