@@ -1,11 +1,12 @@
 // The agent's main loop: each tick reads the instance's record, gathers what the runner did, asks
 // the pure decisions (decisions.h) what to do, and does it through the interfaces of
-// runner_host.h. Blocking steps are bounded (config.sh by config_sh_timeout, cleaning by
-// cleanup_timeout); everything else is a non-blocking check, so a tick is short and the watchdog
-// sees a live loop.
+// runner_host.h. Blocking steps are bounded (one config.sh run by config_sh_timeout, cleaning by
+// cleanup_timeout) and pauses between steps are waited out by later ticks, never slept in one, so
+// a tick is short and the watchdog sees a live loop.
 //
 // Resuming after a restart is part of the design: the phase comes from the record and the runner
-// root (initial_state), and a Listener an earlier agent left running is followed as this agent's own.
+// root (initial_state, resume_step), and a Listener an earlier agent left running is followed as
+// this agent's own.
 #pragma once
 
 #include <atomic>
