@@ -59,6 +59,14 @@ class JitAssignmentTest : public AgentLoopTest {
   void runner_writes_its_files() {
     host_.identity = RunnerIdentity{77, std::string("ci-") + kId + "-g1", "", /*ephemeral=*/true};
   }
+  // Launched for a JIT assignment, its runner started and listening.
+  void launch_listening() {
+    launch_jit();
+    ticks(1);
+    runner_writes_its_files();
+    host_.say(RunnerEvent::kListening);
+    ticks(1);
+  }
 };
 
 TEST_F(JitAssignmentTest, NoConfigShTheConfigurationLeavesTheRecordAndReachesTheRunnerOnly) {
@@ -90,11 +98,7 @@ TEST_F(JitAssignmentTest, TheRunnerNeverStartsWhileTheConfigurationIsStillInTheR
 }
 
 TEST_F(JitAssignmentTest, TheEphemeralEndIsNoFailureAndTheDrainCleansWithoutDeregistering) {
-  launch_jit();
-  ticks(1);
-  runner_writes_its_files();
-  host_.say(RunnerEvent::kListening);
-  ticks(1);
+  launch_listening();
   step(pool::mark_running(record(), now(), timeouts_));
   host_.say(RunnerEvent::kJobRequested);
   host_.say(RunnerEvent::kJobStarted, "build");
@@ -120,12 +124,8 @@ TEST_F(JitAssignmentTest, TheEphemeralEndIsNoFailureAndTheDrainCleansWithoutDere
 // idle one is drained by SIGUSR1 (its Worker never gets it) instead of SIGINT.
 TEST_F(JitAssignmentTest, AnIdleJitRunnerIsDrainedWithItsOwnDrainInputWhereTheRunnerHasIt) {
   host_.support = RunnerDrainSupport{false, true};
-  launch_jit();
-  ticks(1);
+  launch_listening();
   ASSERT_EQ(host_.drain_flags, std::vector<bool>{true});
-  runner_writes_its_files();
-  host_.say(RunnerEvent::kListening);
-  ticks(1);
   step(pool::mark_running(record(), now(), timeouts_));
   step(pool::start_drain(record(), Secret(), now(), timeouts_));
   ticks(1);
@@ -141,12 +141,8 @@ TEST_F(JitAssignmentTest, AnIdleJitRunnerIsDrainedWithItsOwnDrainInputWhereTheRu
 
 TEST_F(JitAssignmentTest, WithoutTheRunnersDrainInputAnIdleJitRunnerIsDrainedTheStockWay) {
   host_.support = RunnerDrainSupport{};  // a released runner
-  launch_jit();
-  ticks(1);
+  launch_listening();
   ASSERT_EQ(host_.drain_flags, std::vector<bool>{false});
-  runner_writes_its_files();
-  host_.say(RunnerEvent::kListening);
-  ticks(1);
   step(pool::start_drain(record(), Secret(), now(), timeouts_));
   ASSERT_TRUE(tick_until([&] { return host_.listener->interrupted; }));
   EXPECT_EQ(host_.listener->drain_signals, 0);
@@ -161,11 +157,7 @@ TEST_F(AgentLoopTest, APersistentRunnerIsNeverStartedWithTheDrainInput) {
 }
 
 TEST_F(JitAssignmentTest, TheNextAssignmentOfAReusedInstanceMayBeEitherKind) {
-  launch_jit();
-  ticks(1);
-  runner_writes_its_files();
-  host_.say(RunnerEvent::kListening);
-  ticks(1);
+  launch_listening();
   host_.identity.reset();
   host_.listener->exit = ExitStatus{false, 0};
   ticks(1);

@@ -53,6 +53,14 @@ class AgentJit : public ::testing::Test {
     return std::nullopt;
   }
 
+  // A scale set whose only label is its name, as `runs-on: <name>` asks.
+  github::ScaleSet create_set(const std::string& name) {
+    github::ScaleSetSpec spec;
+    spec.name = name;
+    spec.labels = {{"System", name}};
+    return stack_->client.create_scale_set(spec);
+  }
+
   // One job of the scale set, from the queue to a JIT configuration for `runner_name`.
   Secret acquire_and_configure(github::MessageSession& session, int64_t set_id, const std::string& set_name,
                                const std::string& runner_name, int64_t* job_id, int64_t* runner_id) {
@@ -72,10 +80,7 @@ class AgentJit : public ::testing::Test {
 
 TEST_F(AgentJit, ScaleSetJobsRunOnAJitRunnerAndTheInstanceServesTheNextOneWarm) {
   const std::string set_name = "itest-ss-" + std::to_string(getpid());
-  github::ScaleSetSpec spec;
-  spec.name = set_name;
-  spec.labels = {{"System", set_name}};
-  github::ScaleSet set = stack_->client.create_scale_set(spec);
+  github::ScaleSet set = create_set(set_name);
   github::MessageSession session(stack_->client, set.id, "agent-jit-test", &stack_->queue_caller);
 
   const std::string id = env_->launch();
@@ -131,10 +136,7 @@ TEST_F(AgentJit, ScaleSetJobsRunOnAJitRunnerAndTheInstanceServesTheNextOneWarm) 
 // ran no job, so GitHub still lists it: `drained` names it, and the controller deletes it.
 TEST_F(AgentJit, AnArmedIdleJitRunnerIsDrainedWithTheRunnersOwnDrainInput) {
   const std::string set_name = "itest-ss-armed-" + std::to_string(getpid());
-  github::ScaleSetSpec spec;
-  spec.name = set_name;
-  spec.labels = {{"System", set_name}};
-  github::ScaleSet set = stack_->client.create_scale_set(spec);
+  github::ScaleSet set = create_set(set_name);
 
   AgentOptions o;
   o.runner_mode = "drain-file";
