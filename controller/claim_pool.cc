@@ -9,6 +9,7 @@
 #include "common/pool/claim.h"
 #include "common/pool/record_update.h"
 #include "common/pool/reuse_policy.h"
+#include "common/pool/runner_name.h"
 #include "common/pool/transitions.h"
 
 namespace runpool::controller {
@@ -108,7 +109,11 @@ class Claimer {
       held.push_back(m);
       return;
     }
-    pool::Step step = pool::claim(*record, plan_.label, plan_.reg_token, plan_.reg_url, ctx_.now_ms(), s.timeouts);
+    const std::string jit_name = pool::runner_name(s.pool, record->instance_id, record->generation + 1);
+    pool::Step step =
+        plan_.jit_config
+            ? pool::claim_jit(*record, plan_.label, plan_.jit_config(jit_name), plan_.reg_url, ctx_.now_ms(), s.timeouts)
+            : pool::claim(*record, plan_.label, plan_.reg_token, plan_.reg_url, ctx_.now_ms(), s.timeouts);
     if (ctx_.table.transition(record->instance_id, step.expect, step.change) ||
         ours_after_all(ctx_, *record, plan_.label)) {
       pool::InstanceRecord claimed = *record;
@@ -122,6 +127,7 @@ class Claimer {
     } else {
       // Someone else claimed or retired it between our read and our write.
       spdlog::info("lost the race for {}; dropping its message", record->instance_id);
+      if (plan_.jit_discard) plan_.jit_discard(jit_name);
       drop(m);
     }
   }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,11 @@ struct ClaimPlan {
   Secret reg_token;
   std::string reg_url;
   std::chrono::steady_clock::time_point deadline;
+  // A scale set's runners: each claimed instance gets the just-in-time configuration `jit_config`
+  // makes for its runner name (runner_name(pool, instance, generation + 1)) in place of reg_token;
+  // `jit_discard` removes the runner made for a claim whose write lost its race.
+  std::function<Secret(const std::string& runner_name)> jit_config;
+  std::function<void(const std::string& runner_name)> jit_discard;
 };
 
 struct ClaimOutcome {

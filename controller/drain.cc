@@ -86,6 +86,30 @@ void make_unmatchable(Context& ctx, const pool::InstanceRecord& r) {
   }
 }
 
+SettledDrain settle_drained(Context& ctx, const pool::InstanceRecord& r) {
+  SettledDrain out;
+  // Back to the pool only with its runner gone from GitHub: a runner left registered under the
+  // assignment's label would be a ghost of it.
+  out.runner = settle_runner(ctx, r, pool::runner_left_registered(r), false);
+  if (!out.runner.proceed) {
+    out.end = DrainedEnd::kRunnerLeft;
+    return out;
+  }
+  // Outdated (`runpoolctl retire`), or its class never reuses an instance (or has no scope to keep
+  // it for): its job is done and its runner gone, so it ends here.
+  pool::DrainedDecision reuse = drained_decision(ctx.settings, r);
+  out.retired_why = r.retire_pending                               ? "outdated"
+                    : reuse.fate == pool::DrainedFate::kTerminate ? reuse.reason
+                                                                  : "";
+  if (!out.retired_why.empty()) {
+    RetireOutcome ro = retire(ctx, {r}, "retired: " + out.retired_why);
+    out.end = ro.skipped.empty() ? DrainedEnd::kRetired : DrainedEnd::kMoved;
+  } else {
+    out.end = return_drained(ctx, r, reuse.scope_key) ? DrainedEnd::kReturned : DrainedEnd::kMoved;
+  }
+  return out;
+}
+
 namespace {
 
 enum class Fate { kDraining, kReturned, kGone, kFailed };
@@ -184,29 +208,16 @@ DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>
         }
         return AwaitAction::kResolve;
       case pool::Verdict::kDone: {
-        // Back to the pool only with its runner gone from GitHub: a runner left registered
-        // under the run's label would be a ghost of this run.
-        pool::RunnerFateDecision fate = settle_runner(ctx, *r, pool::runner_left_registered(*r), false);
-        out.runners.emplace(mine.instance_id, DrainOutcome::Runner{fate.fate, fate.detail});
-        if (!fate.proceed) {
-          out.left.push_back(mine.instance_id);
-        } else {
-          // Outdated (`runpoolctl retire`), or its class never reuses an instance (or has no scope
-          // to keep it for): its job is done and its runner gone, so it ends here.
-          pool::DrainedDecision reuse = drained_decision(ctx.settings, *r);
-          std::string why = r->retire_pending ? "outdated"
-                            : reuse.fate == pool::DrainedFate::kTerminate ? reuse.reason
-                                                                         : "";
-          if (!why.empty()) {
-            RetireOutcome ro = retire(ctx, {*r}, "retired: " + why);
-            if (!ro.skipped.empty()) return AwaitAction::kKeep;  // moved under us: look again next round
+        SettledDrain settled = settle_drained(ctx, *r);
+        out.runners.emplace(mine.instance_id, DrainOutcome::Runner{settled.runner.fate, settled.runner.detail});
+        switch (settled.end) {
+          case DrainedEnd::kRunnerLeft: out.left.push_back(mine.instance_id); break;
+          case DrainedEnd::kRetired:
             out.retired.push_back(mine.instance_id);
-            out.retired_reasons[mine.instance_id] = why;
-          } else if (return_drained(ctx, *r, reuse.scope_key)) {
-            out.returned.push_back(mine.instance_id);
-          } else {
-            return AwaitAction::kKeep;  // moved under us: look again next round
-          }
+            out.retired_reasons[mine.instance_id] = settled.retired_why;
+            break;
+          case DrainedEnd::kReturned: out.returned.push_back(mine.instance_id); break;
+          case DrainedEnd::kMoved: return AwaitAction::kKeep;  // moved under us: look again next round
         }
         return AwaitAction::kResolve;
       }

@@ -63,6 +63,18 @@ DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>
 pool::RunnerFateDecision settle_runner(Context& ctx, const pool::InstanceRecord& record, bool agent_left, bool forced,
                                        const std::function<void()>& on_delete = {});
 
+// Where a drained record ended: its runner settled on GitHub (settle_runner), then the instance
+// returned to the pool or retired as its class's reuse policy (drained_decision) or an operator's
+// retire mark says. kMoved: the record changed under us (look again); kRunnerLeft: its runner is
+// still registered, so the instance stays draining.
+enum class DrainedEnd { kReturned, kRetired, kRunnerLeft, kMoved };
+struct SettledDrain {
+  DrainedEnd end = DrainedEnd::kMoved;
+  pool::RunnerFateDecision runner;
+  std::string retired_why;  // kRetired: "outdated", "reuse-never" or "reuse-no-scope"
+};
+SettledDrain settle_drained(Context& ctx, const pool::InstanceRecord& record);
+
 // A drain whose agent handed back a refused remove token (pool::wants_remove_token) gets a fresh
 // one. True when it was written.
 bool hand_fresh_remove_token(Context& ctx, const pool::InstanceRecord& record, const std::function<Secret()>& remove_token);

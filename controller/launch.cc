@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/aws/aws_error.h"
+#include "common/pool/runner_name.h"
 #include "common/pool/transitions.h"
 
 namespace runpool::controller {
@@ -18,6 +19,7 @@ bool write_record(Context& ctx, const LaunchOrder& order, const LaunchedInstance
   r.os = ctx.settings.os;
   r.ami_id = launch_image(ctx.settings, order.resource_class);
   r.job_privileges = pool::job_privileges_name(ctx.settings.reuse_policy_for(order.resource_class).job_privileges);
+  if (order.jit_config) r.jit_config = order.jit_config(pool::runner_name(ctx.settings.pool, li.instance_id, 1));
   if (ctx.table.create(r)) {
     *out = r;
     return true;

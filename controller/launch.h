@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@ struct LaunchOrder {
   std::string reg_url;
   std::set<std::string> known;  // instance ids this provision already has (an idempotent replay names them again)
   std::chrono::steady_clock::time_point deadline;
+  // A scale set's runners: each new record carries the just-in-time configuration `jit_config`
+  // makes for its runner name (runner_name(pool, instance, 1)) in place of reg_token.
+  std::function<Secret(const std::string& runner_name)> jit_config;
 };
 
 struct LaunchOutcome {
