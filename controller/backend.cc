@@ -35,6 +35,7 @@ Backend::Backend(const Settings& settings, const aws::GetEnv& getenv) {
   ss.timeout = settings.aws_timeout;
   session_ = std::make_unique<aws::AwsSession>(*credentials_, local_, ss);
   dynamodb_ = std::make_unique<aws::DynamoDbClient>(session_->caller("dynamodb", endpoint("dynamodb")), local_);
+  dynamodb_lease_ = std::make_unique<aws::DynamoDbClient>(session_->caller("dynamodb", endpoint("dynamodb")), local_);
   sqs_ = std::make_unique<aws::SqsClient>(session_->caller("sqs", endpoint("sqs")));
   sqs_poll_ = std::make_unique<aws::SqsClient>(session_->caller("sqs", endpoint("sqs")));
   ec2_ = std::make_unique<aws::Ec2Client>(session_->caller("ec2", endpoint("ec2")));

@@ -31,12 +31,17 @@ class Backend {
 
   AwsClock& clock() { return session_->clock(); }
   aws::DynamoDbClient& dynamodb() { return *dynamodb_; }
+  // On a connection of its own: serve renews its lease from a thread of its own, whatever the
+  // serving loop's calls are waiting for.
+  aws::DynamoDbClient& dynamodb_for_lease() { return *dynamodb_lease_; }
   aws::SqsClient& sqs() { return *sqs_; }
   aws::Ec2Client& ec2() { return *ec2_; }
   pool::StateTable& table() { return *table_; }
   PoolQueue& queue() { return *queue_; }
   Compute& compute() { return *compute_; }
   Runners& github() { return *github_; }
+  github::GithubClient& github_client() { return github_->client(); }
+  Clock& local_clock() { return local_; }
   aws::CloudWatchLogsClient& logs() { return *logs_; }  // metrics_log_group (controller/metrics.h)
 
  private:
@@ -45,7 +50,7 @@ class Backend {
   std::unique_ptr<aws::ImdsClient> imds_;
   std::unique_ptr<aws::CredentialsProvider> credentials_;
   std::unique_ptr<aws::AwsSession> session_;  // every AWS service's caller, and the AWS clock
-  std::unique_ptr<aws::DynamoDbClient> dynamodb_;
+  std::unique_ptr<aws::DynamoDbClient> dynamodb_, dynamodb_lease_;
   std::unique_ptr<aws::SqsClient> sqs_, sqs_poll_;
   std::unique_ptr<aws::Ec2Client> ec2_;
   std::unique_ptr<pool::DynamoStateTable> table_;

@@ -5,8 +5,12 @@
 #include <cstdlib>
 #include <iostream>
 #include <optional>
+#include <unistd.h>
 
+#include "common/github/actions_service.h"
+#include "common/github/scaleset_client.h"
 #include "common/log.h"
+#include "common/pool/lease_store.h"
 #include "controller/backend.h"
 #include "controller/context.h"
 #include "controller/init.h"
@@ -18,6 +22,7 @@
 #include "controller/retire_command.h"
 #include "controller/scale_down.h"
 #include "controller/scale_up.h"
+#include "controller/serve.h"
 #include "controller/status.h"
 #include "controller/user_data.h"
 
@@ -301,6 +306,36 @@ int run_user_data_command(const Invocation& in, const CommandFlags&) {
   }
 }
 
+// ---- serve
+
+int run_serve_command(const Invocation& in, const CommandFlags&) {
+  require_launch(in.settings);
+  require_github(in.settings);
+  refuse_shared(in.settings, "serve");
+  return with_backend(in.settings, [&](Backend& backend, Context& ctx) {
+    const Settings& s = in.settings;
+    github::ActionsServiceSettings admin_settings;
+    admin_settings.user_agent = std::string("runpool/") + RUNPOOL_VERSION;
+    admin_settings.timeout = s.github_timeout;
+    // The queue calls: quick retries, since a stop aborts their connection and the serving loop
+    // retries a failed poll itself.
+    github::ActionsServiceSettings queue_settings = admin_settings;
+    queue_settings.retry = RetryPolicy{3, std::chrono::milliseconds(200), std::chrono::seconds(2), std::chrono::seconds(30)};
+    CurlHttpClient admin_http, queue_http;
+    std::atomic<bool> stop_queue{false};
+    queue_http.cancel_when(&stop_queue);
+    github::ActionsCaller admin(admin_http, backend.local_clock(), admin_settings);
+    github::ActionsCaller queue(queue_http, backend.local_clock(), queue_settings);
+    github::ActionsServiceAuth auth(backend.github_client(), s.github_api_url, admin);
+    github::ScaleSetClient scale_sets(admin, auth);
+    pool::DynamoLeaseStore leases(backend.dynamodb_for_lease(), s.table);
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::snprintf(host, sizeof host, "unknown");
+    ServeDeps deps{scale_sets, queue, stop_queue, leases, std::string(host) + ":" + std::to_string(getpid())};
+    return run_serve(ctx, deps);
+  });
+}
+
 // ---- the table
 
 constexpr Command kCommands[] = {
@@ -338,6 +373,13 @@ constexpr Command kCommands[] = {
      "instances into the pool (launched, registered under a warm-up label, released at once), so the next provision "
      "claims them warm; only classes with reuse = always.",
      add_scale_up_flags, run_scale_up_command},
+    {"serve",
+     "Serve a runner scale set (scale_set_name, default the pool's name) until SIGTERM: workflows ask only "
+     "runs-on: <scale set>. Learns demand from GitHub's scale-set message session and keeps min(max runners, "
+     "armed + assigned jobs) just-in-time runners, each on an instance claimed warm from the pool (launched when "
+     "the pool is empty) and cleaned back into it after its one job. Several may run: one holds the scale set's "
+     "lease in the state table, the others stand by and take over when it stops renewing.",
+     nullptr, run_serve_command},
     {"bypass-removal", "Mark instances so that scale-down never removes them (--off clears the mark).",
      add_bypass_removal_flags, run_bypass_removal_command},
     {"retire",

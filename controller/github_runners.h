@@ -28,8 +28,11 @@ class GithubRunners final : public Runners {
   std::optional<github::Runner> get(int64_t runner_id) override;
   long requests_sent(const std::string& operation) override;
 
+  // The REST client, built on first use (serve's scale-set discovery asks it for registration
+  // tokens). Throws ConfigError when GitHub is not configured.
+  github::GithubClient& client();
+
  private:
-  github::GithubClient& client();  // throws ConfigError when GitHub is not configured
 
   const Settings& settings_;
   HttpClient& http_;

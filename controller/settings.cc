@@ -628,6 +628,32 @@ std::vector<Row> make_settings_table() {
       duration_row("scale_down_drain_wait", &Settings::scale_down_drain_wait,
                    "scale-down: how long a pass waits for the drains it started (the rest finish on the next pass)",
                    Duration{0}, kHour),
+      // Serving a runner scale set.
+      checked<Settings>(string_row("scale_set_name", &Settings::scale_set_name,
+                                   "serve: the runner scale set's name, the label workflows give as runs-on (\"\": the "
+                                   "pool's name)"),
+                        [](const Config& c, Settings& s) {
+                          if (s.scale_set_name.size() > 100) c.reject("scale_set_name", "must be at most 100 characters");
+                        }),
+      string_row("scale_set_resource_class", &Settings::scale_set_resource_class,
+                 "serve: the resource class the scale set's runners come from (\"\": default_resource_class)"),
+      int_row("scale_set_min_armed", &Settings::scale_set_min_armed,
+              "serve: runners kept started and listening with no job, for the fastest pickup", 0, 1000),
+      int_row("scale_set_max_runners", &Settings::scale_set_max_runners,
+              "serve: the most runners the scale set has at once (starting, armed and busy)", 1, 10000),
+      duration_row("scale_set_arm_grace", &Settings::scale_set_arm_grace,
+                   "serve: an armed runner younger than this is never removed (a job may be on its way to it)",
+                   Duration{0}, kHour),
+      duration_row("serve_reconcile_interval", &Settings::serve_reconcile_interval,
+                   "serve: how often the scale set's instances are looked at when no message comes", 100 * kMs, kMin),
+      duration_row("serve_lease_ttl", &Settings::serve_lease_ttl,
+                   "serve: how long one write of the scale set's lease holds it; a standby takes over this long "
+                   "after the holder's last renewal",
+                   3 * kSec, kHour),
+      duration_row("serve_retry_wait", &Settings::serve_retry_wait,
+                   "serve: the pause after a failed call, and between attempts to open a session another listener "
+                   "still holds",
+                   100 * kMs, kHour),
       // Metrics.
       string_row("metrics_file", &Settings::metrics_file, "append CloudWatch embedded-metric-format lines to this file"),
       string_row("metrics_log_group", &Settings::metrics_log_group,

@@ -127,6 +127,21 @@ struct Settings {
   pool::ScaleDownPolicy scale_down;  // min running times, boot time, agent_silence
   Duration scale_down_drain_wait{std::chrono::minutes(2)};
 
+  // Serving a runner scale set (runpoolctl serve; docs/design.md, "Demand-driven pools").
+  std::string scale_set_name;            // "": the pool's name. Workflows ask for it as runs-on
+  std::string scale_set_resource_class;  // "": default_resource_class
+  int scale_set_min_armed = 0;           // runners kept listening with no job
+  int scale_set_max_runners = 10;        // starting + armed + busy, at most
+  Duration scale_set_arm_grace{std::chrono::seconds(30)};  // an armed runner younger than this is kept
+  Duration serve_reconcile_interval{std::chrono::seconds(2)};
+  Duration serve_lease_ttl{std::chrono::seconds(30)};
+  Duration serve_retry_wait{std::chrono::seconds(5)};
+  // The scale set's name and its resource class, defaults applied.
+  std::string scale_set() const { return scale_set_name.empty() ? pool : scale_set_name; }
+  std::string scale_set_class() const {
+    return scale_set_resource_class.empty() ? default_resource_class : scale_set_resource_class;
+  }
+
   // Metrics as CloudWatch embedded-metric-format lines (docs/observability.md).
   std::string metrics_file;       // "": none; else EMF lines are appended to this file
   std::string metrics_log_group;  // "": none; else sent to this CloudWatch Logs group

@@ -1,0 +1,561 @@
+#include "controller/serve.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "common/github/message_session.h"
+#include "common/github/scaleset_errors.h"
+#include "common/pool/demand_plan.h"
+#include "common/pool/lease.h"
+#include "common/pool/runner_name.h"
+#include "common/pool/scale_set_upkeep.h"
+#include "common/pool/transitions.h"
+#include "controller/claim_pool.h"
+#include "controller/drain.h"
+#include "controller/label.h"
+#include "controller/launch.h"
+#include "controller/launch_plan.h"
+#include "controller/retire.h"
+#include "controller/session_demand.h"
+
+namespace runpool::controller {
+
+std::string serve_lease_name(const Settings& s) { return "scaleset/" + s.pool + "/" + s.scale_set(); }
+
+namespace {
+
+using Steady = std::chrono::steady_clock::time_point;
+
+// How long a claim may look through the pool before the shortfall is launched instead.
+constexpr Duration kClaimBudget = std::chrono::seconds(10);
+// A record claimed or launched this recently is counted even if the label index does not show it
+// yet (the index is eventually consistent): otherwise the next pass would add it twice.
+constexpr int64_t kRecentMs = 60'000;
+
+class Server {
+ public:
+  Server(Context& ctx, ServeDeps& deps)
+      : ctx_(ctx),
+        s_(ctx.settings),
+        deps_(deps),
+        set_name_(s_.scale_set()),
+        lease_name_(serve_lease_name(s_)),
+        times_{s_.serve_lease_ttl.count(), s_.serve_lease_ttl.count() * 2 / 3} {}
+
+  int run() {
+    spdlog::info("serving scale set '{}' of pool {} from class {} as {} (min armed {}, max runners {})", set_name_,
+                 s_.pool, s_.scale_set_class(), deps_.holder, s_.scale_set_min_armed, s_.scale_set_max_runners);
+    std::thread keeper([this] { keep_lease_loop(); });
+    while (!ctx_.cancelled.load()) {
+      if (!fenced()) {
+        pause(std::chrono::milliseconds(200));
+        continue;
+      }
+      try {
+        serve_held();
+      } catch (const std::exception& e) {
+        spdlog::error("serving scale set '{}': {}; again in {}", set_name_, e.what(), format_duration(s_.serve_retry_wait));
+        pause(s_.serve_retry_wait);
+      }
+    }
+    stop_keeper_.store(true);
+    keeper.join();
+    spdlog::info("serve stopped");
+    return kExitOk;
+  }
+
+ private:
+  // ---- The lease, kept by a thread of its own so that no call the serving loop waits on (a
+  // launch, a claim's long poll) can delay a renewal.
+
+  void keep_lease_loop() {
+    while (!stop_keeper_.load()) {
+      int64_t next_ms = 0;
+      try {
+        keep_lease();
+        const int64_t now = ctx_.now_ms();
+        next_ms = mine_ ? mine_->expires_ms - times_.renew_before_ms - now : recheck_ms_ - now;
+      } catch (const std::exception& e) {
+        spdlog::warn("scale set '{}': the lease could not be read or written ({})", set_name_, e.what());
+        next_ms = s_.serve_retry_wait.count();
+      }
+      // Looked at again when due: at least every sixth of the lease's time, at most every 100 ms.
+      next_ms = std::clamp<int64_t>(next_ms, 100, std::max<int64_t>(100, times_.ttl_ms / 6));
+      const Steady end = std::chrono::steady_clock::now() + std::chrono::milliseconds(next_ms);
+      while (!stop_keeper_.load() && std::chrono::steady_clock::now() < end) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+    give_up_lease();
+  }
+
+  // Reads, decides and writes the lease.
+  void keep_lease() {
+    const int64_t now = ctx_.now_ms();
+    std::optional<pool::Lease> current = deps_.leases.get(lease_name_);
+    pool::LeaseDecision d = pool::decide_lease(lease_name_, current, deps_.holder, mine_, now, times_);
+    bool wrote = false;
+    switch (d.move) {
+      case pool::LeaseMove::kCreate: wrote = deps_.leases.create(d.next); break;
+      case pool::LeaseMove::kRenew: wrote = deps_.leases.replace(d.next, mine_->generation); break;
+      case pool::LeaseMove::kTakeOver: wrote = deps_.leases.replace(d.next, current->generation); break;
+      case pool::LeaseMove::kWait:
+        recheck_ms_ = d.recheck_ms;
+        if (!mine_ && (current ? current->holder : "") != last_seen_holder_) {
+          spdlog::info("standing by: {}", d.why);
+          last_seen_holder_ = current ? current->holder : "";
+        }
+        return;
+      case pool::LeaseMove::kLost:
+        spdlog::warn("lost the lease of scale set '{}': {}", set_name_, d.why);
+        set_mine(std::nullopt);
+        recheck_ms_ = now;
+        return;
+    }
+    if (!wrote) {
+      if (mine_) spdlog::warn("lost the lease of scale set '{}': another controller wrote it first", set_name_);
+      set_mine(std::nullopt);
+      recheck_ms_ = now;
+      return;
+    }
+    if (d.move != pool::LeaseMove::kRenew) {
+      spdlog::info("holding the lease of scale set '{}' (generation {}): {}", set_name_, d.next.generation, d.why);
+      last_seen_holder_ = deps_.holder;
+    }
+    set_mine(d.next);
+    wake();
+  }
+
+  void set_mine(std::optional<pool::Lease> lease) {
+    mine_ = std::move(lease);
+    fence_until_ms_.store(mine_ ? mine_->expires_ms - times_.ttl_ms / 3 : 0);
+  }
+
+  // Whether an action may be taken now: the lease is ours for at least a third of its time more.
+  bool fenced() const { return ctx_.now_ms() < fence_until_ms_.load(); }
+
+  void give_up_lease() {
+    if (!mine_) return;
+    pool::Lease released = *mine_;
+    released.expires_ms = 0;
+    try {
+      if (deps_.leases.replace(released, mine_->generation)) spdlog::info("gave up the lease of scale set '{}'", set_name_);
+    } catch (const std::exception& e) {
+      spdlog::warn("could not give up the lease ({}); a standby takes over when it expires", e.what());
+    }
+    set_mine(std::nullopt);
+  }
+
+  // Sleeps up to `d`; false when a cancellation came. A message wakes it early.
+  bool pause(Duration d) {
+    std::unique_lock<std::mutex> lock(mu_);
+    const Steady end = std::chrono::steady_clock::now() + d;
+    while (!ctx_.cancelled.load() && !woken_ && std::chrono::steady_clock::now() < end) {
+      cv_.wait_for(lock, std::min<std::chrono::steady_clock::duration>(end - std::chrono::steady_clock::now(),
+                                                                      std::chrono::milliseconds(200)));
+    }
+    woken_ = false;
+    return !ctx_.cancelled.load();
+  }
+  void wake() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      woken_ = true;
+    }
+    cv_.notify_all();
+  }
+
+  // ---- The scale set and its session
+
+  github::ScaleSet ensure_scale_set() {
+    int64_t group_id = 1;  // the Default group
+    if (!s_.github_runner_group.empty()) {
+      auto group = deps_.scale_sets.get_runner_group(s_.github_runner_group);
+      if (!group) throw std::runtime_error("runner group '" + s_.github_runner_group + "' does not exist");
+      group_id = group->id;
+    }
+    if (auto set = deps_.scale_sets.get_scale_set(group_id, set_name_)) return *set;
+    github::ScaleSetSpec spec;
+    spec.name = set_name_;
+    spec.runner_group_id = group_id;
+    spec.labels = {{"System", set_name_}};
+    try {
+      github::ScaleSet set = deps_.scale_sets.create_scale_set(spec);
+      spdlog::info("created scale set '{}' (id {})", set_name_, set.id);
+      return set;
+    } catch (const github::ScaleSetExistsError&) {
+      // Created by another controller between our look and our create.
+      if (auto set = deps_.scale_sets.get_scale_set(group_id, set_name_)) return *set;
+      throw;
+    }
+  }
+
+  // Opens the set's session, waiting out one another listener still holds (after a restart the
+  // old session lingers until the service lets it lapse). Null when the wait ended: cancelled or
+  // the lease lost.
+  std::unique_ptr<github::MessageSession> open_session(int64_t set_id) {
+    bool told = false;
+    while (fenced()) {
+      try {
+        return std::make_unique<github::MessageSession>(deps_.scale_sets, set_id, deps_.holder, &deps_.queue_caller);
+      } catch (const github::SessionConflictError&) {
+        if (!told) spdlog::info("scale set '{}' has another live session; waiting for it to lapse", set_name_);
+        told = true;
+      }
+      if (!pause(s_.serve_retry_wait)) break;
+    }
+    return nullptr;
+  }
+
+  void serve_held() {
+    github::ScaleSet set = ensure_scale_set();
+    set_id_ = set.id;
+    std::unique_ptr<github::MessageSession> session = open_session(set.id);
+    if (!session) return;
+    spdlog::info("listening to scale set '{}' (id {})", set_name_, set.id);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      demand_ = SessionDemand{};
+      if (auto st = session->info().statistics) demand_.assigned_jobs = st->total_assigned_jobs;
+      session_broken_ = false;
+    }
+    find_finished_runners();
+    deps_.stop_queue.store(false);
+    stop_listening_.store(false);
+    std::thread listener([&] { listen(*session); });
+    while (!ctx_.cancelled.load() && fenced()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (session_broken_) break;
+      }
+      try {
+        reconcile();
+      } catch (const std::exception& e) {
+        spdlog::error("scale set '{}': {}", set_name_, e.what());
+      }
+      pause(s_.serve_reconcile_interval);
+    }
+    stop_listening_.store(true);
+    deps_.stop_queue.store(true);
+    listener.join();
+    deps_.stop_queue.store(false);
+    try {
+      session->close();
+    } catch (const std::exception& e) {
+      spdlog::warn("could not close the session ({}); it lapses on its own", e.what());
+    }
+  }
+
+  // The session's thread: long poll, acquire what is offered, note the rest, acknowledge.
+  void listen(github::MessageSession& session) {
+    int64_t last = 0;
+    while (!stop_listening_.load()) {
+      try {
+        std::optional<github::ScaleSetMessage> m = session.get_message(last, s_.scale_set_max_runners);
+        if (!m) continue;
+        // Unacknowledged, it comes again: to this holder's next poll, or to a successor's.
+        if (!fenced()) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          continue;
+        }
+        Absorbed a;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          a = absorb(demand_, *m, system_clock().now());
+        }
+        if (!a.to_acquire.empty()) {
+          std::vector<int64_t> got = session.acquire_jobs(a.to_acquire);
+          spdlog::info("acquired {} of {} job(s) offered", got.size(), a.to_acquire.size());
+        }
+        for (const JobStart& j : a.started) {
+          spdlog::info("job {} started on {}{}", j.job_id, j.runner_name,
+                       j.queued_to_started_ms ? fmt::format(": queued → started {} ms", *j.queued_to_started_ms) : "");
+        }
+        session.delete_message(m->message_id);
+        last = m->message_id;
+        wake();
+      } catch (const github::SessionExpiredError& e) {
+        return broken(e.what());
+      } catch (const github::ScaleSetGoneError& e) {
+        return broken(e.what());
+      } catch (const std::exception& e) {
+        if (stop_listening_.load()) return;
+        spdlog::warn("scale set '{}': the message poll failed ({}); again in {}", set_name_, e.what(),
+                     format_duration(s_.serve_retry_wait));
+        const Steady end = std::chrono::steady_clock::now() + s_.serve_retry_wait;
+        while (!stop_listening_.load() && std::chrono::steady_clock::now() < end) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+      }
+    }
+  }
+
+  void broken(const std::string& why) {
+    spdlog::warn("scale set '{}': the session ended ({}); opening a new one", set_name_, why);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      session_broken_ = true;
+    }
+    wake();
+  }
+
+  // ---- The set's instances
+
+  std::vector<pool::InstanceRecord> set_records() {
+    std::vector<pool::InstanceRecord> records = ctx_.table.by_label(set_name_);
+    const int64_t now = ctx_.now_ms();
+    for (auto it = recent_.begin(); it != recent_.end();) {
+      bool listed = std::any_of(records.begin(), records.end(),
+                                [&](const pool::InstanceRecord& r) { return r.instance_id == it->first; });
+      if (listed || now - it->second.state_since_ms > kRecentMs) {
+        it = recent_.erase(it);
+      } else {
+        records.push_back(it->second);
+        ++it;
+      }
+    }
+    return records;
+  }
+
+  // After taking over: a runner whose job completed while nobody listened is gone from GitHub
+  // (an ephemeral runner is removed after its job). Its instance is drained like the others.
+  void find_finished_runners() {
+    std::vector<pool::InstanceRecord> records = set_records();
+    std::set<std::string> gone;
+    for (const pool::ScaleSetRunner& r : pool::scale_set_runners(records, s_.pool, set_name_, {})) {
+      if (r.phase != pool::RunnerPhase::kArmed) continue;
+      auto it = std::find_if(records.begin(), records.end(),
+                             [&](const pool::InstanceRecord& x) { return x.instance_id == r.instance_id; });
+      if (it == records.end() || it->runner_id <= 0) continue;
+      try {
+        if (!deps_.scale_sets.get_runner(it->runner_id)) {
+          gone.insert(pool::runner_name(s_.pool, it->instance_id, it->generation));
+        }
+      } catch (const std::exception& e) {
+        spdlog::warn("instance {}: could not look its runner up ({})", it->instance_id, e.what());
+      }
+    }
+    if (gone.empty()) return;
+    spdlog::info("{} runner(s) of scale set '{}' finished while nobody listened: draining them", gone.size(), set_name_);
+    std::lock_guard<std::mutex> lock(mu_);
+    demand_.finished.insert(gone.begin(), gone.end());
+  }
+
+  void reconcile() {
+    std::vector<pool::InstanceRecord> records = set_records();
+    SessionDemand demand;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // A finished runner's name matters until its instance left the assignment.
+      forget_finished(demand_, [&](const std::string& name) {
+        auto parts = pool::parse_runner_name(s_.pool, name);
+        return parts && std::any_of(records.begin(), records.end(), [&](const pool::InstanceRecord& r) {
+                 return r.instance_id == parts->instance_id && r.generation == parts->generation &&
+                        (r.state == pool::State::kCreated || r.state == pool::State::kClaimed ||
+                         r.state == pool::State::kRunning);
+               });
+      });
+      demand = demand_;
+    }
+    for (const pool::Upkeep& u : pool::plan_upkeep(records, s_.pool, set_name_, demand.finished)) {
+      if (!fenced()) return;
+      upkeep(u);
+    }
+    pool::DemandFacts f;
+    f.now_ms = ctx_.now_ms();
+    f.min_armed = s_.scale_set_min_armed;
+    f.max_runners = s_.scale_set_max_runners;
+    f.assigned_jobs = demand.assigned_jobs;
+    f.runners = pool::scale_set_runners(records, s_.pool, set_name_, demand.finished);
+    f.arm_grace_ms = s_.scale_set_arm_grace.count();
+    pool::DemandPlan plan = pool::plan_demand(f);
+    if (plan.claim + plan.launch > 0) {
+      // Growing: how many the warm pool holds (SQS's approximate count) splits claims from
+      // launches; a claim that falls short is launched all the same.
+      f.claimable = pool_depth();
+      plan = pool::plan_demand(f);
+    }
+    if (plan.why != last_why_) {
+      spdlog::info("scale set '{}' [{}]: {}", set_name_, pool::demand_rule_name(plan.rule), plan.why);
+      last_why_ = plan.why;
+    }
+    if (plan.claim + plan.launch > 0 && fenced()) add_runners(plan.claim, plan.launch);
+    for (const std::string& id : plan.remove) {
+      if (!fenced()) return;
+      auto it = std::find_if(records.begin(), records.end(),
+                             [&](const pool::InstanceRecord& r) { return r.instance_id == id; });
+      if (it != records.end()) remove_armed(*it);
+    }
+  }
+
+  void upkeep(const pool::Upkeep& u) {
+    const pool::InstanceRecord& r = u.record;
+    try {
+      switch (u.kind) {
+        case pool::UpkeepKind::kMarkRunning: {
+          pool::Step step = pool::mark_running(r, ctx_.now_ms(), s_.timeouts);
+          if (ctx_.table.transition(r.instance_id, step.expect, step.change)) {
+            spdlog::info("instance {}: runner listening for scale set '{}' (generation {})", r.instance_id, set_name_,
+                         r.generation);
+          }
+          break;
+        }
+        case pool::UpkeepKind::kDrainFinished: {
+          pool::Step step = pool::start_drain(r, Secret(), ctx_.now_ms(), s_.timeouts);
+          if (ctx_.table.transition(r.instance_id, step.expect, step.change)) {
+            spdlog::info("instance {}: {}; cleaning it", r.instance_id, u.why);
+            wake_agents(ctx_.queue, {r.instance_id});
+          }
+          break;
+        }
+        case pool::UpkeepKind::kSettle: {
+          SettledDrain settled = settle_drained(ctx_, r);
+          switch (settled.end) {
+            case DrainedEnd::kReturned: spdlog::info("instance {}: clean, back in the pool", r.instance_id); break;
+            case DrainedEnd::kRetired: spdlog::info("instance {}: retired ({})", r.instance_id, settled.retired_why); break;
+            case DrainedEnd::kRunnerLeft:
+            case DrainedEnd::kMoved: break;  // looked at again next pass
+          }
+          break;
+        }
+        case pool::UpkeepKind::kRetireFailed: {
+          spdlog::warn("instance {}: {}", r.instance_id, u.why);
+          pool::RunnerFateDecision fate = settle_runner(ctx_, r, true, false);
+          if (fate.proceed) retire(ctx_, {r}, "agent failed");
+          break;
+        }
+      }
+    } catch (const std::exception& e) {
+      spdlog::warn("instance {}: {} failed: {}", r.instance_id, pool::upkeep_kind_name(u.kind), e.what());
+    }
+  }
+
+  // A JIT runner of the set for `name`. A name already taken is one this controller made before
+  // an answer was lost (names carry the instance and generation): it is deleted and made again.
+  Secret make_jit(const std::string& name) {
+    try {
+      return deps_.scale_sets.generate_jit_config(set_id_, name).encoded_jit_config;
+    } catch (const github::RunnerNameTakenError&) {
+      discard_jit(name);
+      return deps_.scale_sets.generate_jit_config(set_id_, name).encoded_jit_config;
+    }
+  }
+  void discard_jit(const std::string& name) {
+    try {
+      if (auto runner = deps_.scale_sets.get_runner_by_name(name)) deps_.scale_sets.delete_runner(runner->id);
+    } catch (const std::exception& e) {
+      spdlog::warn("could not delete the unused runner {} ({}); refresh removes it", name, e.what());
+    }
+  }
+
+  int pool_depth() {
+    try {
+      return static_cast<int>(std::min<int64_t>(ctx_.queue.depth(s_.scale_set_class()).visible, 1'000'000));
+    } catch (const std::exception& e) {
+      spdlog::warn("could not read the {} pool's depth ({}); claiming first all the same", s_.scale_set_class(), e.what());
+      return std::numeric_limits<int>::max();
+    }
+  }
+
+  // `claim` from the warm pool, then `launch` more plus whatever the claims fell short by.
+  void add_runners(int claim, int launch) {
+    const std::string class_name = s_.scale_set_class();
+    const ResourceClass* rc = s_.find_class(class_name);
+    if (!rc) throw ConfigError("scale_set_resource_class: no resource class '" + class_name + "'");
+    const std::string url = ctx_.github.registration_url();
+    ClaimPlan cp;
+    cp.resource_class = class_name;
+    cp.count = claim;
+    cp.label = set_name_;
+    cp.reg_url = url;
+    cp.deadline = ctx_.clock.steady_now() + kClaimBudget;
+    cp.jit_config = [this](const std::string& name) { return make_jit(name); };
+    cp.jit_discard = [this](const std::string& name) { discard_jit(name); };
+    int rest = launch;
+    if (claim > 0) {
+      ClaimOutcome claimed = claim_from_pool(ctx_, cp);
+      for (const pool::InstanceRecord& r : claimed.claimed) recent_[r.instance_id] = r;
+      rest += claim - static_cast<int>(claimed.claimed.size());
+    }
+    if (rest <= 0 || !fenced()) return;
+    LaunchOrder order;
+    order.resource_class = class_name;
+    order.types = launch_types(*rc, s_.allowed_instance_types);
+    order.usage = s_.usage_class;
+    order.on_demand_fallback = s_.on_demand_fallback;
+    order.count = rest;
+    order.label = set_name_;
+    order.token_seed = set_name_ + "-" + random_hex16();  // the label repeats; each launch is new
+    order.reg_url = url;
+    order.deadline = ctx_.clock.steady_now() + s_.provision_timeout;
+    order.jit_config = [this](const std::string& name) { return make_jit(name); };
+    LaunchOutcome launched;
+    try {
+      launch_instances(ctx_, order, launched);
+    } catch (const std::exception& e) {
+      spdlog::error("scale set '{}': launching {} instance(s) failed: {}", set_name_, rest, e.what());
+    }
+    for (const pool::InstanceRecord& r : launched.records) recent_[r.instance_id] = r;
+    if (static_cast<int>(launched.records.size()) < rest) {
+      spdlog::warn("scale set '{}': {} of {} instance(s) launched{}", set_name_, launched.records.size(), rest,
+                   launched.problems.empty() ? "" : " (" + launched.problems.front() + ")");
+    }
+  }
+
+  // An armed runner beyond the demand: GitHub deletes it only while no job is on its way to it
+  // (a runner with a job answers busy, and is kept); then its instance is cleaned.
+  void remove_armed(const pool::InstanceRecord& r) {
+    if (r.runner_id <= 0) return;
+    try {
+      if (deps_.scale_sets.delete_runner(r.runner_id) == github::DeleteOutcome::kBusy) {
+        spdlog::info("instance {}: its runner has a job on its way; kept", r.instance_id);
+        return;
+      }
+      pool::Step step = pool::start_drain(r, Secret(), ctx_.now_ms(), s_.timeouts);
+      if (ctx_.table.transition(r.instance_id, step.expect, step.change)) {
+        spdlog::info("instance {}: armed beyond the demand; its runner removed, cleaning it", r.instance_id);
+        wake_agents(ctx_.queue, {r.instance_id});
+      }
+    } catch (const std::exception& e) {
+      spdlog::warn("instance {}: could not remove its armed runner ({})", r.instance_id, e.what());
+    }
+  }
+
+  Context& ctx_;
+  const Settings& s_;
+  ServeDeps& deps_;
+  const std::string set_name_;
+  const std::string lease_name_;
+  const pool::LeaseTimes times_;
+
+  // The lease thread's own; the others read fence_until_ms_.
+  std::optional<pool::Lease> mine_;
+  int64_t recheck_ms_ = 0;
+  std::string last_seen_holder_ = "\n";
+  std::atomic<int64_t> fence_until_ms_{0};
+  std::atomic<bool> stop_keeper_{false};
+  int64_t set_id_ = 0;
+  std::map<std::string, pool::InstanceRecord> recent_;
+  std::string last_why_;
+
+  std::mutex mu_;  // guards the fields below, shared with the session's thread
+  std::condition_variable cv_;
+  bool woken_ = false;
+  bool session_broken_ = false;
+  SessionDemand demand_;
+  std::atomic<bool> stop_listening_{false};
+};
+
+}  // namespace
+
+int run_serve(Context& ctx, ServeDeps& deps) { return Server(ctx, deps).run(); }
+
+}  // namespace runpool::controller

@@ -1,0 +1,47 @@
+// runpoolctl serve: the long-running controller of one runner scale set (docs/design.md,
+// "Demand-driven pools"). Workflows ask only `runs-on: <scale set>`; serve learns the demand from
+// the set's message session and serves it from the warm pool with just-in-time runners:
+//
+//   hold the lease ─→ create or find the scale set ─→ open its session (waiting out another's)
+//        │                                                    │
+//        │        the session's thread: long poll → acquire offered jobs → note demand and
+//        │        completed jobs → acknowledge
+//        │                                                    │
+//        └── every serve_reconcile_interval, while the lease is held: read the set's records;
+//            mark listening runners running, drain those whose job completed, return drained
+//            instances to the pool (or retire them), then plan the demand (pool::plan_demand):
+//            claim idle instances with a JIT configuration in their record, launch the rest,
+//            remove armed runners beyond the demand (only those GitHub lets go: no job on its way).
+//
+// One holder at a time: the lease (common/pool/lease.h) in the state table; every action is
+// taken only while the lease has at least a third of its time left, so a standby that takes over
+// after expiry never acts beside a paused holder. The decisions are pure functions
+// (pool::decide_lease, pool::plan_upkeep, pool::plan_demand, absorb); this file carries them out.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "common/github/actions_caller.h"
+#include "common/github/scaleset_client.h"
+#include "common/pool/lease_store.h"
+#include "controller/context.h"
+
+namespace runpool::controller {
+
+struct ServeDeps {
+  github::ScaleSetClient& scale_sets;   // the admin calls
+  github::ActionsCaller& queue_caller;  // the session's queue calls, on a connection of their own
+  std::atomic<bool>& stop_queue;        // set: a queue call in flight on that connection ends at once
+  pool::LeaseStore& leases;
+  std::string holder;  // who serves: host and process, in the lease and the session's owner name
+};
+
+// Runs until SIGINT/SIGTERM (ctx.cancelled); then closes the session and gives the lease up so a
+// standby takes over at once. Returns the exit code.
+int run_serve(Context& ctx, ServeDeps& deps);
+
+// "scaleset/<pool>/<scale set>": the lease's name.
+std::string serve_lease_name(const Settings& settings);
+
+}  // namespace runpool::controller

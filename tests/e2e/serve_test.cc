@@ -1,0 +1,121 @@
+// Demand-driven pools end to end on the local cloud: `runpoolctl serve` holds a runner scale set
+// of the GitHub stand-in, and jobs queued with only `runs-on: <scale set>` — no provision, no
+// release — run on just-in-time runners of the real runpool-agent, on instances launched cold
+// for the first job and claimed warm from the pool for the next. Two controllers share the
+// scale set: one serves, the other stands by and takes over when the first dies.
+#include <signal.h>
+
+#include "common/pool/lease_store.h"
+#include "tests/e2e/e2e_fixture.h"
+
+namespace runpool::controller::e2e {
+namespace {
+
+class Serve : public E2eTest {
+ protected:
+  void SetUp() override {
+    E2eTest::SetUp();
+    Json::Value gh;
+    gh["scaleSetPollMs"] = 1000;
+    gh["scaleSetSessionIdleMs"] = 4000;
+    cloud_.control("POST", "/_control/github/settings", gh);
+  }
+  std::string more_config() const override {
+    return "scale_set_name = " + set_name() + "\nscale_set_max_runners = 3\nscale_set_arm_grace = 1s\n"
+           "serve_reconcile_interval = 300ms\nserve_lease_ttl = 6s\nserve_retry_wait = 500ms\n"
+           "claim_wait = 0s\n";
+  }
+  std::string serve_lease_name_for_test() const { return "scaleset/" + pool_name_ + "/" + set_name(); }
+  std::string set_name() const { return "e2e-serve-" + std::to_string(getpid()); }
+
+  // A job of the scale set, run to its end; its broker view.
+  Json::Value run_job(const std::string& name, const std::string& run = "true") {
+    const int64_t id = queue_job(set_name(), name, run);
+    Json::Value j = finished_job(id, 120s);
+    EXPECT_EQ(j["state"].asString(), "completed") << write_json(j) << consoles();
+    EXPECT_EQ(j["result"].asString(), "Succeeded") << write_json(j);
+    return j;
+  }
+
+  bool back_in_pool(const std::string& id) {
+    auto r = table_->get(id);
+    return r && r->state == State::kIdle && r->label.empty();
+  }
+
+  std::string state_of(const std::string& id) {
+    auto r = table_->get(id);
+    return r ? std::string(pool::state_name(r->state)) + " gen " + std::to_string(r->generation) + " signal " +
+                   std::string(pool::agent_signal_name(r->signal)) + " " + r->signal_detail
+             : "no record";
+  }
+
+  static void stop(CtlProcess& serve) {
+    serve.signal(SIGTERM);
+    CtlResult r = serve.wait(30s);
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    if (std::getenv("RUNPOOL_SHOW_SERVE")) std::printf("%s\n", r.err.c_str());
+  }
+};
+
+TEST_F(Serve, JobsOfTheScaleSetRunColdThenWarmWithNoProvisionOrRelease) {
+  auto serve = start_ctl({"serve"});
+
+  // The first job: the pool is empty, so serve launches an instance whose agent starts a JIT runner.
+  Json::Value first = run_job("build", "echo left-by-job-1 > \"$GITHUB_WORKSPACE/left\"");
+  const std::string runner1 = first["runnerName"].asString();
+  const std::string instance = instance_of_runner(runner1);
+  ASSERT_FALSE(instance.empty()) << runner1;
+  EXPECT_EQ(runner1, pool::runner_name(pool_name_, instance, 1));
+  // Its runner took one job and is gone; the instance is cleaned back into the pool.
+  ASSERT_TRUE(eventually([&] { return back_in_pool(instance); }, 60s)) << state_of(instance) << consoles();
+  EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
+
+  // The second job runs warm, on the same instance, and finds nothing of the first.
+  Json::Value second = run_job("test", "test ! -e \"$GITHUB_WORKSPACE/left\"");
+  EXPECT_EQ(second["runnerName"].asString(), pool::runner_name(pool_name_, instance, 2))
+      << "claimed warm from the pool: the assignment after the first's clean-up";
+  EXPECT_EQ(records().size(), 1u) << "nothing launched for the second job";
+  ASSERT_TRUE(eventually([&] { return back_in_pool(instance); }, 60s)) << state_of(instance) << consoles();
+
+  stop(*serve);
+  EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
+}
+
+// Two controllers for one scale set: the first serves, the second stands by. The first is killed
+// (SIGKILL: no lease given up, no session closed) while a job runs; the second takes the lease
+// once it expires, waits out the dead session, hears of the job's completion the first never
+// acknowledged, cleans the instance back into the pool and serves the next job warm.
+TEST_F(Serve, AStandbyTakesOverFromAKilledControllerAndLosesNothing) {
+  auto first = start_ctl({"serve"});
+  Json::Value warm_up = run_job("warm-up");
+  const std::string instance = instance_of_runner(warm_up["runnerName"].asString());
+  ASSERT_TRUE(eventually([&] { return back_in_pool(instance); }, 60s)) << state_of(instance) << consoles();
+
+  auto second = start_ctl({"serve"});
+  const int64_t long_job = queue_job(set_name(), "long", "sleep 3");
+  ASSERT_TRUE(eventually([&] { return job(long_job)["state"].asString() == "running"; }, 60s))
+      << write_json(job(long_job)) << consoles();
+  first->signal(SIGKILL);
+  first->wait(10s);
+
+  Json::Value done = finished_job(long_job, 60s);
+  EXPECT_EQ(done["result"].asString(), "Succeeded") << write_json(done);
+  EXPECT_EQ(done["dispatches"].size(), 1u) << "never lost, never run twice: " << write_json(done);
+  ASSERT_TRUE(eventually([&] { return back_in_pool(instance); }, 60s))
+      << "the standby drained what the dead controller left: " << state_of(instance) << consoles();
+
+  Json::Value next = run_job("after-takeover");
+  EXPECT_EQ(instance_of_runner(next["runnerName"].asString()), instance) << "served warm by the new holder";
+  ASSERT_TRUE(eventually([&] { return back_in_pool(instance); }, 60s)) << state_of(instance) << consoles();
+  EXPECT_EQ(records().size(), 1u) << "nothing launched beside it";
+
+  pool::DynamoLeaseStore leases(aws_.db, pool_->table());
+  auto lease = leases.get(serve_lease_name_for_test());
+  ASSERT_TRUE(lease);
+  EXPECT_EQ(lease->generation, 2) << "taken over once";
+  stop(*second);
+  EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
+}
+
+}  // namespace
+}  // namespace runpool::controller::e2e
