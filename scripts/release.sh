@@ -50,11 +50,12 @@ trap 'rm -rf "$work"' EXIT
 DESTDIR=$work/install cmake --install "$build" --strip >/dev/null
 top=$work/$name
 mkdir -p "$top/lib"
-# /usr/{bin,share} -> bin, share; /etc/runpool -> etc/runpool; the unit -> share/runpool/systemd.
+# /usr/{bin,share} -> bin, share; /etc/runpool -> etc/runpool; the units -> share/runpool/systemd.
 mv "$work/install/usr/bin" "$work/install/usr/share" "$top/"
 mkdir -p "$top/etc" "$top/share/runpool/systemd"
 mv "$work/install/etc/runpool" "$top/etc/"
-mv "$work/install/usr/lib/systemd/system/runpool-agent.service" "$top/share/runpool/systemd/"
+mv "$work/install/usr/lib/systemd/system/runpool-agent.service" "$work/install/usr/lib/systemd/system/runpoolctl-serve.service" \
+  "$top/share/runpool/systemd/"
 cp "$src/LICENSE" "$top/"
 
 # Every shared library the binaries load beyond the system's (ldd: the whole closure), copied with
