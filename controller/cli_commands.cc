@@ -255,8 +255,9 @@ void add_status_flags(CLI::App& c, CommandFlags& flags) {
 }
 
 int run_status_command(const Invocation& in, const CommandFlags& flags) {
-  return with_backend(in.settings, [&](Backend&, Context& ctx) {
-    return run_status(ctx, StatusOptions{in.json, flags.status.all});
+  return with_backend(in.settings, [&](Backend& backend, Context& ctx) {
+    pool::DynamoLeaseStore leases(backend.dynamodb(), in.settings.table);
+    return run_status(ctx, StatusOptions{in.json, flags.status.all}, &leases);
   });
 }
 

@@ -115,4 +115,34 @@ std::vector<metrics::Event> scale_down_events(const Settings& s, int64_t now_ms,
   return out;
 }
 
+std::vector<metrics::Event> scale_set_events(const Settings& s, int64_t now_ms, const ScaleSetSample& sample) {
+  auto event = [&] {
+    metrics::Event e = pool_event(s, now_ms);
+    e.dimension("ScaleSet", sample.scale_set);
+    return e;
+  };
+  std::map<pool::RunnerPhase, int> phases;
+  for (const auto& r : sample.runners) ++phases[r.phase];
+  metrics::Event e = event();
+  if (sample.assigned_jobs) e.add("AssignedJobs", static_cast<double>(*sample.assigned_jobs));
+  e.add("DesiredRunners", static_cast<double>(sample.desired))
+      .add("StartingRunners", phases[pool::RunnerPhase::kStarting])
+      .add("ArmedRunners", phases[pool::RunnerPhase::kArmed])
+      .add("BusyRunners", phases[pool::RunnerPhase::kBusy])
+      .add("EndingRunners", phases[pool::RunnerPhase::kEnding]);
+  std::vector<metrics::Event> out;
+  const auto& latencies = sample.queued_to_started_ms;
+  size_t i = 0;
+  do {
+    std::vector<double> chunk;
+    for (; i < latencies.size() && chunk.size() < metrics::kMaxValuesPerMetric; ++i) {
+      chunk.push_back(static_cast<double>(latencies[i]));
+    }
+    e.add_values("JobQueuedToStarted", std::move(chunk), metrics::Unit::kMilliseconds);
+    out.push_back(std::move(e));
+    e = event();
+  } while (i < latencies.size());
+  return out;
+}
+
 }  // namespace runpool::controller

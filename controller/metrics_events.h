@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/metrics/emf.h"
+#include "common/pool/demand_plan.h"
 #include "common/pool/refresh_plan.h"
 #include "controller/drain.h"
 #include "controller/provision.h"
@@ -67,5 +68,19 @@ struct ScaleDownDone {
 // did nothing: only the quotas.
 std::vector<metrics::Event> scale_down_events(const Settings& s, int64_t now_ms, const ScaleDownDone& done,
                                               bool dry_run);
+
+// What runpoolctl serve saw of its scale set since its last event.
+struct ScaleSetSample {
+  std::string scale_set;
+  std::optional<int64_t> assigned_jobs;  // the latest statistics (nullopt: none yet)
+  int64_t desired = 0;
+  std::vector<pool::ScaleSetRunner> runners;    // as the last pass read them
+  std::vector<int64_t> queued_to_started_ms;    // one per job started since the last event
+};
+
+// Pool+ScaleSet: AssignedJobs (when known), DesiredRunners, StartingRunners, ArmedRunners,
+// BusyRunners, EndingRunners, and JobQueuedToStarted (one value per job; more than an event holds
+// go into further events carrying only them).
+std::vector<metrics::Event> scale_set_events(const Settings& s, int64_t now_ms, const ScaleSetSample& sample);
 
 }  // namespace runpool::controller

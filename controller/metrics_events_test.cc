@@ -189,5 +189,47 @@ TEST(MetricsEvents, ScaleDownSummaryAndQuotas) {
   EXPECT_EQ(scale_down_events(events_settings(), kNow, d, true).size(), 2u) << "a dry run: only the quotas";
 }
 
+TEST(ScaleSetEvents, TheRunnersByPhaseTheDemandAndEachJobsQueuedToStartedTime) {
+  ScaleSetSample sample;
+  sample.scale_set = "linux-big";
+  sample.assigned_jobs = 3;
+  sample.desired = 4;
+  sample.runners = {{"i-a", pool::RunnerPhase::kBusy, 0},
+                    {"i-b", pool::RunnerPhase::kBusy, 0},
+                    {"i-c", pool::RunnerPhase::kArmed, 0},
+                    {"i-d", pool::RunnerPhase::kEnding, 0}};
+  sample.queued_to_started_ms = {900, 1'400};
+  auto events = scale_set_events(events_settings(), kNow, sample);
+  ASSERT_EQ(events.size(), 1u);
+  const metrics::Event& e = events[0];
+  EXPECT_EQ(dimension_of(e, "ScaleSet"), "linux-big");
+  EXPECT_EQ(dimension_of(e, "Pool"), events_settings().pool);
+  EXPECT_EQ(values_of(e, "AssignedJobs"), std::vector<double>{3});
+  EXPECT_EQ(values_of(e, "DesiredRunners"), std::vector<double>{4});
+  EXPECT_EQ(values_of(e, "StartingRunners"), std::vector<double>{0});
+  EXPECT_EQ(values_of(e, "ArmedRunners"), std::vector<double>{1});
+  EXPECT_EQ(values_of(e, "BusyRunners"), std::vector<double>{2});
+  EXPECT_EQ(values_of(e, "EndingRunners"), std::vector<double>{1});
+  EXPECT_EQ(values_of(e, "JobQueuedToStarted"), (std::vector<double>{900, 1'400}));
+  EXPECT_EQ(unit_of(e, "JobQueuedToStarted"), Unit::kMilliseconds);
+  EXPECT_NO_THROW(metrics::format_emf(e));
+}
+
+TEST(ScaleSetEvents, NoStatisticsYetNoAssignedJobsAndManyJobsSpreadOverEvents) {
+  ScaleSetSample sample;
+  sample.scale_set = "s";
+  for (int i = 0; i < 250; ++i) sample.queued_to_started_ms.push_back(i);
+  auto events = scale_set_events(events_settings(), kNow, sample);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_TRUE(values_of(events[0], "AssignedJobs").empty()) << "unknown is not zero";
+  size_t total = 0;
+  for (const auto& e : events) {
+    total += values_of(e, "JobQueuedToStarted").size();
+    EXPECT_NO_THROW(metrics::format_emf(e));
+  }
+  EXPECT_EQ(total, 250u);
+  EXPECT_EQ(values_of(events[2], "JobQueuedToStarted").size(), 50u);
+}
+
 }  // namespace
 }  // namespace runpool::controller

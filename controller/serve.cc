@@ -23,6 +23,7 @@
 #include "controller/label.h"
 #include "controller/launch.h"
 #include "controller/launch_plan.h"
+#include "controller/metrics_events.h"
 #include "controller/retire.h"
 #include "controller/session_demand.h"
 
@@ -34,8 +35,12 @@ namespace {
 
 using Steady = std::chrono::steady_clock::time_point;
 
-// How long a claim may look through the pool before the shortfall is launched instead.
-constexpr Duration kClaimBudget = std::chrono::seconds(10);
+// How long a claim may look through the pool before the shortfall is launched instead: at most
+// 10 s, and well inside the lease's margin (a sixth of its time), since a claim's writes are not
+// fenced one by one.
+Duration claim_budget(const Settings& s) { return std::min<Duration>(std::chrono::seconds(10), s.serve_lease_ttl / 6); }
+// How often the scale set's metrics are emitted (and a CloudWatch Logs sink flushed).
+constexpr auto kMetricsEvery = std::chrono::seconds(60);
 // A record claimed or launched this recently is counted even if the label index does not show it
 // yet (the index is eventually consistent): otherwise the next pass would add it twice.
 constexpr int64_t kRecentMs = 60'000;
@@ -66,6 +71,7 @@ class Server {
         pause(s_.serve_retry_wait);
       }
     }
+    if (served_) emit_metrics();
     stop_keeper_.store(true);
     keeper.join();
     spdlog::info("serve stopped");
@@ -218,6 +224,7 @@ class Server {
   void serve_held() {
     github::ScaleSet set = ensure_scale_set();
     set_id_ = set.id;
+    served_ = true;
     std::unique_ptr<github::MessageSession> session = open_session(set.id);
     if (!session) return;
     spdlog::info("listening to scale set '{}' (id {})", set_name_, set.id);
@@ -241,6 +248,7 @@ class Server {
       } catch (const std::exception& e) {
         spdlog::error("scale set '{}': {}", set_name_, e.what());
       }
+      if (std::chrono::steady_clock::now() >= next_metrics_) emit_metrics();
       pause(s_.serve_reconcile_interval);
     }
     stop_listening_.store(true);
@@ -275,6 +283,12 @@ class Server {
           std::vector<int64_t> got = session.acquire_jobs(a.to_acquire);
           spdlog::info("acquired {} of {} job(s) offered", got.size(), a.to_acquire.size());
         }
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          for (const JobStart& j : a.started) {
+            if (j.queued_to_started_ms) started_ms_.push_back(*j.queued_to_started_ms);
+          }
+        }
         for (const JobStart& j : a.started) {
           spdlog::info("job {} started on {}{}", j.job_id, j.runner_name,
                        j.queued_to_started_ms ? fmt::format(": queued → started {} ms", *j.queued_to_started_ms) : "");
@@ -305,6 +319,24 @@ class Server {
       session_broken_ = true;
     }
     wake();
+  }
+
+  // The scale set as the last pass saw it, and the jobs started since the last emission.
+  void emit_metrics() {
+    next_metrics_ = std::chrono::steady_clock::now() + kMetricsEvery;
+    sample_.scale_set = set_name_;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      sample_.queued_to_started_ms.swap(started_ms_);
+      started_ms_.clear();
+    }
+    try {
+      for (const metrics::Event& e : scale_set_events(s_, ctx_.now_ms(), sample_)) ctx_.metrics.emit(e);
+      ctx_.metrics.flush();
+    } catch (const std::exception& e) {
+      spdlog::warn("scale set '{}': metrics not emitted: {}", set_name_, e.what());
+    }
+    sample_.queued_to_started_ms.clear();
   }
 
   // ---- The set's instances
@@ -383,6 +415,9 @@ class Server {
       f.claimable = pool_depth();
       plan = pool::plan_demand(f);
     }
+    sample_.assigned_jobs = demand.assigned_jobs;
+    sample_.desired = plan.desired;
+    sample_.runners = f.runners;
     if (plan.why != last_why_) {
       spdlog::info("scale set '{}' [{}]: {}", set_name_, pool::demand_rule_name(plan.rule), plan.why);
       last_why_ = plan.why;
@@ -476,7 +511,7 @@ class Server {
     cp.count = claim;
     cp.label = set_name_;
     cp.reg_url = url;
-    cp.deadline = ctx_.clock.steady_now() + kClaimBudget;
+    cp.deadline = ctx_.clock.steady_now() + claim_budget(s_);
     cp.jit_config = [this](const std::string& name) { return make_jit(name); };
     cp.jit_discard = [this](const std::string& name) { discard_jit(name); };
     int rest = launch;
@@ -543,14 +578,18 @@ class Server {
   std::atomic<int64_t> fence_until_ms_{0};
   std::atomic<bool> stop_keeper_{false};
   int64_t set_id_ = 0;
+  bool served_ = false;
   std::map<std::string, pool::InstanceRecord> recent_;
   std::string last_why_;
+  ScaleSetSample sample_;
+  Steady next_metrics_ = std::chrono::steady_clock::now() + kMetricsEvery;
 
   std::mutex mu_;  // guards the fields below, shared with the session's thread
   std::condition_variable cv_;
   bool woken_ = false;
   bool session_broken_ = false;
   SessionDemand demand_;
+  std::vector<int64_t> started_ms_;  // queued → started of each job started since the last emission
   std::atomic<bool> stop_listening_{false};
 };
 

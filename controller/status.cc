@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "common/json.h"
 #include "common/log.h"
+#include "common/pool/scale_set_upkeep.h"
 #include "common/pool/transitions.h"  // agent_reported
+#include "controller/serve.h"         // serve_lease_name
 
 namespace runpool::controller {
 
@@ -21,7 +24,7 @@ std::string short_age(int64_t ms) {
   return std::to_string(h / 24) + "d" + (h % 24 ? std::to_string(h % 24) + "h" : "");
 }
 
-StatusView collect_status(Context& ctx, const StatusOptions& o) {
+StatusView collect_status(Context& ctx, const StatusOptions& o, pool::LeaseStore* leases) {
   StatusView v;
   v.now_ms = ctx.now_ms();
   pool::ScanStats stats = ctx.table.scan([&](const pool::InstanceRecord& r) {
@@ -34,6 +37,17 @@ StatusView collect_status(Context& ctx, const StatusOptions& o) {
     if (a.state != b.state) return static_cast<int>(a.state) < static_cast<int>(b.state);
     return a.created_ms < b.created_ms;
   });
+  ScaleSetView set;
+  set.name = ctx.settings.scale_set();
+  set.runners = pool::scale_set_runners(v.records, ctx.settings.pool, set.name, {});
+  if (leases) {
+    try {
+      set.lease = leases->get(serve_lease_name(ctx.settings));
+    } catch (const std::exception& e) {
+      set.error = e.what();
+    }
+  }
+  if (set.lease || !set.runners.empty() || !set.error.empty()) v.scale_set = std::move(set);
   for (const auto& rc : ctx.settings.resource_classes) {
     ClassDepth c;
     c.resource_class = rc.name;
@@ -51,8 +65,8 @@ StatusView collect_status(Context& ctx, const StatusOptions& o) {
   return v;
 }
 
-int run_status(Context& ctx, const StatusOptions& o) {
-  StatusView v = collect_status(ctx, o);
+int run_status(Context& ctx, const StatusOptions& o, pool::LeaseStore* leases) {
+  StatusView v = collect_status(ctx, o, leases);
   if (o.json) {
     ctx.out << write_json(status_json(v)) << "\n";
   } else {
@@ -99,6 +113,26 @@ std::string status_text(const StatusView& v) {
     } else {
       out += fmt::format("  {:<12} depth unknown: {}\n", c.resource_class, c.error);
     }
+  }
+  if (v.scale_set) {
+    const ScaleSetView& set = *v.scale_set;
+    std::map<pool::RunnerPhase, int> n;
+    for (const auto& r : set.runners) ++n[r.phase];
+    std::string who;
+    if (!set.error.empty()) {
+      who = "its lease could not be read: " + printable(set.error, 200);
+    } else if (!set.lease) {
+      who = "never served";
+    } else if (set.lease->expires_ms > v.now_ms) {
+      who = fmt::format("served by {} (lease generation {}, {} left)", printable(set.lease->holder, 100),
+                        set.lease->generation, short_age(set.lease->expires_ms - v.now_ms));
+    } else {
+      who = fmt::format("not served: the lease of {} ended {} ago", printable(set.lease->holder, 100),
+                        short_age(v.now_ms - set.lease->expires_ms));
+    }
+    out += fmt::format("\nSCALE SET {}\n  {} busy, {} armed, {} starting, {} cleaning; {}\n", printable(set.name, 100),
+                       n[pool::RunnerPhase::kBusy], n[pool::RunnerPhase::kArmed], n[pool::RunnerPhase::kStarting],
+                       n[pool::RunnerPhase::kEnding], who);
   }
   if (v.skipped) out += fmt::format("({} foreign or corrupted item(s) skipped)\n", v.skipped);
   return out;
@@ -153,6 +187,27 @@ Json::Value status_json(const StatusView& v) {
       j["error"] = c.error;
     }
     root["pool"].append(j);
+  }
+  if (v.scale_set) {
+    const ScaleSetView& set = *v.scale_set;
+    std::map<pool::RunnerPhase, int> n;
+    for (const auto& r : set.runners) ++n[r.phase];
+    Json::Value j(Json::objectValue);
+    j["name"] = set.name;
+    j["starting"] = n[pool::RunnerPhase::kStarting];
+    j["armed"] = n[pool::RunnerPhase::kArmed];
+    j["busy"] = n[pool::RunnerPhase::kBusy];
+    j["cleaning"] = n[pool::RunnerPhase::kEnding];
+    if (set.lease) {
+      j["holder"] = printable(set.lease->holder, 100);
+      j["lease_generation"] = static_cast<Json::Int64>(set.lease->generation);
+      j["lease_expires_ms"] = static_cast<Json::Int64>(set.lease->expires_ms);
+      j["served"] = set.lease->expires_ms > v.now_ms;
+    } else {
+      j["served"] = false;
+    }
+    if (!set.error.empty()) j["error"] = printable(set.error, 200);
+    root["scale_set"] = j;
   }
   root["skipped"] = static_cast<Json::Int64>(v.skipped);
   return root;

@@ -1,5 +1,6 @@
 // runpoolctl status: the pool's instances as the table has them (instance, state, label, class,
-// type, age, heartbeat age, busy, time to deadline) and each class's pool depth.
+// type, age, heartbeat age, busy, time to deadline), each class's pool depth, and the scale set
+// runpoolctl serve serves: its runners by phase and who holds it.
 #pragma once
 
 #include <map>
@@ -9,7 +10,9 @@
 
 #include <json/json.h>
 
+#include "common/pool/demand_plan.h"
 #include "common/pool/instance_record.h"
+#include "common/pool/lease_store.h"
 #include "controller/context.h"
 
 namespace runpool::controller {
@@ -27,15 +30,27 @@ struct ClassDepth {
   int idle_records = 0;
 };
 
+// The scale set runpoolctl serve serves for this pool (scale_set_name): its runners by phase, and
+// who holds its lease.
+struct ScaleSetView {
+  std::string name;
+  std::vector<pool::ScaleSetRunner> runners;
+  std::optional<pool::Lease> lease;  // nullopt: never held (or not read: see error)
+  std::string error;
+};
+
 struct StatusView {
   int64_t now_ms = 0;
+  // Shown when its lease was ever written or a record is assigned to it.
+  std::optional<ScaleSetView> scale_set;
   std::vector<pool::InstanceRecord> records;  // this pool's, sorted by state then age
   std::vector<ClassDepth> classes;
   long skipped = 0;  // foreign or corrupted items the scan passed over
 };
 
-StatusView collect_status(Context& ctx, const StatusOptions& options);
-int run_status(Context& ctx, const StatusOptions& options);
+// `leases`: where serve's lease is (nullptr: the scale set is shown from the records alone).
+StatusView collect_status(Context& ctx, const StatusOptions& options, pool::LeaseStore* leases = nullptr);
+int run_status(Context& ctx, const StatusOptions& options, pool::LeaseStore* leases = nullptr);
 
 // "42s", "3m", "2h5m", "1d3h"; negative as "-…" (a passed deadline).
 std::string short_age(int64_t ms);

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "common/json.h"
+#include "controller/serve.h"
 #include "controller/test_fakes.h"
 
 namespace runpool::controller {
@@ -156,6 +157,51 @@ TEST(Status, EmptyPoolAndUnreadableDepth) {
   w.queue.fail_receive = true;  // depth still works: only receive fails
   ASSERT_EQ(run_status(w.ctx, {false, false}), kExitOk);
   EXPECT_NE(w.out.str().find("no instances"), std::string::npos);
+}
+
+TEST(Status, TheScaleSetsRunnersByPhaseAndWhoServesIt) {
+  World w;
+  const std::string set = w.settings.scale_set();
+  auto record = [&](const std::string& id, pool::State state, bool busy) {
+    auto r = testing::idle_record(id, w.now());
+    r.state = state;
+    r.label = set;
+    r.busy = busy;
+    w.table.inner.create(r);
+  };
+  record("i-00000000000000bb1", pool::State::kRunning, true);
+  record("i-00000000000000bb2", pool::State::kRunning, false);
+  record("i-00000000000000bb3", pool::State::kDraining, false);
+  pool::MemoryLeaseStore leases;
+
+  ASSERT_EQ(run_status(w.ctx, {false, false}, &leases), kExitOk);
+  EXPECT_NE(w.out.str().find("SCALE SET " + set + "\n  1 busy, 1 armed, 0 starting, 1 cleaning; never served"),
+            std::string::npos)
+      << w.out.str();
+
+  leases.create(pool::Lease{serve_lease_name(w.settings), "ctl-host:42", 3, w.now() + 20'000});
+  w.out.str("");
+  ASSERT_EQ(run_status(w.ctx, {true, false}, &leases), kExitOk);
+  Json::Value j = parse_json(w.out.str(), "status");
+  EXPECT_EQ(j["scale_set"]["name"].asString(), set);
+  EXPECT_EQ(j["scale_set"]["busy"].asInt(), 1);
+  EXPECT_EQ(j["scale_set"]["armed"].asInt(), 1);
+  EXPECT_EQ(j["scale_set"]["cleaning"].asInt(), 1);
+  EXPECT_EQ(j["scale_set"]["holder"].asString(), "ctl-host:42");
+  EXPECT_EQ(j["scale_set"]["lease_generation"].asInt(), 3);
+  EXPECT_TRUE(j["scale_set"]["served"].asBool());
+
+  w.out.str("");
+  ASSERT_EQ(run_status(w.ctx, {false, false}, &leases), kExitOk);
+  EXPECT_NE(w.out.str().find("served by ctl-host:42 (lease generation 3, 20s left)"), std::string::npos) << w.out.str();
+}
+
+TEST(Status, NoScaleSetSectionForAPoolThatNeverServedOne) {
+  World w;
+  w.add_idle("i-00000000000000aa1");
+  pool::MemoryLeaseStore leases;
+  ASSERT_EQ(run_status(w.ctx, {false, false}, &leases), kExitOk);
+  EXPECT_EQ(w.out.str().find("SCALE SET"), std::string::npos) << w.out.str();
 }
 
 }  // namespace

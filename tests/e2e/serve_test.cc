@@ -77,8 +77,14 @@ TEST_F(Serve, JobsOfTheScaleSetRunColdThenWarmWithNoProvisionOrRelease) {
   EXPECT_EQ(records().size(), 1u) << "nothing launched for the second job";
   ASSERT_TRUE(eventually([&] { return back_in_pool(instance); }, 60s)) << state_of(instance) << consoles();
 
+  CtlResult status = ctl({"status"});
+  EXPECT_NE(status.out.find("SCALE SET " + set_name() + "\n  0 busy, 0 armed, 0 starting, 0 cleaning; served by "),
+            std::string::npos)
+      << status.out;
   stop(*serve);
   EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
+  status = ctl({"--json", "status"});
+  EXPECT_FALSE(parse_json(status.out, "status")["scale_set"]["served"].asBool()) << "the lease was given up";
 }
 
 // Two controllers for one scale set: the first serves, the second stands by. The first is killed
