@@ -15,6 +15,7 @@
 #include "common/github/scaleset_errors.h"
 #include "common/pool/demand_plan.h"
 #include "common/pool/lease.h"
+#include "common/pool/reuse_policy.h"
 #include "common/pool/runner_name.h"
 #include "common/pool/scale_set_upkeep.h"
 #include "common/pool/transitions.h"
@@ -362,7 +363,7 @@ class Server {
   void find_finished_runners() {
     std::vector<pool::InstanceRecord> records = set_records();
     std::set<std::string> gone;
-    for (const pool::ScaleSetRunner& r : pool::scale_set_runners(records, s_.pool, set_name_, {})) {
+    for (const pool::ScaleSetRunner& r : pool::scale_set_runners(records, s_.pool, set_name_, {}, ctx_.now_ms())) {
       if (r.phase != pool::RunnerPhase::kArmed) continue;
       auto it = std::find_if(records.begin(), records.end(),
                              [&](const pool::InstanceRecord& x) { return x.instance_id == r.instance_id; });
@@ -406,7 +407,11 @@ class Server {
     f.min_armed = s_.scale_set_min_armed;
     f.max_runners = s_.scale_set_max_runners;
     f.assigned_jobs = demand.assigned_jobs;
-    f.runners = pool::scale_set_runners(records, s_.pool, set_name_, demand.finished);
+    f.runners = pool::scale_set_runners(records, s_.pool, set_name_, demand.finished, f.now_ms);
+    // Cleaned instances come back to the pool unless the class never reuses one.
+    if (s_.reuse_policy_for(s_.scale_set_class()).reuse != pool::Reuse::kNever) {
+      f.return_wait_ms = s_.scale_set_return_wait.count();
+    }
     f.arm_grace_ms = s_.scale_set_arm_grace.count();
     pool::DemandPlan plan = pool::plan_demand(f);
     if (plan.claim + plan.launch > 0) {

@@ -644,6 +644,10 @@ std::vector<Row> make_settings_table() {
       duration_row("scale_set_arm_grace", &Settings::scale_set_arm_grace,
                    "serve: an armed runner younger than this is never removed (a job may be on its way to it)",
                    Duration{0}, kHour),
+      duration_row("scale_set_return_wait", &Settings::scale_set_return_wait,
+                   "serve: a runner short is left to an instance being cleaned back into the pool (seconds) rather "
+                   "than launched (a minute's boot) while that cleaning began less than this long ago (0: always launch)",
+                   Duration{0}, kHour),
       duration_row("serve_reconcile_interval", &Settings::serve_reconcile_interval,
                    "serve: how often the scale set's instances are looked at when no message comes", 100 * kMs, kMin),
       duration_row("serve_lease_ttl", &Settings::serve_lease_ttl,

@@ -133,6 +133,7 @@ struct Settings {
   int scale_set_min_armed = 0;           // runners kept listening with no job
   int scale_set_max_runners = 10;        // starting + armed + busy, at most
   Duration scale_set_arm_grace{std::chrono::seconds(30)};  // an armed runner younger than this is kept
+  Duration scale_set_return_wait{std::chrono::minutes(2)};  // a cleaning this recent is waited for, not launched for
   Duration serve_reconcile_interval{std::chrono::seconds(2)};
   Duration serve_lease_ttl{std::chrono::seconds(30)};
   Duration serve_retry_wait{std::chrono::seconds(5)};

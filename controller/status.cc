@@ -39,7 +39,7 @@ StatusView collect_status(Context& ctx, const StatusOptions& o, pool::LeaseStore
   });
   ScaleSetView set;
   set.name = ctx.settings.scale_set();
-  set.runners = pool::scale_set_runners(v.records, ctx.settings.pool, set.name, {});
+  set.runners = pool::scale_set_runners(v.records, ctx.settings.pool, set.name, {}, v.now_ms);
   if (leases) {
     try {
       set.lease = leases->get(serve_lease_name(ctx.settings));

@@ -27,10 +27,16 @@ DemandPlan plan_demand(const DemandFacts& f) {
   if (p.current < p.desired) {
     const int64_t need = p.desired - p.current;
     p.claim = static_cast<int>(std::min<int64_t>(need, std::max(0, f.claimable)));
-    p.launch = static_cast<int>(need - p.claim);
+    int64_t returning = 0;
+    for (const auto& r : f.runners) {
+      if (r.phase == RunnerPhase::kEnding && f.now_ms - r.since_ms < f.return_wait_ms) ++returning;
+    }
+    p.awaited = static_cast<int>(std::min<int64_t>(need - p.claim, returning));
+    p.launch = static_cast<int>(need - p.claim - p.awaited);
     p.rule = f.assigned_jobs ? DemandRule::kGrow : DemandRule::kNoStatistics;
-    p.why = fmt::format("{} runner(s), {} desired (min(max {}, min_armed {} + {} assigned)): {} claimed, {} launched",
-                        p.current, p.desired, max_runners, min_armed, assigned, p.claim, p.launch);
+    p.why = fmt::format("{} runner(s), {} desired (min(max {}, min_armed {} + {} assigned)): {} claimed, {}{} launched",
+                        p.current, p.desired, max_runners, min_armed, assigned, p.claim,
+                        p.awaited ? fmt::format("{} awaited from cleaning, ", p.awaited) : "", p.launch);
     return p;
   }
   if (!f.assigned_jobs) {

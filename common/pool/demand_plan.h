@@ -3,7 +3,8 @@
 // assigned jobs are those waiting and those running — applied to the scale set's runners. More are
 // claimed from the warm pool first, launched only for the rest; fewer come only from armed runners
 // (started and listening, no job), never from one starting or busy, and never from one armed so
-// recently that a job may be on its way to it. Pure: the long-running controller gathers the facts
+// recently that a job may be on its way to it. Instances being cleaned back into the pool are
+// waited for before anything is launched. Pure: the long-running controller gathers the facts
 // (the session's last statistics, the pool's records of the scale set) and carries the plan out.
 #pragma once
 
@@ -36,6 +37,10 @@ struct DemandFacts {
   std::vector<ScaleSetRunner> runners;
   int claimable = 0;          // idle instances of the pool this scale set may claim now
   int64_t arm_grace_ms = 0;  // an armed runner younger than this is never removed
+  // An ending runner's instance is being cleaned and comes back to the pool: for one ending less
+  // than this long, a runner short is waited for (claimed once back) rather than launched, since
+  // a cleaning takes seconds and a cold boot a minute. 0: never waited for (reuse = never).
+  int64_t return_wait_ms = 0;
 };
 
 enum class DemandRule {
@@ -52,6 +57,7 @@ struct DemandPlan {
   int64_t desired = 0;
   int current = 0;   // starting + armed + busy (ending ones no longer count)
   int claim = 0;     // from the warm pool
+  int awaited = 0;   // left to instances being cleaned back into the pool
   int launch = 0;    // the rest
   std::vector<std::string> remove;  // armed runners beyond desired, longest armed first
   std::string why;   // for logs and status

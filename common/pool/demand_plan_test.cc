@@ -171,5 +171,35 @@ TEST(DemandPlan, InvariantsOverASmallWorld) {
   EXPECT_GT(cases, 10'000);
 }
 
+TEST(DemandPlan, InstancesBeingCleanedAreAwaitedRatherThanLaunchedWhileRecent) {
+  DemandFacts f = facts(0, 10, 3, {in_phase("i-a", RunnerPhase::kEnding, 990'000), in_phase("i-b", RunnerPhase::kEnding, 100)},
+                        0);
+  f.return_wait_ms = 120'000;
+  DemandPlan p = plan_demand(f);
+  EXPECT_EQ(p.rule, DemandRule::kGrow);
+  EXPECT_EQ(p.claim, 0);
+  EXPECT_EQ(p.awaited, 1) << "i-a ended 10 s ago; i-b long ago (stuck: not waited for)";
+  EXPECT_EQ(p.launch, 2);
+  EXPECT_NE(p.why.find("1 awaited from cleaning"), std::string::npos) << p.why;
+
+  f.claimable = 1;
+  p = plan_demand(f);
+  EXPECT_EQ(p.claim, 1);
+  EXPECT_EQ(p.awaited, 1);
+  EXPECT_EQ(p.launch, 1);
+
+  f.return_wait_ms = 0;  // reuse = never: nothing comes back
+  p = plan_demand(f);
+  EXPECT_EQ(p.awaited, 0);
+  EXPECT_EQ(p.launch, 2);
+
+  f.return_wait_ms = 120'000;
+  f.assigned_jobs = 1;
+  f.claimable = 0;
+  p = plan_demand(f);
+  EXPECT_EQ(p.awaited, 1) << "never more awaited than needed";
+  EXPECT_EQ(p.launch, 0);
+}
+
 }  // namespace
 }  // namespace runpool::pool

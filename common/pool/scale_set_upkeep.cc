@@ -31,7 +31,8 @@ const char* upkeep_kind_name(UpkeepKind k) {
 }
 
 std::vector<ScaleSetRunner> scale_set_runners(const std::vector<InstanceRecord>& records, const std::string& pool,
-                                              const std::string& label, const std::set<std::string>& finished) {
+                                              const std::string& label, const std::set<std::string>& finished,
+                                              int64_t now_ms) {
   std::vector<ScaleSetRunner> out;
   for (const InstanceRecord& r : records) {
     if (!serves(r, pool, label)) continue;
@@ -40,7 +41,10 @@ std::vector<ScaleSetRunner> scale_set_runners(const std::vector<InstanceRecord>&
       case State::kCreated:
       case State::kClaimed:
       case State::kRunning:
-        if (finished_now(r, finished) || agent_reported(r, AgentSignal::kFailed)) {
+        if (finished_now(r, finished)) {
+          s.phase = RunnerPhase::kEnding;
+          s.since_ms = now_ms;
+        } else if (agent_reported(r, AgentSignal::kFailed)) {
           s.phase = RunnerPhase::kEnding;
         } else if (r.state == State::kRunning || registered_now(r)) {
           s.phase = r.busy ? RunnerPhase::kBusy : RunnerPhase::kArmed;

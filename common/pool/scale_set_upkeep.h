@@ -16,9 +16,11 @@ namespace runpool::pool {
 // The records of `pool` assigned to `label` (the scale set's name) that count as its runners:
 // created or claimed and not yet registered → starting; registered or running → busy when the
 // agent says so, else armed; draining → ending. A runner named in `finished` (its job completed)
-// is ending too, before its drain is written. Idle, terminating and terminated records are none.
+// is ending too, before its drain is written (since `now_ms`, as far as the records tell). Idle,
+// terminating and terminated records are none.
 std::vector<ScaleSetRunner> scale_set_runners(const std::vector<InstanceRecord>& records, const std::string& pool,
-                                              const std::string& label, const std::set<std::string>& finished);
+                                              const std::string& label, const std::set<std::string>& finished,
+                                              int64_t now_ms);
 
 enum class UpkeepKind {
   kMarkRunning,   // created|claimed, registered for its generation: mark_running

@@ -25,7 +25,7 @@ InstanceRecord reported(InstanceRecord r, AgentSignal s, int64_t for_gen = 0) {
 }
 
 RunnerPhase phase_of(const InstanceRecord& r, const std::set<std::string>& finished = {}) {
-  auto runners = scale_set_runners({r}, "p", "linux-big", finished);
+  auto runners = scale_set_runners({r}, "p", "linux-big", finished, 5'000);
   EXPECT_EQ(runners.size(), 1u);
   return runners.empty() ? RunnerPhase::kStarting : runners[0].phase;
 }
@@ -47,6 +47,8 @@ TEST(ScaleSetRunners, PhasesFollowTheRecordAndTheAgent) {
 TEST(ScaleSetRunners, ARunnerWhoseJobCompletedIsEndingBeforeItsDrainIsWritten) {
   const std::string name = runner_name("p", "i-a", 3);
   EXPECT_EQ(phase_of(rec("i-a", State::kRunning), {name}), RunnerPhase::kEnding);
+  EXPECT_EQ(scale_set_runners({rec("i-a", State::kRunning)}, "p", "linux-big", {name}, 5'000)[0].since_ms, 5'000)
+      << "ending since the completion was seen";
   EXPECT_EQ(phase_of(rec("i-a", State::kRunning, 4), {name}), RunnerPhase::kArmed)
       << "the completed job was an earlier generation's";
 }
@@ -59,7 +61,7 @@ TEST(ScaleSetRunners, OnlyThePoolsLiveRecordsOfTheSetCount) {
   std::vector<InstanceRecord> records = {rec("i-a", State::kRunning), other_pool, shared,
                                          rec("i-d", State::kRunning, 3, "other-set"), rec("i-e", State::kIdle, 3, ""),
                                          rec("i-f", State::kTerminating), rec("i-g", State::kTerminated)};
-  auto runners = scale_set_runners(records, "p", "linux-big", {});
+  auto runners = scale_set_runners(records, "p", "linux-big", {}, 5'000);
   ASSERT_EQ(runners.size(), 1u);
   EXPECT_EQ(runners[0].instance_id, "i-a");
   EXPECT_EQ(runners[0].since_ms, 100);
