@@ -125,8 +125,10 @@ bool SystemTenantUsers::run(const std::vector<std::string>& argv, const std::fun
     CommandOutcome c = run_command(o, s_.command_timeout, alive_);
     if (c.exit_code == 0 || took_effect()) return true;
     last = argv[0] + " exit " + std::to_string(c.exit_code) + ": " + c.output.substr(0, 300);
-    // 1: cannot update the password file, 10: cannot update the group file (both: locked). Others are final.
-    if (c.exit_code != 10 && c.exit_code != 1) break;
+    // 1: cannot update the password file, 10: cannot update the group file (both: locked);
+    // userdel's 8: a process of the user still exists — one ending after its kill, or a zombie
+    // its parent has not reaped yet. Others are final.
+    if (c.exit_code != 10 && c.exit_code != 1 && !(c.exit_code == 8 && argv[0] == "userdel")) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100 << attempt));
   }
   spdlog::warn("{}", last);
