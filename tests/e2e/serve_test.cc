@@ -42,6 +42,16 @@ class Serve : public E2eTest {
     return r && r->state == State::kIdle && r->label.empty();
   }
 
+  // The stand-in's id of the scale set (0: none).
+  int64_t scale_set_id() {
+    int64_t id = 0;
+    const Json::Value all = cloud_.control("GET", "/_control/github/scalesets");
+    for (const auto& set : all["scaleSets"]) {
+      if (set["name"].asString() == set_name()) id = std::max<int64_t>(id, set["id"].asInt64());
+    }
+    return id;
+  }
+
   std::string state_of(const std::string& id) {
     auto r = table_->get(id);
     return r ? std::string(pool::state_name(r->state)) + " gen " + std::to_string(r->generation) + " signal " +
@@ -120,6 +130,59 @@ TEST_F(Serve, AStandbyTakesOverFromAKilledControllerAndLosesNothing) {
   ASSERT_TRUE(lease);
   EXPECT_EQ(lease->generation, 2) << "taken over once";
   stop(*second);
+  EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
+}
+
+// More jobs at once than the scale set may have runners: serve keeps at most
+// scale_set_max_runners, and each job runs exactly once as runners come back cleaned.
+TEST_F(Serve, ABurstLargerThanTheScaleSetRunsEveryJobOnce) {
+  auto serve = start_ctl({"serve"});
+  std::vector<int64_t> jobs;
+  for (int i = 0; i < 7; ++i) jobs.push_back(queue_job(set_name(), "burst-" + std::to_string(i), "sleep 1"));
+  for (int64_t id : jobs) {
+    Json::Value j = finished_job(id, 180s);
+    EXPECT_EQ(j["state"].asString(), "completed") << write_json(j) << consoles();
+    EXPECT_EQ(j["result"].asString(), "Succeeded") << write_json(j);
+    EXPECT_EQ(j["dispatches"].size(), 1u) << "run once: " << write_json(j);
+  }
+  EXPECT_LE(records().size(), 3u) << "never more instances than scale_set_max_runners";
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (const auto& r : records()) {
+          if (!back_in_pool(r.instance_id)) return false;
+        }
+        return true;
+      },
+      60s))
+      << consoles();
+  stop(*serve);
+  EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
+}
+
+// The service's unpleasant paths: polls failing with 503, the queue and admin tokens expiring,
+// the scale set deleted behind serve's back (GitHub deletes sets unused for a week). serve retries,
+// refreshes its tokens, creates the set again and opens a new session; no job is lost.
+TEST_F(Serve, OutagesExpiredTokensAndADeletedScaleSetLoseNoJob) {
+  auto serve = start_ctl({"serve"});
+  run_job("before");
+  const int64_t set_id = scale_set_id();
+  ASSERT_GT(set_id, 0) << write_json(cloud_.control("GET", "/_control/github/scalesets"));
+
+  Json::Value fault;
+  fault["operation"] = "getMessage";
+  fault["status"] = 503;
+  fault["count"] = 3;
+  fault["retryAfterSeconds"] = 0;
+  cloud_.control("POST", "/_control/github/scalesets/faults", fault);
+  cloud_.control("POST", "/_control/github/scalesets/" + std::to_string(set_id) + "/expire-queue-token");
+  cloud_.control("POST", "/_control/github/scalesets/expire-admin-tokens");
+  run_job("through-faults");
+
+  cloud_.control("DELETE", "/_control/github/scalesets/" + std::to_string(set_id));
+  run_job("after-the-set-was-deleted");
+  if (std::getenv("RUNPOOL_SHOW_SERVE")) std::printf("%s\n", consoles().c_str());
+  EXPECT_GT(scale_set_id(), set_id) << "created again";
+  stop(*serve);
   EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
 }
 
