@@ -180,10 +180,43 @@ TEST_F(Serve, OutagesExpiredTokensAndADeletedScaleSetLoseNoJob) {
 
   cloud_.control("DELETE", "/_control/github/scalesets/" + std::to_string(set_id));
   run_job("after-the-set-was-deleted");
-  if (std::getenv("RUNPOOL_SHOW_SERVE")) std::printf("%s\n", consoles().c_str());
   EXPECT_GT(scale_set_id(), set_id) << "created again";
   stop(*serve);
   EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
+}
+
+// scale_set_min_armed keeps runners started and listening with no job: a job is picked up by one
+// at once, and another is armed after it. Served again with none, the armed runner beyond the
+// demand is deleted from the scale set (no job is on its way to it) and its instance cleaned
+// back into the pool.
+TEST_F(Serve, ArmedRunnersPickJobsUpAndAreRemovedWhenNoLongerWanted) {
+  auto armed_records = [&] {
+    std::vector<std::string> ids;
+    for (const auto& r : records()) {
+      if (r.state == State::kRunning && !r.busy && r.label == set_name()) ids.push_back(r.instance_id);
+    }
+    return ids;
+  };
+  auto serve = start_ctl({"--set", "scale_set_min_armed=1", "serve"});
+  ASSERT_TRUE(eventually([&] { return armed_records().size() == 1; }, 60s)) << consoles();
+  const std::string armed = armed_records()[0];
+  Json::Value j = run_job("picked-up");
+  EXPECT_EQ(instance_of_runner(j["runnerName"].asString()), armed) << "the armed runner took it";
+  ASSERT_TRUE(eventually([&] { return armed_records().size() == 1; }, 60s)) << "armed again: " << consoles();
+  stop(*serve);
+
+  auto unarmed = start_ctl({"--set", "scale_set_min_armed=0", "serve"});
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (const auto& r : records()) {
+          if (!back_in_pool(r.instance_id)) return false;
+        }
+        return true;
+      },
+      60s))
+      << consoles();
+  EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
+  stop(*unarmed);
 }
 
 }  // namespace
