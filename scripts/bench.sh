@@ -22,6 +22,7 @@ benches=(
   idle_cost
   clean_sweep
   docker_clean
+  serve_latency
 )
 
 picked=()

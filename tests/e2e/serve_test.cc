@@ -41,6 +41,12 @@ class Serve : public E2eTest {
     auto r = table_->get(id);
     return r && r->state == State::kIdle && r->label.empty();
   }
+  bool all_back_in_pool() {
+    for (const auto& r : records()) {
+      if (!back_in_pool(r.instance_id)) return false;
+    }
+    return true;
+  }
 
   // The stand-in's id of the scale set (0: none).
   int64_t scale_set_id() {
@@ -146,14 +152,7 @@ TEST_F(Serve, ABurstLargerThanTheScaleSetRunsEveryJobOnce) {
     EXPECT_EQ(j["dispatches"].size(), 1u) << "run once: " << write_json(j);
   }
   EXPECT_LE(records().size(), 3u) << "never more instances than scale_set_max_runners";
-  ASSERT_TRUE(eventually(
-      [&] {
-        for (const auto& r : records()) {
-          if (!back_in_pool(r.instance_id)) return false;
-        }
-        return true;
-      },
-      60s))
+  ASSERT_TRUE(eventually([&] { return all_back_in_pool(); }, 60s))
       << consoles();
   stop(*serve);
   EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
@@ -206,14 +205,7 @@ TEST_F(Serve, ArmedRunnersPickJobsUpAndAreRemovedWhenNoLongerWanted) {
   stop(*serve);
 
   auto unarmed = start_ctl({"--set", "scale_set_min_armed=0", "serve"});
-  ASSERT_TRUE(eventually(
-      [&] {
-        for (const auto& r : records()) {
-          if (!back_in_pool(r.instance_id)) return false;
-        }
-        return true;
-      },
-      60s))
+  ASSERT_TRUE(eventually([&] { return all_back_in_pool(); }, 60s))
       << consoles();
   EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
   stop(*unarmed);
