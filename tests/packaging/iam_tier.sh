@@ -24,13 +24,13 @@ rm -f "$recording"
 # them (deadlines); scale-up, scale-down's drain of idle shared runners and their termination
 # (shared pool); an agent terminating its own instance once its deadline passed (the agent's
 # integration test: no e2e test makes an agent self-terminate within the tier's time); serve
-# holding and taking over a scale set's lease, claiming and launching JIT runners, and the agents
+# holding and taking over a scale set's lease, launching and claiming JIT runners, and the agents
 # taking their JIT configuration out of their records (serve).
 runs=(
   "tests/e2e/e2e_lifecycle_test:Lifecycle.*"
   "tests/e2e/e2e_deadlines_test:Deadlines.*"
   "tests/e2e/e2e_shared_pool_test:SharedPool.ShrinksToTheQuotaWithoutKillingAJob"
-  "tests/e2e/e2e_serve_test:Serve.*"
+  "tests/e2e/e2e_serve_test:Serve.AStandbyTakesOverFromAKilledControllerAndLosesNothing"
   "tests/agent_resilience_test:AgentResilience.ADeadlinePassedTerminatesTheInstance"
 )
 
