@@ -133,12 +133,12 @@ class Server {
       recheck_ms_ = now;
       return;
     }
+    set_mine(d.next);
     if (d.move != pool::LeaseMove::kRenew) {
       spdlog::info("holding the lease of scale set '{}' (generation {}): {}", set_name_, d.next.generation, d.why);
       last_seen_holder_ = deps_.holder;
+      wake();  // a standby starts serving now; a renewal changes nothing the serving loop waits for
     }
-    set_mine(d.next);
-    wake();
   }
 
   void set_mine(std::optional<pool::Lease> lease) {
