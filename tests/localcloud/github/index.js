@@ -38,9 +38,9 @@ async function createGithub({ faults = null, stateDir = null, log = () => {} } =
   }];
   const matchRest = router([...rest.routes(deps), ...apps.routes(deps), rateLimitRoute]);
   const matchRunner = router(pipelines.routes(deps));
-  const scalesets = createScaleSetService({ model, broker, log });
-  const control = createControl({ model, auth, broker, calls, scalesets: createScaleSetControl({ service: scalesets, model }) });
   const holds = holdsOf(faults); // crash points: lib/hold.js
+  const scalesets = createScaleSetService({ model, broker, holds, log });
+  const control = createControl({ model, auth, broker, calls, scalesets: createScaleSetControl({ service: scalesets, model }) });
   let origin = null;
   let errorFlip = false; // injected server errors alternate 502 / 500
 

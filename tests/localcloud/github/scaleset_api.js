@@ -31,7 +31,7 @@ const unauthorized = () => new AsError(401, 'VssUnauthorizedException', 'The acc
 const STATUS_TEXT = { 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable' };
 const isBool = (v) => typeof v === 'boolean';
 
-function createScaleSetService({ model, broker, log = () => {} }) {
+function createScaleSetService({ model, broker, holds = null, log = () => {} }) {
   const sets = new ScaleSets(model, broker, (msg) => log('debug', msg));
   const faults = new Map(); // operation -> [{ status, retryAfterSeconds }], taken one per call
   const st = () => model.settings;
@@ -299,6 +299,9 @@ function createScaleSetService({ model, broker, log = () => {} }) {
     const m = match(req.method, u.pathname);
     if (!m) return send(res, 404, new AsError(404, 'NotFoundException', `No API at ${req.method} ${u.pathname}.`, 'GitHub.Services.WebApi').body, headers);
     const { op, h } = m.route.handler;
+    // Crash points (lib/hold.js): the caller `scaleset` (a scale-set client), the operation's name.
+    const gate = holds?.gate({ service: 'github', identities: ['scaleset'], operation: op, body: raw });
+    if (gate?.when === 'before' && await gate.hold() === 'drop') return res.destroy();
     const f = takeFault(op);
     if (f) {
       if (f.status === 'empty') { // a 200 with nothing in it (seen during an outage)
@@ -323,7 +326,9 @@ function createScaleSetService({ model, broker, log = () => {} }) {
       if (!(e instanceof AsError)) throw e;
       r = errorReply(e);
     }
-    if (r) send(res, r.status, r.body, headers);
+    if (!r) return;
+    if (gate?.when === 'after' && await gate.hold() === 'drop') return res.destroy(); // done, never answered
+    send(res, r.status, r.body, headers);
   }
 
   return { sets, faults, owns, handle, close: () => sets.close(), OPERATIONS: [...new Set(table.map((t) => t[2]))] };

@@ -1,7 +1,8 @@
 'use strict';
 // Crash points (lib/hold.js, /_control/hold): the k-th matching request of a caller is held before
 // it is served (no effect) or after (effect done, answer withheld), until the test releases or
-// drops it; counting mode lists the steps of a run. Checked here with the AWS SDK and plain HTTP.
+// drops it; counting mode lists the steps of a run. Checked here with the AWS SDK and plain HTTP,
+// against AWS, GitHub's REST API, the runner protocol and the scale-set API.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { DynamoDBClient, CreateTableCommand, PutItemCommand, GetItemCommand } = require('@aws-sdk/client-dynamodb');
@@ -151,4 +152,25 @@ test('/_control/hold: before (no effect) and after (effect, no answer), released
     await control('POST', '/_control/hold/release');
     assert.equal(await reg, 404, 'answered once released (an unknown token)');
     await control('DELETE', '/_control/hold');
+
+    // The scale-set API (runpoolctl serve, GitHub's scale-set client) is the caller `scaleset`, its
+    // steps named by operation: held before and dropped, the set is never made; after, it is.
+    const regToken = await (await gh('POST', '/repos/acme/app/actions/runners/registration-token')).json();
+    const disc = await (await fetch(`${ready.endpoints.githubWeb}/api/v3/actions/runner-registration`, { method: 'POST',
+      headers: { authorization: `RemoteAuth ${regToken.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `${ready.endpoints.githubWeb}/acme/app`, runner_event: 'register' }),
+      signal: AbortSignal.timeout(5000) })).json();
+    const sets = (method, p, body) => fetch(`${disc.url}/_apis/runtime/runnerscalesets${p}`, { method,
+      headers: { authorization: `Bearer ${disc.token}`, 'content-type': 'application/json' },
+      body: body && JSON.stringify(body), signal: AbortSignal.timeout(5000) });
+    const setExists = async (name) => (await (await sets('GET', `?runnerGroupId=1&name=${name}`)).json()).count === 1;
+    for (const when of ['before', 'after']) {
+      await control('POST', '/_control/hold', { caller: 'scaleset', operations: ['createScaleSet'], nth: 1, when });
+      const made = sets('POST', '', { name: `held-${when}`, runnerGroupId: 1 }).then((r) => r.status, (e) => e.name);
+      st = await heldReady();
+      assert.deepEqual([st.held.service, st.held.caller, st.held.operation], ['github', 'scaleset', 'createScaleSet']);
+      await control('DELETE', '/_control/hold');
+      assert.notEqual(await made, 200, 'the answer never came');
+      assert.equal(await setExists(`held-${when}`), when === 'after', `held ${when}`);
+    }
   });
