@@ -215,6 +215,21 @@ class Broker {
     return job;
   }
 
+  // The workflow run cancelled (by a user, or a newer run with cancel-in-progress) before a runner
+  // started the job: it completes `Canceled` at once; a dispatch not yet acquired is withdrawn (the
+  // runner's acquire then finds nothing). -> the job; null when no such job; false when a runner
+  // already runs it or it is over (a running job's cancellation goes to its runner, not modelled).
+  cancel(id) {
+    const job = this.jobs.get(Number(id));
+    if (!job) return null;
+    if (job.state !== 'queued' && job.state !== 'dispatched') return false;
+    this.release(job);
+    Object.assign(job, { state: 'completed', result: 'Canceled', completedAt: Date.now(), lockedUntil: null });
+    this.log(`github: job ${job.id} canceled before a runner started it`);
+    this.onJob('completed', job);
+    return job;
+  }
+
   free(r, job) {
     if (r && r.currentJob === job.id) { r.busy = false; r.currentJob = null; }
   }

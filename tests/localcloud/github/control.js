@@ -111,6 +111,12 @@ function createControl({ model, auth, broker, calls, scalesets = null }) {
       const j = broker.jobs.get(Number(m[1]));
       return j ? ok(broker.view(j)) : bad('no such job', 404);
     }],
+    ['POST', /^\/jobs\/(\d+)\/cancel$/, (b, m) => {
+      const j = broker.cancel(Number(m[1]));
+      if (j === null) return bad('no such job', 404);
+      if (j === false) return bad('only a job no runner has started can be cancelled here', 409);
+      return ok(broker.view(j));
+    }],
     // Every credential issued or accepted so far, for tests that look for leaks (JWTs only as
     // they were used: `calls.byToken`).
     ['GET', /^\/secrets$/, () => ok({

@@ -5,6 +5,8 @@
 //   the listener acquires it (acquirejobs)       -> JobAssigned; only the set's runners may take it;
 //   a runner of the set acquires it               -> JobStarted;
 //   the runner completes it (or it is lost)       -> JobCompleted with the result;
+//   the run is cancelled before a runner started it (control POST /jobs/<id>/cancel)
+//                                                 -> JobCompleted `canceled`, no runner;
 //   no runner took it within scaleSetAssignTimeoutMs -> JobCompleted `canceled`, offered again
 //   (JobAvailable) after n·scaleSetRequeueDelayMs, at most scaleSetMaxRequeues times.
 // A job matches a set when the set's scope (owner, repository or enterprise, as for runners)
@@ -151,7 +153,7 @@ class ScaleSets {
     // completed or lost
     job.scaleSet.state = 'finished';
     this.bound.delete(job.id);
-    if (set) this.message(set, 'JobCompleted', job, { result: event === 'lost' ? 'abandoned' : resultName(job.result), runnerId: job.runnerId, runnerName: job.runnerName });
+    if (set) this.message(set, 'JobCompleted', job, { result: event === 'lost' ? 'abandoned' : resultName(job.result), runnerId: job.runnerId ?? 0, runnerName: job.runnerName ?? '' });
   }
 
   undispatch(job) {

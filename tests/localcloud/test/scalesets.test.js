@@ -327,6 +327,27 @@ test('acquirejobs (queue token) -> JobAssigned; statistics; nobody takes it -> c
   assert.equal((await ctl('GET', `/scalesets/${set.id}/statistics`)).totalAssignedJobs, 0);
 });
 
+test('a run cancelled before a runner started its job: JobCompleted canceled, nothing assigned, not offered again', async () => {
+  const c = await client('acme');
+  const set = await c.createSet({ name: 'cancel-set' });
+  const s = await c.session(set.id);
+  const job = await queueJob(['cancel-set']);
+  const state = { last: 0 };
+  await nextJob(s, (m) => m.messageType === 'JobAvailable' && m.runnerRequestId === job.id, state);
+  const r = await http('POST', `${c.base}/_apis/runtime/runnerscalesets/${set.id}/acquirejobs?api-version=6.0-preview`, { token: s.messageQueueAccessToken, body: [job.id] });
+  assert.deepEqual(r.json.value, [job.id]);
+  await nextJob(s, (m) => m.messageType === 'JobAssigned' && m.runnerRequestId === job.id, state);
+  assert.equal((await ctl('GET', `/scalesets/${set.id}/statistics`)).totalAssignedJobs, 1);
+
+  const fate = await ctl('POST', `/jobs/${job.id}/cancel`);
+  assert.deepEqual([fate.state, fate.result, fate.dispatches.length], ['completed', 'Canceled', 0]);
+  const done = await nextJob(s, (m) => m.messageType === 'JobCompleted' && m.runnerRequestId === job.id, state);
+  assert.deepEqual([done.result, done.runnerId, done.runnerName], ['canceled', 0, '']);
+  assert.equal((await ctl('GET', `/scalesets/${set.id}/statistics`)).totalAssignedJobs, 0);
+  await assert.rejects(ctl('POST', `/jobs/${job.id}/cancel`), /409/, 'over: not cancelled twice');
+  await assert.rejects(ctl('POST', '/jobs/999999/cancel'), /404/);
+});
+
 test('a job end to end: JIT runner of the set (runner stand-in) -> JobStarted, JobCompleted, runner gone', async () => {
   const c = await client('acme/app'); // a repository's scale set
   const set = await c.createSet({ name: 'e2e-set' });
