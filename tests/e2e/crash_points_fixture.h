@@ -254,6 +254,11 @@ class CrashPointTest : public E2eTest {
     return v;
   }
 
+  // Failed expectations of this test so far.
+  static int failures() {
+    return ::testing::UnitTest::GetInstance()->current_test_info()->result()->total_part_count();
+  }
+
   // The one idle record of the pool (for a trial that starts from a pool of one).
   std::vector<std::string> idle_ids() {
     std::vector<std::string> out;

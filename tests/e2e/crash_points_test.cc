@@ -132,11 +132,6 @@ class CrashPoints : public CrashPointTest {
     return static_cast<int>(steps.size());
   }
 
-  // Failed expectations of this test so far.
-  static int failures() {
-    return ::testing::UnitTest::GetInstance()->current_test_info()->result()->total_part_count();
-  }
-
   std::map<std::string, Tally> tallies_;
 };
 

@@ -3,75 +3,12 @@
 // release — run on just-in-time runners of the real runpool-agent, on instances launched cold
 // for the first job and claimed warm from the pool for the next. Two controllers share the
 // scale set: one serves, the other stands by and takes over when the first dies.
-#include <signal.h>
-
-#include "common/pool/lease_store.h"
-#include "tests/e2e/e2e_fixture.h"
+#include "tests/e2e/serve_fixture.h"
 
 namespace runpool::controller::e2e {
 namespace {
 
-class Serve : public E2eTest {
- protected:
-  void SetUp() override {
-    E2eTest::SetUp();
-    Json::Value gh;
-    gh["scaleSetPollMs"] = 1000;
-    gh["scaleSetSessionIdleMs"] = 4000;
-    cloud_.control("POST", "/_control/github/settings", gh);
-  }
-  std::string more_config() const override {
-    return "scale_set_name = " + set_name() + "\nscale_set_max_runners = 3\nscale_set_arm_grace = 1s\n"
-           "serve_reconcile_interval = 300ms\nserve_lease_ttl = 6s\nserve_retry_wait = 500ms\n"
-           "claim_wait = 0s\n";
-  }
-  std::string serve_lease_name_for_test() const { return "scaleset/" + pool_name_ + "/" + set_name(); }
-  std::string set_name() const { return "e2e-serve-" + std::to_string(getpid()); }
-
-  // A job of the scale set, run to its end; its broker view.
-  Json::Value run_job(const std::string& name, const std::string& run = "true") {
-    const int64_t id = queue_job(set_name(), name, run);
-    Json::Value j = finished_job(id, 120s);
-    EXPECT_EQ(j["state"].asString(), "completed") << write_json(j) << consoles();
-    EXPECT_EQ(j["result"].asString(), "Succeeded") << write_json(j);
-    return j;
-  }
-
-  bool back_in_pool(const std::string& id) {
-    auto r = table_->get(id);
-    return r && r->state == State::kIdle && r->label.empty();
-  }
-  bool all_back_in_pool() {
-    for (const auto& r : records()) {
-      if (!back_in_pool(r.instance_id)) return false;
-    }
-    return true;
-  }
-
-  // The stand-in's id of the scale set (0: none).
-  int64_t scale_set_id() {
-    int64_t id = 0;
-    const Json::Value all = cloud_.control("GET", "/_control/github/scalesets");
-    for (const auto& set : all["scaleSets"]) {
-      if (set["name"].asString() == set_name()) id = std::max<int64_t>(id, set["id"].asInt64());
-    }
-    return id;
-  }
-
-  std::string state_of(const std::string& id) {
-    auto r = table_->get(id);
-    return r ? std::string(pool::state_name(r->state)) + " gen " + std::to_string(r->generation) + " signal " +
-                   std::string(pool::agent_signal_name(r->signal)) + " " + r->signal_detail
-             : "no record";
-  }
-
-  static void stop(CtlProcess& serve) {
-    serve.signal(SIGTERM);
-    CtlResult r = serve.wait(30s);
-    EXPECT_EQ(r.exit_code, 0) << describe(r);
-    if (std::getenv("RUNPOOL_SHOW_SERVE")) std::printf("%s\n", r.err.c_str());
-  }
-};
+using Serve = ServeTestOf<E2eTest>;
 
 TEST_F(Serve, JobsOfTheScaleSetRunColdThenWarmWithNoProvisionOrRelease) {
   auto serve = start_ctl({"serve"});
@@ -131,10 +68,7 @@ TEST_F(Serve, AStandbyTakesOverFromAKilledControllerAndLosesNothing) {
   ASSERT_TRUE(eventually([&] { return back_in_pool(instance); }, 60s)) << state_of(instance) << consoles();
   EXPECT_EQ(records().size(), 1u) << "nothing launched beside it";
 
-  pool::DynamoLeaseStore leases(aws_.db, pool_->table());
-  auto lease = leases.get(serve_lease_name_for_test());
-  ASSERT_TRUE(lease);
-  EXPECT_EQ(lease->generation, 2) << "taken over once";
+  EXPECT_EQ(lease_generation(), 2) << "taken over once";
   stop(*second);
   EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
 }
@@ -209,6 +143,77 @@ TEST_F(Serve, ArmedRunnersPickJobsUpAndAreRemovedWhenNoLongerWanted) {
       << consoles();
   EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
   stop(*unarmed);
+}
+
+// A run cancelled while the runner for its job starts: the job completes `Canceled` with no
+// runner; the runner that came up for it is no longer wanted, so serve deletes it from the scale
+// set and its instance is cleaned back into the pool, where the next job finds it warm.
+TEST_F(Serve, AJobCancelledWhileItsRunnerStartsLeavesNothingBehind) {
+  auto serve = start_ctl({"serve"});
+  const int64_t id = queue_job(set_name(), "cancelled", "sleep 30");
+  std::string starting;
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (const auto& r : records()) {
+          if (r.label == set_name() && (r.state == State::kCreated || r.state == State::kClaimed)) starting = r.instance_id;
+        }
+        return !starting.empty();
+      },
+      60s))
+      << "an instance launched for the job: " << states();
+  Json::Value cancelled = cloud_.control("POST", "/_control/github/jobs/" + std::to_string(id) + "/cancel");
+  EXPECT_EQ(cancelled["result"].asString(), "Canceled") << write_json(cancelled);
+
+  ASSERT_TRUE(eventually([&] { return back_in_pool(starting); }, 60s))
+      << "the unwanted runner's instance cleaned back into the pool: " << state_of(starting) << consoles();
+  EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
+  EXPECT_EQ(job(id)["dispatches"].size(), 0u) << "never run: " << write_json(job(id));
+
+  Json::Value next = run_job("after-the-cancel");
+  EXPECT_EQ(instance_of_runner(next["runnerName"].asString()), starting) << "served warm on the same instance";
+  ASSERT_TRUE(eventually([&] { return all_back_in_pool(); }, 60s)) << states() << consoles();
+  EXPECT_EQ(records().size(), 1u) << "nothing launched beside it";
+  stop(*serve);
+}
+
+// An instance terminated from outside while its job runs (SkipOsShutdown: no agent, no runner
+// left to report): GitHub loses the job when its lock is no longer renewed; the scheduled refresh
+// finds the instance gone, retires its record and deletes the runner it left; serve launches a
+// new instance for the next job.
+TEST_F(Serve, AnInstanceKilledMidJobIsRetiredAndTheNextJobRunsElsewhere) {
+  auto serve = start_ctl({"serve"});
+  Json::Value warm_up = run_job("warm-up");
+  const std::string instance = instance_of_runner(warm_up["runnerName"].asString());
+  ASSERT_TRUE(eventually([&] { return back_in_pool(instance); }, 60s)) << state_of(instance) << consoles();
+
+  const int64_t doomed = queue_job(set_name(), "doomed", "sleep 60");
+  ASSERT_TRUE(eventually([&] { return job(doomed)["state"].asString() == "running"; }, 60s))
+      << write_json(job(doomed)) << consoles();
+  kill_instance(instance);
+  Json::Value lost = finished_job(doomed, 60s);
+  EXPECT_EQ(lost["state"].asString(), "lost") << write_json(lost);
+  EXPECT_EQ(lost["dispatches"].size(), 1u) << "not run again elsewhere: " << write_json(lost);
+
+  // Passes of the scheduled refresh: the first retires the record, the next deletes the runner
+  // its terminated instance left registered.
+  int passes = 0;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const Json::Value r = refresh();
+        ++passes;
+        const auto rec = table_->get(instance);
+        return r["exit_code"].asInt() == 0 && rec && rec->state == State::kTerminated && registered_runners().empty();
+      },
+      60s))
+      << "the scheduled refresh retires the dead instance's record and its runner: " << state_of(instance) << " "
+      << ::testing::PrintToString(registered_runners());
+  std::printf("the dead instance's record and runner retired in %d refresh passes\n", passes);
+
+  Json::Value next = run_job("after-the-loss");
+  EXPECT_NE(instance_of_runner(next["runnerName"].asString()), instance) << "served on a new instance";
+  ASSERT_TRUE(eventually([&] { return all_back_in_pool(); }, 60s)) << states() << consoles();
+  stop(*serve);
+  EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
 }
 
 }  // namespace
