@@ -8,7 +8,8 @@
 // With a job user per assignment (the agent's default, sweeping every local filesystem) nothing
 // survives. With one fixed runner user (job_users = fixed) the same probes find what the first
 // job left outside the runner root: proof that they see what they look for, and the reason that
-// configuration is one trust domain. Each prints its figure.
+// configuration is one trust domain. The same holds between two jobs of a runner scale set
+// served by `runpoolctl serve`. Each prints its figure.
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -17,7 +18,7 @@
 
 #include "agent/tenant_sweep.h"
 #include "tests/support/docker_daemon.h"
-#include "tests/e2e/e2e_fixture.h"
+#include "tests/e2e/serve_fixture.h"
 
 namespace runpool::controller::e2e {
 namespace {
@@ -56,12 +57,14 @@ struct Vector {
 };
 
 class RedTeam : public E2eTest {
- protected:
+ public:
   struct Outcome {
     std::map<std::string, Vector> vectors;
     std::string attacker_uid, prober_uid, found_by_name, found_processes;
     int planted = 0, blocked = 0, unavailable = 0, survived = 0;
   };
+
+ protected:
 
   void TearDown() override {
     E2eTest::TearDown();
@@ -84,6 +87,20 @@ class RedTeam : public E2eTest {
     return f;
   }
 
+  // One tenant of the pool's one instance: a run-scoped label provisioned, its job, the label
+  // released. `read` takes the job's results (files of the job's user) before the release's
+  // cleaning sweeps them. The job's fate; `instance` the instance it ran on ("" when none).
+  virtual Json::Value tenant(const std::string& label, const std::string& script, std::string* instance,
+                             const std::function<void()>& read) {
+    const auto ids = ids_of(provision(label, 1));
+    *instance = ids.size() == 1 ? ids[0] : "";
+    if (instance->empty()) return Json::Value();
+    Json::Value j = finished_job(queue_job(label, label, script, 100), 180s);
+    read();
+    release(label);
+    return j;
+  }
+
   // One attack and one probe, on the same instance, from two workflows.
   Outcome run_red_team(const std::string& what) {
     Outcome o;
@@ -95,27 +112,25 @@ class RedTeam : public E2eTest {
     chmod(results_.c_str(), 01777);
     const fs::path src = fs::path(RUNPOOL_SOURCE_DIR) / "tests" / "e2e" / "red_team";
 
-    Json::Value first = provision("rt-attack", 1);
-    const auto ids = ids_of(first);
-    if (ids.size() != 1) {
-      ADD_FAILURE() << "no instance";
-      return o;
-    }
     std::string attack = replace_all(slurp(src / "attack.sh"), "@TOKEN@", token);
     attack = replace_all(attack, "@RESULTS@", results_);
     attack = replace_all(attack, "@DOCKER_HOST@", docker_host_);
-    auto a = finished_job(queue_job("rt-attack", "attack", attack, 100), 180s);
+    std::string root;
+    std::string attacked, probed;
+    auto a = tenant("rt-attack", attack, &attacked, [&] {
+      for (const auto& l : lines(fs::path(results_) / "attack")) {
+        auto f = fields(l);
+        if (f.size() == 3) o.vectors[f[0]] = Vector{f[1], f[2], ""};
+      }
+      o.attacker_uid = trim(slurp(fs::path(results_) / "attacker-uid"));
+      root = trim(slurp(fs::path(results_) / "runner-root"));
+    });
     EXPECT_EQ(a["result"].asString(), "Succeeded") << write_json(a) << consoles();
-    for (const auto& l : lines(fs::path(results_) / "attack")) {
-      auto f = fields(l);
-      if (f.size() == 3) o.vectors[f[0]] = Vector{f[1], f[2], ""};
+    if (attacked.empty()) {
+      ADD_FAILURE() << "no instance";
+      return o;
     }
-    o.attacker_uid = trim(slurp(fs::path(results_) / "attacker-uid"));
-    const std::string root = trim(slurp(fs::path(results_) / "runner-root"));
-    release("rt-attack");
 
-    Json::Value second = provision("rt-probe", 1);
-    EXPECT_EQ(ids_of(second), ids) << "the probe must run on the attacker's instance, warm: " << write_json(second);
     std::string probe = replace_all(slurp(src / "probe.sh"), "@TOKEN@", token);
     probe = replace_all(probe, "@RESULTS@", results_);
     probe = replace_all(probe, "@ATTACKER_UID@", o.attacker_uid);
@@ -125,20 +140,21 @@ class RedTeam : public E2eTest {
     const fs::path tmpl = fs::path(base_) / "runner-template";
     probe = replace_all(probe, "@LISTENER_SHA@", sha256_line(tmpl / "bin" / "Runner.Listener"));
     probe = replace_all(probe, "@RUN_SHA@", sha256_line(tmpl / "run.sh"));
-    auto p = finished_job(queue_job("rt-probe", "probe", probe, 100), 180s);
+    auto p = tenant("rt-probe", probe, &probed, [&] {
+      for (const auto& l : lines(fs::path(results_) / "probe")) {
+        auto f = fields(l);
+        if (f.size() != 2) continue;
+        auto& v = o.vectors[f[0]];
+        if (v.level.empty()) v.level = "user";
+        if (v.attack.empty()) v.attack = "planted";  // the catch-alls: whatever the attack left
+        v.probe = f[1];
+      }
+      o.prober_uid = trim(slurp(fs::path(results_) / "prober-uid"));
+      o.found_by_name = slurp(fs::path(results_) / "found-by-name");
+      o.found_processes = slurp(fs::path(results_) / "found-processes");
+    });
     EXPECT_EQ(p["result"].asString(), "Succeeded") << write_json(p) << consoles();
-    for (const auto& l : lines(fs::path(results_) / "probe")) {
-      auto f = fields(l);
-      if (f.size() != 2) continue;
-      auto& v = o.vectors[f[0]];
-      if (v.level.empty()) v.level = "user";
-      if (v.attack.empty()) v.attack = "planted";  // the catch-alls: whatever the attack left
-      v.probe = f[1];
-    }
-    o.prober_uid = trim(slurp(fs::path(results_) / "prober-uid"));
-    o.found_by_name = slurp(fs::path(results_) / "found-by-name");
-    o.found_processes = slurp(fs::path(results_) / "found-processes");
-    release("rt-probe");
+    EXPECT_EQ(probed, attacked) << "the probe must run on the attacker's instance, warm";
 
     std::string table;
     for (const auto& [name, v] : o.vectors) {
@@ -166,8 +182,8 @@ class RedTeamPerAssignment : public RedTeam {
   std::string clean_sweep_roots() const override { return "job_users_state=" + base_ + "/{instance_id}/job-users"; }
 };
 
-TEST_F(RedTeamPerAssignment, NothingOfTheLastTenantSurvives) {
-  Outcome o = run_red_team("a job user per assignment, reuse always, job privileges user");
+// Every vector the attack planted is gone for the next tenant, who runs as another job user.
+void expect_nothing_survived(const RedTeam::Outcome& o) {
   EXPECT_GE(o.planted, 30) << "the attack planted fewer vectors than it should";
   EXPECT_TRUE(is_job_uid(std::stol(o.attacker_uid.empty() ? "0" : o.attacker_uid))) << o.attacker_uid;
   EXPECT_TRUE(is_job_uid(std::stol(o.prober_uid.empty() ? "0" : o.prober_uid))) << o.prober_uid;
@@ -180,6 +196,46 @@ TEST_F(RedTeamPerAssignment, NothingOfTheLastTenantSurvives) {
   }
   EXPECT_EQ(o.found_by_name, "") << "entries the attacker named, found by the next tenant";
   EXPECT_EQ(o.found_processes, "") << "the attacker's processes, found by the next tenant";
+}
+
+TEST_F(RedTeamPerAssignment, NothingOfTheLastTenantSurvives) {
+  expect_nothing_survived(run_red_team("a job user per assignment, reuse always, job privileges user"));
+}
+
+// The same two tenants as jobs of a runner scale set served by `runpoolctl serve`: queued with
+// only the scale set's name, the first on an instance launched for it, the second on the same
+// instance claimed warm after serve had it cleaned back into the pool.
+class RedTeamServe : public ServeTestOf<RedTeamPerAssignment> {
+ protected:
+  void SetUp() override {
+    ServeTestOf::SetUp();
+    if (!HasFatalFailure()) serve_ = start_ctl({"serve"});
+  }
+  void TearDown() override {
+    if (serve_) stop(*serve_);
+    ServeTestOf::TearDown();
+  }
+  // The job holds its end (an exit trap) until the test has read its results: serve has the
+  // instance cleaned as soon as the job completes.
+  Json::Value tenant(const std::string& label, const std::string& script, std::string* instance,
+                     const std::function<void()>& read) override {
+    const std::string done = results_ + "/" + label + ".done", go = results_ + "/" + label + ".read";
+    const std::string held = "trap 'touch \"" + done + "\"; for i in $(seq 1 1200); do [ -e \"" + go +
+                             "\" ] && break; sleep 0.1; done' EXIT\n" + script;
+    const int64_t id = queue_job(set_name(), label, held, 100);
+    EXPECT_TRUE(eventually([&] { return fs::exists(done); }, 180s)) << write_json(job(id)) << consoles();
+    read();
+    std::ofstream(go).close();
+    Json::Value j = finished_job(id, 60s);
+    *instance = instance_of_runner(j["runnerName"].asString());
+    EXPECT_TRUE(eventually([&] { return all_back_in_pool(); }, 60s)) << states() << consoles();
+    return j;
+  }
+  std::unique_ptr<CtlProcess> serve_;
+};
+
+TEST_F(RedTeamServe, NothingOfTheLastTenantOfAScaleSetSurvives) {
+  expect_nothing_survived(run_red_team("a scale set served by runpoolctl serve, a job user per assignment"));
 }
 
 // job_privileges = docker: the job users join the group of a Docker engine (a private dockerd), and
