@@ -4,7 +4,8 @@
 # invariant; the input that did it is left as <target>-crash-* in the build directory.
 #   scripts/fuzz.sh [seconds per target, default 60] [target ...]
 # RUNPOOL_FUZZ_BUILD_DIR (default build-fuzz) is the clang build; new inputs found go to its
-# corpus/<target>/, never into the committed seeds.
+# corpus/<target>/, never into the committed seeds. RUNPOOL_FUZZ_JOBS: its parallel compiles
+# (default: every core).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -17,7 +18,7 @@ clang=$(command -v clang++ || command -v clang++-14 || true)
 [ -n "$clang" ] || { echo "fuzz: clang++ is not installed (scripts/setup.sh installs it)" >&2; exit 1; }
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER="$clang" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DRUNPOOL_FUZZ=ON -DRUNPOOL_BENCH=OFF >/dev/null
-cmake --build "$build" -j "$(nproc)" --target "${targets[@]/%/_fuzz}"
+cmake --build "$build" -j "${RUNPOOL_FUZZ_JOBS:-$(nproc)}" --target "${targets[@]/%/_fuzz}"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

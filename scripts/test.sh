@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: set up, build with AddressSanitizer + UndefinedBehaviorSanitizer, run every
-# ctest tier (unit, integration, e2e). Extra arguments go to ctest, e.g. `scripts/test.sh -L unit`.
+# ctest tier (unit, integration, e2e, fuzz). Extra arguments go to ctest, e.g. `scripts/test.sh -L unit`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -15,8 +15,6 @@ cmake --build "$build" -j "$(nproc)"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 cd "$build"
+# Every tier, the parsers' libFuzzer targets included (ctest fuzz.parsers: scripts/fuzz.sh for
+# RUNPOOL_FUZZ_SECONDS, default 6, per target; 0 skips).
 ctest --output-on-failure --timeout 600 -j 2 "$@"
-
-# The parsers' libFuzzer targets, a few seconds each (scripts/fuzz.sh; RUNPOOL_FUZZ_SECONDS=0 skips).
-cd "$OLDPWD"
-if [ "${RUNPOOL_FUZZ_SECONDS:-6}" != 0 ]; then scripts/fuzz.sh "${RUNPOOL_FUZZ_SECONDS:-6}"; fi
