@@ -55,6 +55,7 @@ mv "$work/install/usr/bin" "$work/install/usr/share" "$top/"
 mkdir -p "$top/etc" "$top/share/runpool/systemd"
 mv "$work/install/etc/runpool" "$top/etc/"
 mv "$work/install/usr/lib/systemd/system/runpool-agent.service" "$work/install/usr/lib/systemd/system/runpoolctl-serve.service" \
+  "$work/install/usr/lib/systemd/system/runpoolctl-serve@.service" \
   "$top/share/runpool/systemd/"
 cp "$src/LICENSE" "$top/"
 

@@ -216,5 +216,41 @@ TEST_F(Serve, AnInstanceKilledMidJobIsRetiredAndTheNextJobRunsElsewhere) {
   EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
 }
 
+// Two scale sets of one pool, each served by a runpoolctl serve of its own, as the template unit
+// runs them (the name by --set, the rest from the set's environment file): each set's jobs run
+// once on its own runners, both sets draw on the one warm pool, each holds its own lease, and
+// neither serve touches the other's instances.
+TEST_F(Serve, TwoScaleSetsShareOnePoolEachServedByItsOwnProcess) {
+  const std::string other = set_name() + "-b";
+  auto a = start_ctl({"serve"});
+  auto b = start_ctl({"--set", "scale_set_name=" + other, "serve"}, {{"RUNPOOL_SCALE_SET_MAX_RUNNERS", "2"}});
+  std::vector<int64_t> jobs;
+  for (int i = 0; i < 2; ++i) {
+    jobs.push_back(queue_job(set_name(), "a-" + std::to_string(i), "sleep 1"));
+    jobs.push_back(queue_job(other, "b-" + std::to_string(i), "sleep 1"));
+  }
+  for (int64_t id : jobs) {
+    Json::Value j = finished_job(id, 120s);
+    EXPECT_EQ(j["result"].asString(), "Succeeded") << write_json(j) << consoles();
+    EXPECT_EQ(j["dispatches"].size(), 1u) << "run once: " << write_json(j);
+  }
+  ASSERT_TRUE(eventually([&] { return all_back_in_pool(); }, 60s)) << states() << consoles();
+  const size_t instances = records().size();
+  EXPECT_LE(instances, 4u);
+
+  // The pool is one: the other set's next job runs warm on an instance either set used.
+  Json::Value warm = finished_job(queue_job(other, "b-warm", "true"), 120s);
+  EXPECT_EQ(warm["result"].asString(), "Succeeded") << write_json(warm);
+  EXPECT_EQ(records().size(), instances) << "nothing launched: served from the shared pool";
+  ASSERT_TRUE(eventually([&] { return all_back_in_pool(); }, 60s)) << states() << consoles();
+
+  CtlResult status = ctl({"--set", "scale_set_name=" + other, "status"});
+  EXPECT_NE(status.out.find("SCALE SET " + other + "\n"), std::string::npos) << status.out;
+  EXPECT_EQ(lease_generation(), 1) << "each set has a lease of its own, taken once";
+  stop(*a);
+  stop(*b);
+  EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
+}
+
 }  // namespace
 }  // namespace runpool::controller::e2e

@@ -33,6 +33,7 @@ expect_file "$prefix/bin/runpool-agent" -rwxr-xr-x
 expect_file "$prefix/bin/runpoolctl" -rwxr-xr-x
 expect_file "$unitdir/runpool-agent.service" -rw-r--r--
 expect_file "$unitdir/runpoolctl-serve.service" -rw-r--r--
+expect_file "$unitdir/runpoolctl-serve@.service" -rw-r--r--
 expect_file "$prefix/share/runpool/user-data.sh.in" -rw-r--r--
 expect_file /etc/runpool/agent.conf -rw-------
 expect_file /etc/runpool/runpoolctl.conf -rw-r-----
@@ -153,35 +154,47 @@ if command -v systemd-analyze > /dev/null; then
   [ ! -s "$work/verify" ] || bad "systemd-analyze verify: $(cat "$work/verify")"
 fi
 
-# 5b. runpoolctl serve's unit: the packaged binary, restarted when it stops, and no privilege at
-# all (it needs only the network and its configuration): systemd's exposure score stays low.
-serve_unit=$root$unitdir/runpoolctl-serve.service
-[ -f "$serve_unit" ] || bad "runpoolctl-serve.service is not packaged"
-if [ -f "$serve_unit" ]; then
-  exec_bin=$(sed -n 's/^ExecStart=\([^ ]*\) serve$/\1/p' "$serve_unit")
-  [ -n "$exec_bin" ] && [ -x "$root$exec_bin" ] || bad "runpoolctl-serve.service's ExecStart is not the packaged runpoolctl serve"
-  if [ "$prefix" = /usr ]; then
-    cmp -s "$serve_unit" "$src/controller/runpoolctl-serve.service" ||
-      bad "the packaged serve unit differs from controller/runpoolctl-serve.service"
-  fi
+# 5b. runpoolctl serve's unit and its template (one per scale set): the packaged binary, restarted
+# when it stops, and no privilege at all (it needs only the network and its configuration):
+# systemd's exposure score stays low.
+check_serve_unit() {  # unit-file name-to-verify-as exec-arguments
+  local unit=$1 as=$2 args=$3 exec_bin exposure
+  [ -f "$unit" ] || { bad "$as is not packaged"; return; }
+  exec_bin=$(sed -n "s/^ExecStart=\([^ ]*\) $args\$/\1/p" "$unit")
+  [ -n "$exec_bin" ] && [ -x "$root$exec_bin" ] || bad "$as's ExecStart is not the packaged runpoolctl $args"
   for want in Restart=always RestartPreventExitStatus=2 CapabilityBoundingSet= NoNewPrivileges=yes \
     WantedBy=multi-user.target; do
-    grep -qx "$want" "$serve_unit" || bad "runpoolctl-serve.service lacks $want"
+    grep -qx "$want" "$unit" || bad "$as lacks $want"
   done
-  if grep -Eq '^(User|DynamicUser)=' "$serve_unit"; then
-    bad "runpoolctl-serve.service must be able to read /etc/runpool/runpoolctl.conf (root's, mode 640)"
+  if grep -Eq '^(User|DynamicUser)=' "$unit"; then
+    bad "$as must be able to read /etc/runpool/runpoolctl.conf (root's, mode 640)"
   fi
-  sed "s#^ExecStart=#ExecStart=$root#" "$serve_unit" > "$work/runpoolctl-serve.service"
+  sed "s#^ExecStart=#ExecStart=$root#" "$unit" > "$work/$as"
   if systemd-analyze security --help 2>/dev/null | grep -q -- --offline; then
-    exposure=$(systemd-analyze security --offline=yes "$work/runpoolctl-serve.service" 2>/dev/null |
+    exposure=$(systemd-analyze security --offline=yes "$work/$as" 2>/dev/null |
       sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
     [ -n "$exposure" ] && awk -v e="$exposure" 'BEGIN { exit !(e <= 2.5) }' ||
-      bad "runpoolctl-serve.service's exposure level is '$exposure' (> 2.5): its hardening was weakened"
+      bad "$as's exposure level is '$exposure' (> 2.5): its hardening was weakened"
   fi
   if command -v systemd-analyze > /dev/null; then
-    systemd-analyze verify "$work/runpoolctl-serve.service" > "$work/verify-serve" 2>&1 || true
-    [ ! -s "$work/verify-serve" ] || bad "systemd-analyze verify: $(cat "$work/verify-serve")"
+    systemd-analyze verify "$work/$as" > "$work/verify-$as" 2>&1 || true
+    [ ! -s "$work/verify-$as" ] || bad "systemd-analyze verify: $(cat "$work/verify-$as")"
   fi
+}
+serve_unit=$root$unitdir/runpoolctl-serve.service
+check_serve_unit "$serve_unit" runpoolctl-serve.service serve
+if [ "$prefix" = /usr ] && [ -f "$serve_unit" ]; then
+  cmp -s "$serve_unit" "$src/controller/runpoolctl-serve.service" ||
+    bad "the packaged serve unit differs from controller/runpoolctl-serve.service"
+fi
+# The template, verified as one of its instances; beside the shared environment file it reads the
+# scale set's own, and differs from the unit in nothing else.
+template=$root$unitdir/runpoolctl-serve@.service
+check_serve_unit "$template" runpoolctl-serve@linux-big.service "--set scale_set_name=%i serve"
+if [ -f "$template" ] && [ -f "$serve_unit" ]; then
+  grep -qx 'EnvironmentFile=-/etc/runpool/serve-%i.env' "$template" || bad "the serve template does not read serve-%i.env"
+  extra=$(diff "$serve_unit" "$template" | grep -c '^>' || true)
+  [ "$extra" -le 5 ] || bad "the serve template differs from the unit in more than its name, environment and ExecStart"
 fi
 
 # 6. The default configurations: every key of each schema, commented out; uncommenting every
