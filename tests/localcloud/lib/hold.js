@@ -7,9 +7,11 @@
 // steps of an uninterrupted run.
 //
 // A request's identities: for AWS, its principal (`controller`, `instance:<id>`) and access key
-// id; for the GitHub stand-in, `github` (REST calls with credentials: the controller's) or
-// `runner` (the runner protocol: config.sh, the Listener). Its operation: the AWS operation
-// (`UpdateItem`), or the GitHub route (`POST /repos/{owner}/{repo}/actions/runners/registration-token`).
+// id; for the GitHub stand-in, `github` (REST calls with credentials: the controller's),
+// `runner` (the runner protocol: config.sh, the Listener) or `scaleset` (the scale-set API: serve,
+// GitHub's scale-set client). Its operation: the AWS operation (`UpdateItem`), the GitHub route
+// (`POST /repos/{owner}/{repo}/actions/runners/registration-token`) or the scale-set operation
+// (`acquireJobs`).
 
 const WHEN = ['before', 'after'];
 const MAX_STEPS = 1000; // steps kept for the report
