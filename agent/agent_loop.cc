@@ -177,8 +177,17 @@ void AgentLoop::resume() {
     spdlog::warn("the runner root's configuration is unreadable ({}); it will be removed", e.what());
     start_.configured_foreign = true;
   }
+  // Nothing configured: an ephemeral runner may have ended its one job while no agent ran.
+  std::optional<int64_t> ended_ephemeral;
+  if (!start_.configured_generation && !start_.configured_foreign) {
+    try {
+      ended_ephemeral = ended_ephemeral_generation(record_, host_.ephemeral_mark());
+    } catch (const std::exception& e) {
+      spdlog::warn("cannot read the ephemeral runner's mark: {}", e.what());
+    }
+  }
   ResumeFacts f;
-  f.state = initial_state(record_, start_.configured_generation);
+  f.state = initial_state(record_, start_.configured_generation ? start_.configured_generation : ended_ephemeral);
   f.record = record_;
   if (f.state.phase != Phase::kIdle) {
     try {
@@ -208,6 +217,15 @@ void AgentLoop::resume() {
   }
   as_.token_taken = r.token_taken;
   as_.failed = as_.failure_reported = r.failure_reported;
+  if (ended_ephemeral && !listener_ && st_.phase == Phase::kServing) {
+    // As when this agent sees its ephemeral runner exit: left to the controller's drain, which
+    // finds nothing to deregister, cleans and returns the instance.
+    as_.ephemeral = true;
+    as_.stopping = true;
+    as_.stop_detail = "the ephemeral runner's assignment ended while no agent ran";
+    st_.phase = Phase::kStopped;
+    spdlog::info("{} (generation {})", as_.stop_detail, st_.generation);
+  }
   if (!r.drain_reason.empty()) {
     drain_.reason = r.drain_reason;
     drain_.asked_at = steady();

@@ -124,6 +124,7 @@ void AgentLoop::supervise() {
   if (!listener_) {
     if (as_.restart_at && steady() < *as_.restart_at) return;
     try {
+      if (as_.ephemeral) host_.mark_ephemeral(st_.generation);
       listener_ = host_.start_listener(ListenerStart{as_.jit_config, as_.drain_input});
       as_.restart_at.reset();
       activity_ = RunnerActivity{};

@@ -120,6 +120,41 @@ TEST_F(JitAssignmentTest, TheEphemeralEndIsNoFailureAndTheDrainCleansWithoutDere
   EXPECT_EQ(loop().state().phase, Phase::kIdle);
 }
 
+// The agent is down (a restart, an upgrade) while its JIT runner finishes its one job and deletes
+// its configuration. The next agent finds no configuration, but the mark left before the start
+// names this generation: the assignment is over, not new — no refusal, no failure; the controller's
+// drain cleans the instance back into the pool.
+TEST_F(JitAssignmentTest, AnEphemeralRunnerThatEndedWhileNoAgentRanIsNoFailure) {
+  launch_listening();
+  ASSERT_EQ(host_.marked_ephemeral, std::optional<int64_t>(1)) << "marked before the start";
+  step(pool::mark_running(record(), now(), timeouts_));
+  host_.say(RunnerEvent::kJobStarted, "build");
+  ticks(1);
+  loop_.reset();  // the agent stops; its runner finishes the job, deletes its files and exits
+  host_.identity.reset();
+  host_.listener.reset();
+  ticks(3);
+  EXPECT_EQ(loop().state().phase, Phase::kStopped);
+  EXPECT_EQ(loop().state().generation, 1);
+  EXPECT_EQ(host_.starts, 1) << "never started again: its configuration was for one job";
+  EXPECT_FALSE(pool::agent_reported(record(), AgentSignal::kFailed)) << record().signal_detail;
+  step(pool::start_drain(record(), Secret(), now(), timeouts_));
+  ASSERT_TRUE(tick_until([&] { return pool::agent_reported(record(), AgentSignal::kDrained); }));
+  EXPECT_TRUE(host_.removes.empty()) << "nothing left to deregister";
+  EXPECT_GE(host_.cleans, 1);
+}
+
+// Without the mark (a runner that was not ephemeral, whose configuration vanished while no agent
+// ran) nothing changes: the assignment cannot be served and is reported failed.
+TEST_F(AgentLoopTest, ARunnerConfigurationGoneWhileNoAgentRanWithoutAMarkIsAFailure) {
+  serve();
+  loop_.reset();
+  host_.identity.reset();
+  host_.listener.reset();
+  ASSERT_TRUE(tick_until([&] { return pool::agent_reported(record(), AgentSignal::kFailed); }, 50));
+  EXPECT_FALSE(host_.marked_ephemeral);
+}
+
 // A runner build that lists --drain-on-sigusr1: a JIT runner is started with it, and an armed,
 // idle one is drained by SIGUSR1 (its Worker never gets it) instead of SIGINT.
 TEST_F(JitAssignmentTest, AnIdleJitRunnerIsDrainedWithItsOwnDrainInputWhereTheRunnerHasIt) {

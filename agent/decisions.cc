@@ -195,6 +195,13 @@ AgentState initial_state(const std::optional<InstanceRecord>& r, std::optional<i
   return s;
 }
 
+std::optional<int64_t> ended_ephemeral_generation(const std::optional<InstanceRecord>& r, std::optional<int64_t> mark) {
+  if (!r || !mark || r->generation != *mark) return std::nullopt;
+  if (!assigned_state(r->state) && r->state != State::kDraining) return std::nullopt;
+  if (signal_for_current(*r) != AgentSignal::kRegistered) return std::nullopt;
+  return mark;
+}
+
 Resumption resume_step(const ResumeFacts& f) {
   Resumption r;
   r.state = f.state;

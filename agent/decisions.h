@@ -60,6 +60,14 @@ Decision decide(const AgentState& agent, const std::optional<pool::InstanceRecor
 // root is configured for (parsed from `.runner`), if any.
 AgentState initial_state(const std::optional<pool::InstanceRecord>& record, std::optional<int64_t> configured_generation);
 
+// The root holds no runner configuration: the generation to resume as all the same, when an
+// ephemeral (JIT) runner of the record's current generation ran and ended while no agent did —
+// its mark (RunnerHost::ephemeral_mark) names that generation, still assigned or already being
+// drained, and the agent had reported it registered; the runner deleted its configuration after
+// its one job, so the assignment is over, not new. nullopt otherwise (a runner that never started cannot be told from none).
+std::optional<int64_t> ended_ephemeral_generation(const std::optional<pool::InstanceRecord>& record,
+                                                  std::optional<int64_t> mark);
+
 // True when the agent should report `registered` for `generation` now: the Listener listens and
 // the record (still on that assignment, not draining) has no signal for it yet.
 bool should_report_registered(const pool::InstanceRecord& record, int64_t generation, bool listening);

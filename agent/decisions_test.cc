@@ -290,6 +290,24 @@ TEST(ResumeStep, ServingKnowsWhetherTheRegistrationTokenIsStillInTheRecord) {
   EXPECT_TRUE(resume_step(resume_facts(without, 3, false)).token_taken);
 }
 
+// Exhaustively over states and signals: the mark counts only for the record's generation, assigned
+// or already draining, once its runner was reported registered.
+TEST(EndedEphemeralGeneration, OnlyARegisteredRunnerOfTheCurrentAssignmentEnded) {
+  for (State st : kAllStates) {
+    for (AgentSignal sig : kAllSignals) {
+      const bool assigned = st == State::kCreated || st == State::kClaimed || st == State::kRunning ||
+                            st == State::kDraining;
+      const bool expected = assigned && sig == AgentSignal::kRegistered;
+      EXPECT_EQ(ended_ephemeral_generation(rec(st, 4, sig), 4), expected ? std::optional<int64_t>(4) : std::nullopt)
+          << pool::state_name(st) << " " << pool::agent_signal_name(sig);
+      EXPECT_EQ(ended_ephemeral_generation(rec(st, 4, sig), 3), std::nullopt) << "a mark of an earlier assignment";
+      EXPECT_EQ(ended_ephemeral_generation(rec(st, 4, sig, 3), 4), std::nullopt) << "a signal of an earlier assignment";
+    }
+  }
+  EXPECT_EQ(ended_ephemeral_generation(rec(State::kRunning, 4, AgentSignal::kRegistered), std::nullopt), std::nullopt);
+  EXPECT_EQ(ended_ephemeral_generation(std::nullopt, 4), std::nullopt);
+}
+
 TEST(ResumeStep, ADrainUnderWayIsResumed) {
   Resumption r = resume_step(resume_facts(rec(State::kDraining, 3, AgentSignal::kRegistered), 3, true));
   EXPECT_EQ(r.state.phase, Phase::kDraining);

@@ -206,6 +206,24 @@ void LocalRunnerHost::prepare(const std::string& job_privileges) {
   user_dir(root / "_home", user, 0700);
 }
 
+void LocalRunnerHost::mark_ephemeral(int64_t generation) {
+  if (!s_.ephemeral_mark.empty()) write_state_file(s_.ephemeral_mark, std::to_string(generation) + "\n");
+}
+
+std::optional<int64_t> LocalRunnerHost::ephemeral_mark() {
+  if (s_.ephemeral_mark.empty()) return std::nullopt;
+  const auto text = read_state_file(s_.ephemeral_mark);
+  if (!text) return std::nullopt;
+  try {
+    size_t used = 0;
+    const int64_t g = std::stoll(*text, &used);
+    if (g > 0 && text->find_first_not_of(" \n", used) == std::string::npos) return g;
+  } catch (const std::exception&) {
+  }
+  spdlog::warn("{} is malformed; ignored", s_.ephemeral_mark);
+  return std::nullopt;
+}
+
 std::optional<RunnerIdentity> LocalRunnerHost::configured() {
   std::string file = path(".runner_migrated");
   if (!fs::exists(file)) file = path(".runner");

@@ -43,6 +43,8 @@ struct RunnerHostSettings {
   // on this machine (a docker assignment is refused).
   DockerEngine* docker = nullptr;
   std::string docker_baseline;
+  // Where mark_ephemeral() keeps its generation (a root-owned file outside the runner root).
+  std::string ephemeral_mark;
   // Caches kept for the next assignment of the same scope (job users only; nullptr: none kept).
   JobCache* cache = nullptr;
   CacheScope cache_scope = CacheScope::kNone;
@@ -73,6 +75,8 @@ class LocalRunnerHost final : public RunnerHost {
   std::unique_ptr<ListenerProcess> start_listener(const ListenerStart& how) override;
   std::optional<RunnerDrainSupport> drain_support() override;
   std::unique_ptr<ListenerProcess> adopt_listener() override;
+  void mark_ephemeral(int64_t generation) override;
+  std::optional<int64_t> ephemeral_mark() override;
   bool worker_running() override;
   void end_user_processes() override;
   void clean() override;

@@ -82,6 +82,12 @@ class RunnerHost {
   // on as if this agent had started it — its output, its job, its end (of unknown cause: it is not
   // this agent's child). nullptr when none runs.
   virtual std::unique_ptr<ListenerProcess> adopt_listener() = 0;
+  // The generation whose runner is ephemeral (a JIT runner: it deletes its own configuration after
+  // its one job), kept outside the runner root before such a runner starts, so that an agent
+  // restarted after that runner ended can tell its assignment is over. Throws when it cannot keep it.
+  virtual void mark_ephemeral(int64_t generation) = 0;
+  // The last generation so marked (nullopt: none).
+  virtual std::optional<int64_t> ephemeral_mark() = 0;
   virtual bool worker_running() = 0;  // a Runner.Worker process exists
   // Ends every process of the runner user: SIGTERM, then SIGKILL after the cleanup bound.
   virtual void end_user_processes() = 0;

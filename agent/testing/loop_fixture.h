@@ -105,6 +105,8 @@ class FakeHost final : public RunnerHost {
     listener->adopted = true;
     return std::make_unique<FakeListener>(listener);
   }
+  void mark_ephemeral(int64_t generation) override { marked_ephemeral = generation; }
+  std::optional<int64_t> ephemeral_mark() override { return marked_ephemeral; }
   bool worker_running() override { return worker; }
   void end_user_processes() override { ++ends; }
   void clean() override {
@@ -138,6 +140,7 @@ class FakeHost final : public RunnerHost {
   std::optional<RunnerDrainSupport> support = RunnerDrainSupport{};  // what `run --help` shows
   bool exit_on_interrupt = true;
   bool stray = false;  // a Listener an earlier agent left runs (adopt_listener finds it)
+  std::optional<int64_t> marked_ephemeral;  // mark_ephemeral()'s file, kept across agents
   int adopts = 0;
   bool worker = false;
 };

@@ -252,5 +252,34 @@ TEST_F(Serve, TwoScaleSetsShareOnePoolEachServedByItsOwnProcess) {
   EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
 }
 
+// The agent down while its JIT runner ends its job (stopped, then killed and started again, as an
+// upgrade restarts it): the next agent finds the one-job runner gone and its assignment over, not
+// new — the instance is cleaned back into the pool, not retired, and serves the next job warm.
+TEST_F(Serve, AnAgentDownWhileItsJitRunnerEndsReturnsTheInstanceToThePool) {
+  auto serve = start_ctl({"serve"});
+  Json::Value warm_up = run_job("warm-up");
+  const std::string instance = instance_of_runner(warm_up["runnerName"].asString());
+  ASSERT_TRUE(eventually([&] { return back_in_pool(instance); }, 60s)) << state_of(instance) << consoles();
+
+  const int64_t id = queue_job(set_name(), "outlives-its-agent", "sleep 2");
+  ASSERT_TRUE(eventually([&] { return job(id)["state"].asString() == "running"; }, 60s)) << consoles();
+  const std::vector<pid_t> agents = pids_matching(instance, "runpool-agent --config");
+  ASSERT_FALSE(agents.empty());
+  for (pid_t p : agents) kill(p, SIGSTOP);
+  Json::Value done = finished_job(id, 60s);
+  EXPECT_EQ(done["result"].asString(), "Succeeded") << write_json(done);
+  EXPECT_TRUE(eventually([&] { return pids_matching(instance, "Runner.Listener").empty(); }, 30s))
+      << "the one-job runner exits after its job";
+  for (pid_t p : agents) kill(p, SIGKILL);  // the boot script starts the agent again
+
+  ASSERT_TRUE(eventually([&] { return back_in_pool(instance); }, 60s))
+      << "cleaned back into the pool, not retired: " << state_of(instance) << consoles();
+  Json::Value next = run_job("after-the-restart");
+  EXPECT_EQ(instance_of_runner(next["runnerName"].asString()), instance) << "served warm on the same instance";
+  ASSERT_TRUE(eventually([&] { return all_back_in_pool(); }, 60s)) << states() << consoles();
+  EXPECT_EQ(records().size(), 1u) << "nothing launched beside it";
+  stop(*serve);
+}
+
 }  // namespace
 }  // namespace runpool::controller::e2e
