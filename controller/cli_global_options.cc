@@ -25,6 +25,8 @@ constexpr KeyFlag kKeyFlags[] = {
     {"--github-owner", "github_owner", "whose runners: owner/repo or an organization"},
 };
 
+const char* process_env(const char* name) { return std::getenv(name); }
+
 }  // namespace
 
 void add_global_options(CLI::App& app, GlobalOptions& o) {
@@ -42,7 +44,7 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
 
 Settings configure(const GlobalOptions& o, Config& config) {
   if (std::string file = config_file_to_read(o.config_file); !file.empty()) config.merge_file(file);
-  config.merge_env([](const char* name) -> const char* { return std::getenv(name); });
+  config.merge_env(process_env);
   for (const auto& [key, value] : o.key_flags) {
     if (!value.empty()) config.set(key, value, "--" + key);
   }
@@ -68,7 +70,7 @@ Settings configure(const GlobalOptions& o, Config& config) {
     config.reject("log_level", "'" + level + "'");
   }
   init_logging(format, level);
-  return load_settings(config, env);
+  return load_settings(config, process_env);
 }
 
 }  // namespace runpool::controller
