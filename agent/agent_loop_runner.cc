@@ -123,8 +123,15 @@ void AgentLoop::supervise() {
   if (!as_.token_taken) return;  // the Listener never starts while the token is readable in the record
   if (!listener_) {
     if (as_.restart_at && steady() < *as_.restart_at) return;
+    if (as_.ephemeral) {
+      // Only what a restart mid-job would learn from it is at stake: the runner starts regardless.
+      try {
+        host_.mark_ephemeral(st_.generation);
+      } catch (const std::exception& e) {
+        spdlog::warn("cannot mark generation {} as an ephemeral runner's: {}", st_.generation, e.what());
+      }
+    }
     try {
-      if (as_.ephemeral) host_.mark_ephemeral(st_.generation);
       listener_ = host_.start_listener(ListenerStart{as_.jit_config, as_.drain_input});
       as_.restart_at.reset();
       activity_ = RunnerActivity{};

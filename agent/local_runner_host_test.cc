@@ -123,6 +123,25 @@ class LocalRunnerHostTest : public ::testing::Test {
   fs::path base_, tpl_;
 };
 
+// The ephemeral runner's mark: a root-owned file beside the runner root, readable by the next
+// agent; none (or a malformed one) reads as no mark, and none is kept without a path.
+TEST_F(LocalRunnerHostTest, TheEphemeralMarkOutlivesTheAgentThatWroteIt) {
+  RunnerHostSettings s = settings(base_ / "root");
+  s.ephemeral_mark = (base_ / "root.ephemeral").string();
+  EXPECT_EQ(LocalRunnerHost(s, nullptr).ephemeral_mark(), std::nullopt);
+  LocalRunnerHost(s, nullptr).mark_ephemeral(7);
+  EXPECT_EQ(LocalRunnerHost(s, nullptr).ephemeral_mark(), std::optional<int64_t>(7)) << "read by the next agent";
+  struct stat st {};
+  ASSERT_EQ(stat(s.ephemeral_mark.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::ofstream(s.ephemeral_mark, std::ios::trunc) << "7 or so\n";
+  EXPECT_EQ(LocalRunnerHost(s, nullptr).ephemeral_mark(), std::nullopt) << "malformed";
+  s.ephemeral_mark.clear();
+  LocalRunnerHost(s, nullptr).mark_ephemeral(8);
+  EXPECT_EQ(LocalRunnerHost(s, nullptr).ephemeral_mark(), std::nullopt);
+}
+
 TEST_F(LocalRunnerHostTest, ARootTheRunnerCannotReachIsRefusedClearly) {
   fs::create_directories(base_ / "private");
   chmod((base_ / "private").c_str(), 0700);
