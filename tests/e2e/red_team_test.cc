@@ -65,7 +65,6 @@ class RedTeam : public E2eTest {
   };
 
  protected:
-
   void TearDown() override {
     E2eTest::TearDown();
     std::error_code ec;

@@ -38,6 +38,18 @@ class ServeTestOf : public Base {
     return j;
   }
 
+  // A warm pool of one: a first job served on a launched instance, cleaned back into the pool. The
+  // instance's id ("" after a failure: it did not run the job or did not come back).
+  std::string warm_pool_of_one() {
+    const std::string id = this->instance_of_runner(run_job("warm-up")["runnerName"].asString());
+    if (id.empty() || !eventually([&] { return back_in_pool(id); }, 60s)) {
+      ADD_FAILURE() << "no warm instance: " << (id.empty() ? "the job ran on no runner of the pool" : state_of(id))
+                    << this->consoles();
+      return "";
+    }
+    return id;
+  }
+
   bool back_in_pool(const std::string& id) {
     auto r = this->table_->get(id);
     return r && r->state == State::kIdle && r->label.empty();

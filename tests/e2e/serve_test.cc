@@ -46,9 +46,8 @@ TEST_F(Serve, JobsOfTheScaleSetRunColdThenWarmWithNoProvisionOrRelease) {
 // acknowledged, cleans the instance back into the pool and serves the next job warm.
 TEST_F(Serve, AStandbyTakesOverFromAKilledControllerAndLosesNothing) {
   auto first = start_ctl({"serve"});
-  Json::Value warm_up = run_job("warm-up");
-  const std::string instance = instance_of_runner(warm_up["runnerName"].asString());
-  ASSERT_TRUE(eventually([&] { return back_in_pool(instance); }, 60s)) << state_of(instance) << consoles();
+  const std::string instance = warm_pool_of_one();
+  ASSERT_FALSE(instance.empty());
 
   auto second = start_ctl({"serve"});
   const int64_t long_job = queue_job(set_name(), "long", "sleep 3");
@@ -182,9 +181,8 @@ TEST_F(Serve, AJobCancelledWhileItsRunnerStartsLeavesNothingBehind) {
 // new instance for the next job.
 TEST_F(Serve, AnInstanceKilledMidJobIsRetiredAndTheNextJobRunsElsewhere) {
   auto serve = start_ctl({"serve"});
-  Json::Value warm_up = run_job("warm-up");
-  const std::string instance = instance_of_runner(warm_up["runnerName"].asString());
-  ASSERT_TRUE(eventually([&] { return back_in_pool(instance); }, 60s)) << state_of(instance) << consoles();
+  const std::string instance = warm_pool_of_one();
+  ASSERT_FALSE(instance.empty());
 
   const int64_t doomed = queue_job(set_name(), "doomed", "sleep 60");
   ASSERT_TRUE(eventually([&] { return job(doomed)["state"].asString() == "running"; }, 60s))
@@ -257,9 +255,8 @@ TEST_F(Serve, TwoScaleSetsShareOnePoolEachServedByItsOwnProcess) {
 // new — the instance is cleaned back into the pool, not retired, and serves the next job warm.
 TEST_F(Serve, AnAgentDownWhileItsJitRunnerEndsReturnsTheInstanceToThePool) {
   auto serve = start_ctl({"serve"});
-  Json::Value warm_up = run_job("warm-up");
-  const std::string instance = instance_of_runner(warm_up["runnerName"].asString());
-  ASSERT_TRUE(eventually([&] { return back_in_pool(instance); }, 60s)) << state_of(instance) << consoles();
+  const std::string instance = warm_pool_of_one();
+  ASSERT_FALSE(instance.empty());
 
   const int64_t id = queue_job(set_name(), "outlives-its-agent", "sleep 2");
   ASSERT_TRUE(eventually([&] { return job(id)["state"].asString() == "running"; }, 60s)) << consoles();
