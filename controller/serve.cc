@@ -30,7 +30,8 @@
 
 namespace runpool::controller {
 
-std::string serve_lease_name(const Settings& s) { return "scaleset/" + s.pool + "/" + s.scale_set(); }
+std::string serve_lease_prefix(const std::string& pool) { return "scaleset/" + pool + "/"; }
+std::string serve_lease_name(const Settings& s) { return serve_lease_prefix(s.pool) + s.scale_set(); }
 
 namespace {
 

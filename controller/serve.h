@@ -41,7 +41,8 @@ struct ServeDeps {
 // standby takes over at once. Returns the exit code.
 int run_serve(Context& ctx, ServeDeps& deps);
 
-// "scaleset/<pool>/<scale set>": the lease's name.
+// "scaleset/<pool>/<scale set>": the lease's name; every scale set of a pool under one prefix.
+std::string serve_lease_prefix(const std::string& pool);
 std::string serve_lease_name(const Settings& settings);
 
 }  // namespace runpool::controller

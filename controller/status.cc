@@ -37,17 +37,33 @@ StatusView collect_status(Context& ctx, const StatusOptions& o, pool::LeaseStore
     if (a.state != b.state) return static_cast<int>(a.state) < static_cast<int>(b.state);
     return a.created_ms < b.created_ms;
   });
-  ScaleSetView set;
-  set.name = ctx.settings.scale_set();
-  set.runners = pool::scale_set_runners(v.records, ctx.settings.pool, set.name, {}, v.now_ms);
+  // The pool's scale sets: those whose lease was ever written (serve's, never deleted) and the
+  // configured one.
+  std::map<std::string, ScaleSetView> sets;
+  const std::string prefix = serve_lease_prefix(ctx.settings.pool);
+  std::string lease_error;
   if (leases) {
     try {
-      set.lease = leases->get(serve_lease_name(ctx.settings));
+      for (pool::Lease& l : leases->list(prefix)) {
+        ScaleSetView& set = sets[l.name.substr(prefix.size())];
+        set.lease = std::move(l);
+      }
     } catch (const std::exception& e) {
-      set.error = e.what();
+      lease_error = e.what();
     }
   }
-  if (set.lease || !set.runners.empty() || !set.error.empty()) v.scale_set = std::move(set);
+  const std::string configured = ctx.settings.scale_set();
+  if (!sets.count(configured)) {
+    ScaleSetView set;
+    set.error = lease_error;
+    set.runners = pool::scale_set_runners(v.records, ctx.settings.pool, configured, {}, v.now_ms);
+    if (!set.runners.empty() || !set.error.empty()) sets[configured] = std::move(set);
+  }
+  for (auto& [name, set] : sets) {
+    set.name = name;
+    if (set.runners.empty()) set.runners = pool::scale_set_runners(v.records, ctx.settings.pool, name, {}, v.now_ms);
+    v.scale_sets.push_back(std::move(set));
+  }
   for (const auto& rc : ctx.settings.resource_classes) {
     ClassDepth c;
     c.resource_class = rc.name;
@@ -114,8 +130,7 @@ std::string status_text(const StatusView& v) {
       out += fmt::format("  {:<12} depth unknown: {}\n", c.resource_class, c.error);
     }
   }
-  if (v.scale_set) {
-    const ScaleSetView& set = *v.scale_set;
+  for (const ScaleSetView& set : v.scale_sets) {
     std::map<pool::RunnerPhase, int> n;
     for (const auto& r : set.runners) ++n[r.phase];
     std::string who;
@@ -188,12 +203,12 @@ Json::Value status_json(const StatusView& v) {
     }
     root["pool"].append(j);
   }
-  if (v.scale_set) {
-    const ScaleSetView& set = *v.scale_set;
+  root["scale_sets"] = Json::Value(Json::arrayValue);
+  for (const ScaleSetView& set : v.scale_sets) {
     std::map<pool::RunnerPhase, int> n;
     for (const auto& r : set.runners) ++n[r.phase];
     Json::Value j(Json::objectValue);
-    j["name"] = set.name;
+    j["name"] = printable(set.name, 100);
     j["starting"] = n[pool::RunnerPhase::kStarting];
     j["armed"] = n[pool::RunnerPhase::kArmed];
     j["busy"] = n[pool::RunnerPhase::kBusy];
@@ -207,7 +222,7 @@ Json::Value status_json(const StatusView& v) {
       j["served"] = false;
     }
     if (!set.error.empty()) j["error"] = printable(set.error, 200);
-    root["scale_set"] = j;
+    root["scale_sets"].append(j);
   }
   root["skipped"] = static_cast<Json::Int64>(v.skipped);
   return root;

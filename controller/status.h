@@ -30,8 +30,7 @@ struct ClassDepth {
   int idle_records = 0;
 };
 
-// The scale set runpoolctl serve serves for this pool (scale_set_name): its runners by phase, and
-// who holds its lease.
+// A scale set runpoolctl serve serves from this pool: its runners by phase, and who holds its lease.
 struct ScaleSetView {
   std::string name;
   std::vector<pool::ScaleSetRunner> runners;
@@ -41,14 +40,16 @@ struct ScaleSetView {
 
 struct StatusView {
   int64_t now_ms = 0;
-  // Shown when its lease was ever written or a record is assigned to it.
-  std::optional<ScaleSetView> scale_set;
+  // Every scale set served from this pool (its lease was ever written), and the configured one
+  // (scale_set_name) when a record is assigned to it; by name.
+  std::vector<ScaleSetView> scale_sets;
   std::vector<pool::InstanceRecord> records;  // this pool's, sorted by state then age
   std::vector<ClassDepth> classes;
   long skipped = 0;  // foreign or corrupted items the scan passed over
 };
 
-// `leases`: where serve's lease is (nullptr: the scale set is shown from the records alone).
+// `leases`: where serve's leases are (nullptr: the configured scale set is shown from the records
+// alone).
 StatusView collect_status(Context& ctx, const StatusOptions& options, pool::LeaseStore* leases = nullptr);
 int run_status(Context& ctx, const StatusOptions& options, pool::LeaseStore* leases = nullptr);
 

@@ -183,17 +183,62 @@ TEST(Status, TheScaleSetsRunnersByPhaseAndWhoServesIt) {
   w.out.str("");
   ASSERT_EQ(run_status(w.ctx, {true, false}, &leases), kExitOk);
   Json::Value j = parse_json(w.out.str(), "status");
-  EXPECT_EQ(j["scale_set"]["name"].asString(), set);
-  EXPECT_EQ(j["scale_set"]["busy"].asInt(), 1);
-  EXPECT_EQ(j["scale_set"]["armed"].asInt(), 1);
-  EXPECT_EQ(j["scale_set"]["cleaning"].asInt(), 1);
-  EXPECT_EQ(j["scale_set"]["holder"].asString(), "ctl-host:42");
-  EXPECT_EQ(j["scale_set"]["lease_generation"].asInt(), 3);
-  EXPECT_TRUE(j["scale_set"]["served"].asBool());
+  ASSERT_EQ(j["scale_sets"].size(), 1u);
+  EXPECT_EQ(j["scale_sets"][0]["name"].asString(), set);
+  EXPECT_EQ(j["scale_sets"][0]["busy"].asInt(), 1);
+  EXPECT_EQ(j["scale_sets"][0]["armed"].asInt(), 1);
+  EXPECT_EQ(j["scale_sets"][0]["cleaning"].asInt(), 1);
+  EXPECT_EQ(j["scale_sets"][0]["holder"].asString(), "ctl-host:42");
+  EXPECT_EQ(j["scale_sets"][0]["lease_generation"].asInt(), 3);
+  EXPECT_TRUE(j["scale_sets"][0]["served"].asBool());
 
   w.out.str("");
   ASSERT_EQ(run_status(w.ctx, {false, false}, &leases), kExitOk);
   EXPECT_NE(w.out.str().find("served by ctl-host:42 (lease generation 3, 20s left)"), std::string::npos) << w.out.str();
+}
+
+// One pool, several scale sets (one serve each): status shows every one the pool ever served,
+// whichever scale_set_name it is run with, and no other pool's.
+TEST(Status, EveryScaleSetOfThePoolWhicheverIsConfigured) {
+  World w;
+  auto record = [&](const std::string& id, const std::string& label, bool busy) {
+    auto r = testing::idle_record(id, w.now());
+    r.state = pool::State::kRunning;
+    r.label = label;
+    r.busy = busy;
+    w.table.inner.create(r);
+  };
+  record("i-00000000000000cc1", "linux-big", true);
+  record("i-00000000000000cc2", "linux-small", false);
+  record("i-00000000000000cc3", "linux-small", true);
+  pool::MemoryLeaseStore leases;
+  leases.create(pool::Lease{serve_lease_prefix(w.settings.pool) + "linux-small", "host-a:1", 1, w.now() + 20'000});
+  leases.create(pool::Lease{serve_lease_prefix(w.settings.pool) + "linux-big", "host-b:2", 4, w.now() - 60'000});
+  leases.create(pool::Lease{serve_lease_prefix(w.settings.pool + "x") + "linux-small", "host-c:3", 1, w.now() + 20'000});
+
+  ASSERT_EQ(run_status(w.ctx, {true, false}, &leases), kExitOk);
+  Json::Value j = parse_json(w.out.str(), "status");
+  ASSERT_EQ(j["scale_sets"].size(), 2u) << w.out.str();
+  EXPECT_EQ(j["scale_sets"][0]["name"].asString(), "linux-big");
+  EXPECT_EQ(j["scale_sets"][0]["busy"].asInt(), 1);
+  EXPECT_FALSE(j["scale_sets"][0]["served"].asBool()) << "its lease ended a minute ago";
+  EXPECT_EQ(j["scale_sets"][1]["name"].asString(), "linux-small");
+  EXPECT_EQ(j["scale_sets"][1]["busy"].asInt(), 1);
+  EXPECT_EQ(j["scale_sets"][1]["armed"].asInt(), 1);
+  EXPECT_EQ(j["scale_sets"][1]["holder"].asString(), "host-a:1");
+  EXPECT_TRUE(j["scale_sets"][1]["served"].asBool());
+
+  w.out.str("");
+  ASSERT_EQ(run_status(w.ctx, {false, false}, &leases), kExitOk);
+  const std::string text = w.out.str();
+  EXPECT_NE(text.find("SCALE SET linux-big\n  1 busy, 0 armed, 0 starting, 0 cleaning; not served: the lease of "
+                      "host-b:2 ended 1m ago"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("SCALE SET linux-small\n  1 busy, 1 armed, 0 starting, 0 cleaning; served by host-a:1"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("host-c:3"), std::string::npos) << "another pool's scale set";
 }
 
 TEST(Status, NoScaleSetSectionForAPoolThatNeverServedOne) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/aws/dynamodb.h"
 #include "common/pool/lease.h"
@@ -27,6 +28,9 @@ class LeaseStore {
   // Writes `next` where the item's generation is `read_generation` (a renewal, a take-over, or a
   // release: the holder's own lease with expires_ms 0). false: another write came first.
   virtual bool replace(const Lease& next, int64_t read_generation) = 0;
+  // Every lease whose name starts with `prefix`, by name (strongly consistent where the store
+  // allows: a scan of the table is).
+  virtual std::vector<Lease> list(const std::string& prefix) = 0;
 };
 
 // In memory. Does not model: requests, their failures and latency, the item's attribute names.
@@ -35,6 +39,7 @@ class MemoryLeaseStore final : public LeaseStore {
   std::optional<Lease> get(const std::string& name) override;
   bool create(const Lease& lease) override;
   bool replace(const Lease& next, int64_t read_generation) override;
+  std::vector<Lease> list(const std::string& prefix) override;
 
  private:
   std::mutex mu_;
@@ -50,6 +55,7 @@ class DynamoLeaseStore final : public LeaseStore {
   std::optional<Lease> get(const std::string& name) override;
   bool create(const Lease& lease) override;
   bool replace(const Lease& next, int64_t read_generation) override;
+  std::vector<Lease> list(const std::string& prefix) override;
 
  private:
   aws::DynamoDbClient& db_;

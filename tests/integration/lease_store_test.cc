@@ -58,6 +58,19 @@ TEST_P(LeaseStoreTest, AnEmptyNameIsRefused) {
   EXPECT_THROW(store_->create({"", "a", 1, 1}), std::invalid_argument);
 }
 
+TEST_P(LeaseStoreTest, ListGivesTheLeasesUnderAPrefixByName) {
+  // Written out of order, with a neighbour whose name shares all but the separator.
+  ASSERT_TRUE(store_->create({"scaleset/list/b", "h", 1, 10}));
+  ASSERT_TRUE(store_->create({"scaleset/list/a", "h", 2, 20}));
+  ASSERT_TRUE(store_->create({"scaleset/list-other/c", "h", 1, 30}));
+  ASSERT_TRUE(store_->replace({"scaleset/list/b", "g", 2, 40}, 1));
+  const std::vector<Lease> got = store_->list("scaleset/list/");
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], (Lease{"scaleset/list/a", "h", 2, 20}));
+  EXPECT_EQ(got[1], (Lease{"scaleset/list/b", "g", 2, 40})) << "as last written";
+  EXPECT_TRUE(store_->list("scaleset/list-none/").empty());
+}
+
 // Two contenders over the real store with the pure decision: never both holding it.
 TEST_P(LeaseStoreTest, ContendersFollowingTheDecisionNeverOverlap) {
   const std::string name = "scaleset/p/contend";
@@ -105,6 +118,7 @@ TEST(LeaseInTheStateTable, RecordReadersPassOverLeases) {
   EXPECT_EQ(stats.skipped, 0) << "a lease is runpool's own item, not a foreign one";
   EXPECT_GT(stats.items, seen) << "the leases were scanned and passed over";
   EXPECT_TRUE(table.get("i-0beside1ease"));
+  for (const Lease& l : leases.list("")) EXPECT_NE(l.name, "i-0beside1ease") << "a record is never listed as a lease";
 }
 
 }  // namespace
