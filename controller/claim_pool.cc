@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
+#include <stdexcept>
 
 #include "common/pool/claim.h"
 #include "common/pool/record_update.h"
@@ -27,7 +29,8 @@ class Claimer {
   Claimer(Context& ctx, const ClaimPlan& plan)
       : ctx_(ctx),
         plan_(plan),
-        scope_key_(pool::scope_key_for(plan.reg_url, ctx.settings.reuse_policy_for(plan.resource_class).reuse_scope)) {}
+        scope_key_(pool::scope_key_for(plan.reg_url, ctx.settings.reuse_policy_for(plan.resource_class).reuse_scope)),
+        deadline_(plan.deadline) {}
 
   // Whether the claim has an own scope to prefer (see prepare): its class reuses same-scope, and
   // its registration URL names an owner.
@@ -77,10 +80,46 @@ class Claimer {
     batch = std::move(arranged);
   }
 
+  // A scale set's claim: the runner configurations of the prepared batch's instances it will
+  // claim, made at once (side by side) instead of one per claim.
+  void mint(const std::vector<QueuedMessage>& batch) {
+    if (!plan_.jit_configs) return;
+    const size_t want = static_cast<size_t>(std::max(0, plan_.count - static_cast<int>(out.claimed.size())));
+    std::vector<std::string> receipts, names;
+    std::set<std::string> ids;
+    for (const QueuedMessage& m : batch) {
+      if (names.size() >= want) break;
+      if (!m.message) continue;
+      auto v = verdicts_.find(m.receipt);
+      if (v == verdicts_.end() || v->second.fate != pool::MessageFate::kClaim) continue;
+      const std::string& id = m.message->instance_id;
+      if (claimed_ids_.count(id) || !ids.insert(id).second) continue;  // a duplicate message
+      names.push_back(pool::runner_name(ctx_.settings.pool, id, record(*m.message)->generation + 1));
+      receipts.push_back(m.receipt);
+    }
+    if (names.empty()) return;
+    std::vector<MintedJit> made = plan_.jit_configs(names);
+    if (made.size() != names.size()) throw std::logic_error("runner configurations: one per name expected");
+    for (size_t i = 0; i < names.size(); ++i) minted_[receipts[i]] = {names[i], std::move(made[i])};
+  }
+
+  // Removes the runners made for instances that were not claimed after all.
+  void discard_unused() {
+    for (auto& [receipt, m] : minted_) {
+      if (!m.jit.config || !plan_.jit_discard) continue;
+      try {
+        plan_.jit_discard(m.name);
+      } catch (const std::exception& e) {
+        spdlog::warn("could not remove the unused runner {} ({}); refresh removes it", m.name, e.what());
+      }
+    }
+    minted_.clear();
+  }
+
   // Deals with one message of the prepared batch: claim, drop or hold it.
   void handle(const QueuedMessage& m) {
     ++out.examined;
-    if (done()) {
+    if (done() || (plan_.keep_going && !plan_.keep_going())) {
       held.push_back(m);
       return;
     }
@@ -110,9 +149,27 @@ class Claimer {
       return;
     }
     const std::string jit_name = pool::runner_name(s.pool, record->instance_id, record->generation + 1);
+    std::optional<Secret> jit;
+    if (plan_.jit_configs) {
+      // Kept in minted_ until the write's outcome: should the write throw, the runner is removed.
+      auto it = minted_.find(m.receipt);
+      if (it == minted_.end()) {  // not made with the batch: an earlier claim lost its race, one more is needed
+        std::vector<MintedJit> one = plan_.jit_configs({jit_name});
+        it = minted_.emplace(m.receipt, Minted{jit_name, one.size() == 1 ? std::move(one[0]) : MintedJit{}}).first;
+      }
+      if (!it->second.jit.config) {
+        const std::string why = it->second.jit.error.empty() ? "none made" : it->second.jit.error;
+        minted_.erase(it);
+        spdlog::warn("no runner configuration for {}: {}; leaving it in the pool", record->instance_id, why);
+        out.error = "making a runner configuration failed: " + why;
+        stopped_ = true;
+        held.push_back(m);
+        return;
+      }
+      jit = it->second.jit.config;
+    }
     pool::Step step =
-        plan_.jit_config
-            ? pool::claim_jit(*record, plan_.label, plan_.jit_config(jit_name), plan_.reg_url, ctx_.now_ms(), s.timeouts)
+        jit ? pool::claim_jit(*record, plan_.label, *jit, plan_.reg_url, ctx_.now_ms(), s.timeouts)
             : pool::claim(*record, plan_.label, plan_.reg_token, plan_.reg_url, ctx_.now_ms(), s.timeouts);
     if (ctx_.table.transition(record->instance_id, step.expect, step.change) ||
         ours_after_all(ctx_, *record, plan_.label)) {
@@ -122,17 +179,27 @@ class Claimer {
                    pool::usage_class_name(claimed.usage_class), claimed.generation);
       out.claimed.push_back(claimed);
       claimed_ids_.insert(claimed.instance_id);
+      minted_.erase(m.receipt);
+      if (plan_.extend_per_claim.count() > 0) {
+        deadline_ = std::max(deadline_, ctx_.clock.steady_now() + plan_.extend_per_claim);
+      }
       wake_agents(ctx_.queue, {claimed.instance_id});  // its agent starts registering now, not at its next poll
       remove(m);  // only after the claim: a crash before leaves a message that names a stale generation
     } else {
       // Someone else claimed or retired it between our read and our write.
       spdlog::info("lost the race for {}; dropping its message", record->instance_id);
-      if (plan_.jit_discard) plan_.jit_discard(jit_name);
+      if (jit && plan_.jit_discard) plan_.jit_discard(jit_name);
+      minted_.erase(m.receipt);
       drop(m);
     }
   }
 
   bool done() const { return static_cast<int>(out.claimed.size()) >= plan_.count; }
+  // Whether another batch may be received: not cancelled, in time, not stopped by a failure.
+  bool may_go_on() const {
+    return !stopped_ && !ctx_.cancelled.load() && ctx_.clock.steady_now() < deadline_ &&
+           (!plan_.keep_going || plan_.keep_going());
+  }
 
   // Deletes the messages claimed or dropped so far: one request per 10.
   void flush_removals() {
@@ -174,9 +241,17 @@ class Claimer {
     ++out.dropped;
   }
 
+  struct Minted {
+    std::string name;  // the runner's
+    MintedJit jit;
+  };
+
   Context& ctx_;
   const ClaimPlan& plan_;
   const std::string scope_key_;  // the claim's reuse scope ("" when its registration URL names no owner)
+  std::chrono::steady_clock::time_point deadline_;
+  bool stopped_ = false;  // a runner configuration could not be made: no further batch
+  std::map<std::string, Minted> minted_;  // the current batch's runner configurations, by receipt
   std::map<std::string, pool::InstanceRecord> records_;  // the current batch's, by instance id
   std::map<std::string, pool::ClaimVerdict> verdicts_;   // the current batch's, by receipt
   std::set<std::string> claimed_ids_;
@@ -194,7 +269,7 @@ ClaimOutcome claim_from_pool(Context& ctx, const ClaimPlan& plan) {
   size_t next = 0;
   try {
     while (!claimer.done() && claimer.out.examined < max_examined) {
-      if (ctx.cancelled.load() || ctx.clock.steady_now() >= plan.deadline) break;
+      if (!claimer.may_go_on()) break;
       // A claim that prefers its own scope receives a full batch whatever its count, so there is a
       // choice: the preference holds within each received batch only, SQS offering no way to choose
       // across the queue. What it does not take is made visible again at the end.
@@ -204,14 +279,17 @@ ClaimOutcome claim_from_pool(Context& ctx, const ClaimPlan& plan) {
       if (batch.empty()) break;  // the pool is empty (for this request)
       next = 0;
       claimer.prepare(batch);
+      claimer.mint(batch);
       for (; next < batch.size(); ++next) claimer.handle(batch[next]);
+      claimer.discard_unused();
       claimer.flush_removals();
     }
   } catch (const std::exception& e) {
     claimer.out.error = e.what();
     spdlog::warn("claiming from the {} pool stopped: {}", plan.resource_class, claimer.out.error);
-    // The message in hand and the rest of its batch go back to the pool.
+    // The message in hand and the rest of its batch go back to the pool, their runners removed.
     for (; next < batch.size(); ++next) claimer.held.push_back(batch[next]);
+    claimer.discard_unused();
   }
   claimer.flush_removals();
   claimer.release_held();

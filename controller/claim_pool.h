@@ -15,6 +15,7 @@
 #include "common/pool/instance_record.h"
 #include "common/secret.h"
 #include "controller/context.h"
+#include "controller/jit_mint.h"
 
 namespace runpool::controller {
 
@@ -27,10 +28,17 @@ struct ClaimPlan {
   Secret reg_token;
   std::string reg_url;
   std::chrono::steady_clock::time_point deadline;
-  // A scale set's runners: each claimed instance gets the just-in-time configuration `jit_config`
-  // makes for its runner name (runner_name(pool, instance, generation + 1)) in place of reg_token;
-  // `jit_discard` removes the runner made for a claim whose write lost its race.
-  std::function<Secret(const std::string& runner_name)> jit_config;
+  // Each instance claimed moves the deadline to at least now + this (0: the deadline is fixed): a
+  // claim that keeps finding instances goes on, one that stalls stops a budget after its last.
+  std::chrono::milliseconds extend_per_claim{0};
+  // Asked before each batch and each claim; false stops claiming (what is in hand goes back to the
+  // pool). Unset: always true.
+  std::function<bool()> keep_going;
+  // A scale set's runners: each claimed instance gets a just-in-time configuration, made for its
+  // runner name (runner_name(pool, instance, generation + 1)) in place of reg_token. `jit_configs`
+  // makes a received batch's at once (jit_mint.h); `jit_discard` removes a runner made for an
+  // instance that was not claimed after all (its write lost a race, or claiming stopped).
+  JitMint jit_configs;
   std::function<void(const std::string& runner_name)> jit_discard;
 };
 

@@ -4,7 +4,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <optional>
+#include <vector>
 #include <unistd.h>
 
 #include "common/github/actions_service.h"
@@ -329,10 +331,23 @@ int run_serve_command(const Invocation& in, const CommandFlags&) {
     github::ActionsCaller queue(queue_http, backend.local_clock(), queue_settings);
     github::ActionsServiceAuth auth(backend.github_client(), s.github_api_url, admin);
     github::ScaleSetClient scale_sets(admin, auth);
+    // Three more connections for runner configurations: a burst of 50 is made in about 13 rounds
+    // of GitHub's answer time instead of 50, far below GitHub's limit on concurrent requests.
+    constexpr int kExtraJitLanes = 3;
+    std::vector<std::unique_ptr<CurlHttpClient>> lane_http;
+    std::vector<std::unique_ptr<github::ActionsCaller>> lane_callers;
+    std::vector<std::unique_ptr<github::ScaleSetClient>> lane_clients;
+    std::vector<github::ScaleSetClient*> jit_lanes;
+    for (int i = 0; i < kExtraJitLanes; ++i) {
+      lane_http.push_back(std::make_unique<CurlHttpClient>());
+      lane_callers.push_back(std::make_unique<github::ActionsCaller>(*lane_http.back(), backend.local_clock(), admin_settings));
+      lane_clients.push_back(std::make_unique<github::ScaleSetClient>(*lane_callers.back(), auth));
+      jit_lanes.push_back(lane_clients.back().get());
+    }
     pool::DynamoLeaseStore leases(backend.dynamodb_for_lease(), s.table);
     char host[256] = {};
     if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::snprintf(host, sizeof host, "unknown");
-    ServeDeps deps{scale_sets, queue, stop_queue, leases, std::string(host) + ":" + std::to_string(getpid())};
+    ServeDeps deps{scale_sets, queue, stop_queue, leases, std::string(host) + ":" + std::to_string(getpid()), jit_lanes};
     return run_serve(ctx, deps);
   });
 }

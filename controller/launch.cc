@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <optional>
+#include <stdexcept>
+
 #include "common/aws/aws_error.h"
 #include "common/pool/runner_name.h"
 #include "common/pool/transitions.h"
@@ -11,7 +14,8 @@ namespace {
 
 // Writes the record of a fresh instance. An existing record is ours when it carries our label and
 // generation 1 (a replayed fleet answer); anything else means the instance is not ours to use.
-bool write_record(Context& ctx, const LaunchOrder& order, const LaunchedInstance& li, pool::InstanceRecord* out) {
+bool write_record(Context& ctx, const LaunchOrder& order, const LaunchedInstance& li, const std::optional<Secret>& jit,
+                  pool::InstanceRecord* out) {
   pool::InstanceRecord r = pool::launched_record(li.instance_id, ctx.settings.pool, order.label, order.resource_class,
                                                  li.usage, li.instance_type, order.reg_token, order.reg_url,
                                                  ctx.now_ms(), ctx.settings.timeouts);
@@ -19,7 +23,7 @@ bool write_record(Context& ctx, const LaunchOrder& order, const LaunchedInstance
   r.os = ctx.settings.os;
   r.ami_id = launch_image(ctx.settings, order.resource_class);
   r.job_privileges = pool::job_privileges_name(ctx.settings.reuse_policy_for(order.resource_class).job_privileges);
-  if (order.jit_config) r.jit_config = order.jit_config(pool::runner_name(ctx.settings.pool, li.instance_id, 1));
+  if (jit) r.jit_config = *jit;
   if (ctx.table.create(r)) {
     *out = r;
     return true;
@@ -73,16 +77,38 @@ void launch_instances(Context& ctx, const LaunchOrder& order, LaunchOutcome& out
       }
       size_t launched = 0;
       std::vector<std::string> surplus, unrecorded;
+      std::vector<LaunchedInstance> fresh;
       for (const LaunchedInstance& li : fleet_instances(result, usage)) {
         if (!known.insert(li.instance_id).second) continue;  // seen already
-        if (need == 0) {
+        if (static_cast<int>(fresh.size()) == need) {
           surplus.push_back(li.instance_id);
+        } else {
+          fresh.push_back(li);
+        }
+      }
+      // A scale set's runners: every fresh instance's configuration, made side by side.
+      std::vector<MintedJit> jits(fresh.size());
+      if (order.jit_configs && !fresh.empty()) {
+        std::vector<std::string> names;
+        for (const LaunchedInstance& li : fresh) names.push_back(pool::runner_name(ctx.settings.pool, li.instance_id, 1));
+        try {
+          jits = order.jit_configs(names);
+          if (jits.size() != fresh.size()) throw std::logic_error("one runner configuration per name expected");
+        } catch (const std::exception& e) {  // none made: these instances are terminated below
+          jits.assign(fresh.size(), MintedJit{std::nullopt, e.what()});
+        }
+      }
+      for (size_t i = 0; i < fresh.size(); ++i) {
+        const LaunchedInstance& li = fresh[i];
+        if (order.jit_configs && !jits[i].config) {
+          spdlog::error("instance {}: no runner configuration: {}", li.instance_id, jits[i].error);
+          unrecorded.push_back(li.instance_id);
           continue;
         }
         pool::InstanceRecord record;
         bool ok = false;
         try {
-          ok = write_record(ctx, order, li, &record);
+          ok = write_record(ctx, order, li, jits[i].config, &record);
         } catch (const std::exception& e) {
           spdlog::error("instance {}: its record could not be written: {}", li.instance_id, e.what());
         }

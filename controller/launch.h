@@ -14,6 +14,7 @@
 #include "common/pool/instance_record.h"
 #include "common/secret.h"
 #include "controller/context.h"
+#include "controller/jit_mint.h"
 #include "controller/launch_plan.h"
 
 namespace runpool::controller {
@@ -32,9 +33,11 @@ struct LaunchOrder {
   std::string reg_url;
   std::set<std::string> known;  // instance ids this provision already has (an idempotent replay names them again)
   std::chrono::steady_clock::time_point deadline;
-  // A scale set's runners: each new record carries the just-in-time configuration `jit_config`
-  // makes for its runner name (runner_name(pool, instance, 1)) in place of reg_token.
-  std::function<Secret(const std::string& runner_name)> jit_config;
+  // A scale set's runners: each new record carries a just-in-time configuration made for its
+  // runner name (runner_name(pool, instance, 1)) in place of reg_token; `jit_configs` makes a
+  // fleet answer's at once (jit_mint.h). An instance whose configuration cannot be made is
+  // terminated like one whose record cannot be written.
+  JitMint jit_configs;
 };
 
 struct LaunchOutcome {

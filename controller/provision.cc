@@ -107,7 +107,15 @@ class Provision {
              const Secret& token, const std::string& url, Steady deadline) {
     int need = report_.requested - static_cast<int>(tracked_.size());
     if (need <= 0) return;
-    ClaimPlan plan{rc.name, usage, globs, need, report_.label, token, url, deadline, {}, {}};
+    ClaimPlan plan;
+    plan.resource_class = rc.name;
+    plan.usage = usage;
+    plan.type_globs = globs;
+    plan.count = need;
+    plan.label = report_.label;
+    plan.reg_token = token;
+    plan.reg_url = url;
+    plan.deadline = deadline;
     ClaimOutcome c = claim_from_pool(ctx_, plan);
     for (const auto& r : c.claimed) tracked_.push_back(Tracked{r, true, false, 0});
     spdlog::info("pool {}: claimed {} of {} (examined {}, dropped {} stale, left {} for others)", rc.name,

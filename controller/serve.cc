@@ -21,6 +21,7 @@
 #include "common/pool/transitions.h"
 #include "controller/claim_pool.h"
 #include "controller/drain.h"
+#include "controller/jit_mint.h"
 #include "controller/label.h"
 #include "controller/launch.h"
 #include "controller/launch_plan.h"
@@ -37,9 +38,9 @@ namespace {
 
 using Steady = std::chrono::steady_clock::time_point;
 
-// How long a claim may look through the pool before the shortfall is launched instead: at most
-// 10 s, and well inside the lease's margin (a sixth of its time), since a claim's writes are not
-// fenced one by one.
+// How long a claim may go without claiming an instance before the shortfall is launched instead:
+// at most 10 s, and well inside the lease's margin (a sixth of its time): a claim asks the fence
+// before each write, but a batch's runner configurations are made before its writes.
 Duration claim_budget(const Settings& s) { return std::min<Duration>(std::chrono::seconds(10), s.serve_lease_ttl / 6); }
 // How often the scale set's metrics are emitted (and a CloudWatch Logs sink flushed).
 constexpr auto kMetricsEvery = std::chrono::seconds(60);
@@ -479,22 +480,31 @@ class Server {
     }
   }
 
-  // A JIT runner of the set for `name`. A name already taken is one this controller made before
-  // an answer was lost (names carry the instance and generation): it is deleted and made again.
-  Secret make_jit(const std::string& name) {
+  // A JIT runner of the set for `name`, made through `client`. A name already taken is one this
+  // controller made before an answer was lost (names carry the instance and generation): it is
+  // deleted and made again.
+  Secret make_jit(github::ScaleSetClient& client, const std::string& name) {
     try {
-      return deps_.scale_sets.generate_jit_config(set_id_, name).encoded_jit_config;
+      return client.generate_jit_config(set_id_, name).encoded_jit_config;
     } catch (const github::RunnerNameTakenError&) {
-      discard_jit(name);
-      return deps_.scale_sets.generate_jit_config(set_id_, name).encoded_jit_config;
+      discard_jit(client, name);
+      return client.generate_jit_config(set_id_, name).encoded_jit_config;
     }
   }
-  void discard_jit(const std::string& name) {
+  void discard_jit(github::ScaleSetClient& client, const std::string& name) {
     try {
-      if (auto runner = deps_.scale_sets.get_runner_by_name(name)) deps_.scale_sets.delete_runner(runner->id);
+      if (auto runner = client.get_runner_by_name(name)) client.delete_runner(runner->id);
     } catch (const std::exception& e) {
       spdlog::warn("could not delete the unused runner {} ({}); refresh removes it", name, e.what());
     }
+  }
+  // Many runners' configurations at once: the admin client and each lane's side by side.
+  std::vector<MintedJit> make_jits(const std::vector<std::string>& names) {
+    std::vector<JitLane> lanes = {[this](const std::string& name) { return make_jit(deps_.scale_sets, name); }};
+    for (github::ScaleSetClient* c : deps_.jit_lanes) {
+      lanes.push_back([this, c](const std::string& name) { return make_jit(*c, name); });
+    }
+    return mint_jit_configs(lanes, names);
   }
 
   int pool_depth() {
@@ -517,9 +527,13 @@ class Server {
     cp.count = claim;
     cp.label = set_name_;
     cp.reg_url = url;
+    // The budget bounds a claim that finds nothing; one that keeps claiming goes on (a burst of
+    // hundreds from a full pool), each write while the lease holds.
     cp.deadline = ctx_.clock.steady_now() + claim_budget(s_);
-    cp.jit_config = [this](const std::string& name) { return make_jit(name); };
-    cp.jit_discard = [this](const std::string& name) { discard_jit(name); };
+    cp.extend_per_claim = std::chrono::duration_cast<std::chrono::milliseconds>(claim_budget(s_));
+    cp.keep_going = [this] { return fenced(); };
+    cp.jit_configs = [this](const std::vector<std::string>& names) { return make_jits(names); };
+    cp.jit_discard = [this](const std::string& name) { discard_jit(deps_.scale_sets, name); };
     int rest = launch;
     if (claim > 0) {
       ClaimOutcome claimed = claim_from_pool(ctx_, cp);
@@ -537,7 +551,7 @@ class Server {
     order.token_seed = set_name_ + "-" + random_hex16();  // the label repeats; each launch is new
     order.reg_url = url;
     order.deadline = ctx_.clock.steady_now() + s_.provision_timeout;
-    order.jit_config = [this](const std::string& name) { return make_jit(name); };
+    order.jit_configs = [this](const std::vector<std::string>& names) { return make_jits(names); };
     LaunchOutcome launched;
     try {
       launch_instances(ctx_, order, launched);

@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "common/github/actions_caller.h"
 #include "common/github/scaleset_client.h"
@@ -35,6 +36,9 @@ struct ServeDeps {
   std::atomic<bool>& stop_queue;        // set: a queue call in flight on that connection ends at once
   pool::LeaseStore& leases;
   std::string holder;  // who serves: host and process, in the lease and the session's owner name
+  // More admin clients, each on a connection of its own, beside scale_sets: a burst's runner
+  // configurations are made side by side (jit_mint.h). Empty: one at a time.
+  std::vector<github::ScaleSetClient*> jit_lanes = {};
 };
 
 // Runs until SIGINT/SIGTERM (ctx.cancelled); then closes the session and gives the lease up so a
