@@ -30,6 +30,10 @@ const DEFAULT_SETTINGS = {
   scaleSetAssignTimeoutMs: 20000,  // a job the set acquired that no runner takes: canceled and requeued
   scaleSetRequeueDelayMs: 1000,    // requeue n is offered again n times this later
   scaleSetMaxRequeues: 3,          // then the job is canceled for good
+  // The RSA key (PKCS#8 or PKCS#1 PEM) every JIT configuration carries; '': a new 2048-bit key per
+  // configuration, as GitHub makes. GitHub makes them on its own servers: a benchmark on a small
+  // machine presets one so the stand-in's key generation does not take the CPU it measures.
+  jitKeyPem: '',
 };
 const VERSION_RE = /^\d+\.\d+\.\d+$/;
 
@@ -76,6 +80,16 @@ class Model {
       if (!(k in DEFAULT_SETTINGS)) throw new Error(`unknown setting ${JSON.stringify(k)}`);
       if (k === 'minRunnerVersion') {
         if (typeof v !== 'string' || (v !== '' && !VERSION_RE.test(v))) throw new Error(`${k} must be "x.y.z" or ""`);
+        this.settings[k] = v;
+        continue;
+      }
+      if (k === 'jitKeyPem') {
+        if (typeof v !== 'string') throw new Error(`${k} must be a PEM string or ""`);
+        if (v !== '') {
+          let key;
+          try { key = crypto.createPrivateKey(v); } catch (e) { throw new Error(`${k} is not a private key: ${e.message}`); }
+          if (key.asymmetricKeyType !== 'rsa') throw new Error(`${k} must be an RSA key`);
+        }
         this.settings[k] = v;
         continue;
       }

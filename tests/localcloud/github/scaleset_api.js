@@ -191,7 +191,10 @@ function createScaleSetService({ model, broker, holds = null, log = () => {} }) 
       if (ctx.body.workFolder !== undefined && typeof ctx.body.workFolder !== 'string') throw bad('workFolder must be a string.');
       const taken = () => { if (model.findByName(set.owner, set.repo, name)) throw new AsError(409, 'AgentExistsException', `A runner exists with the same name ${name}.`, TASK); };
       taken();
-      const { publicKey, privateKey } = await new Promise((res, rej) => crypto.generateKeyPair('rsa', { modulusLength: 2048 }, (e, pub, priv) => (e ? rej(e) : res({ publicKey: pub, privateKey: priv }))));
+      const preset = model.settings.jitKeyPem;
+      const { publicKey, privateKey } = preset
+        ? { privateKey: crypto.createPrivateKey(preset), publicKey: crypto.createPublicKey(preset) }
+        : await new Promise((res, rej) => crypto.generateKeyPair('rsa', { modulusLength: 2048 }, (e, pub, priv) => (e ? rej(e) : res({ publicKey: pub, privateKey: priv }))));
       taken();
       if (!sets.sets.has(set.id)) throw setNotFound(set.id);
       const r = model.createRunner({

@@ -426,6 +426,32 @@ test('runners: lookup, removal (idempotent; refused while busy), and a set with 
   assert.equal((await c.as('GET', `/_apis/distributedtask/pools/0/agents/${idle.id}`)).status, 404); // removed with its set
 });
 
+test('JIT keys: a new RSA key per configuration, or one preset key (jitKeyPem) for benchmarks', async () => {
+  const c = await client('acme');
+  const set = await c.createSet({ name: 'key-set' });
+  const modulusOf = async (name) => {
+    const r = await c.as('POST', `/_apis/runtime/runnerscalesets/${set.id}/generatejitconfig`, { name });
+    assert.equal(r.status, 200, r.text);
+    const files = JSON.parse(Buffer.from(r.json.encodedJITConfig, 'base64').toString());
+    return JSON.parse(Buffer.from(files['.credentials_rsaparams'], 'base64')).modulus;
+  };
+  assert.notEqual(await modulusOf('key-a'), await modulusOf('key-b'));
+  const { privateKey } = require('node:crypto').generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const pem = privateKey.export({ type: 'pkcs8', format: 'pem' });
+  await ctl('POST', '/settings', { jitKeyPem: pem });
+  try {
+    const want = Buffer.from(privateKey.export({ format: 'jwk' }).n, 'base64url').toString('base64');
+    assert.equal(await modulusOf('key-c'), want);
+    assert.equal(await modulusOf('key-d'), want);
+    await assert.rejects(ctl('POST', '/settings', { jitKeyPem: 'not a key' }), /not a private key/);
+    const { privateKey: ec } = require('node:crypto').generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    await assert.rejects(ctl('POST', '/settings', { jitKeyPem: ec.export({ type: 'pkcs8', format: 'pem' }) }), /must be an RSA key/);
+  } finally {
+    await ctl('POST', '/settings', { jitKeyPem: '' });
+  }
+  assert.notEqual(await modulusOf('key-e'), await modulusOf('key-f'));
+});
+
 test('fault knobs: 5xx and 429 for the next N calls, an empty 200, expired tokens, a forced conflict, a set deleted behind the client', async () => {
   const c = await client('acme');
   const set = await c.createSet({ name: 'fault-set' });
