@@ -116,11 +116,20 @@ class BenchPool : public controller::e2e::E2eTest {
     opened_ = true;
     Json::Value standin;
     standin["mode"] = "stock";  // the runner as released: the stock drain (labels, one poll, deregister)
-    if (!fresh_keys_) standin["rsaKey"] = rsa_key_pem();
+    if (!fresh_keys_) {
+      // The key a runner makes at registration, and the one GitHub puts in each just-in-time
+      // configuration (made on GitHub's servers, not on the instance or the controller's machine).
+      const std::string pem = rsa_key_pem();
+      standin["rsaKey"] = pem;
+      Json::Value gh;
+      gh["jitKeyPem"] = pem;
+      cloud_.control("POST", "/_control/github/settings", gh);
+    }
     std::ofstream(std::filesystem::path(base_) / "runner-template" / ".standin.json", std::ios::trunc)
         << write_json(standin);
-    print_fact("stand-in runners' keys", fresh_keys_ ? "a new 2048-bit RSA key per registration (as the real runner)"
-                                                     : "one preset RSA key for every registration (--stand-in-keys fresh: one each)");
+    print_fact("stand-in runners' keys",
+               fresh_keys_ ? "a new 2048-bit RSA key per registration and per JIT configuration (as the real ones)"
+                           : "one preset RSA key for every registration and JIT configuration (--stand-in-keys fresh: one each)");
   }
   // Terminates every instance of the pool.
   void close() {
