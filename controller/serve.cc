@@ -416,9 +416,11 @@ class Server {
     }
     f.arm_grace_ms = s_.scale_set_arm_grace.count();
     pool::DemandPlan plan = pool::plan_demand(f);
-    if (plan.claim + plan.launch > 0) {
+    if (plan.current < plan.desired) {
       // Growing: how many the warm pool holds (SQS's approximate count) splits claims from
-      // launches; a claim that falls short is launched all the same.
+      // instances awaited from cleaning and launches; a claim that falls short is launched all
+      // the same. Read whenever runners are short, even if all could be awaited: an instance idle
+      // now serves at once, one being cleaned only once back.
       f.claimable = pool_depth();
       plan = pool::plan_demand(f);
     }

@@ -283,5 +283,43 @@ TEST_F(Serve, AnAgentDownWhileItsJitRunnerEndsReturnsTheInstanceToThePool) {
   stop(*serve);
 }
 
+// A runner short while another instance is being cleaned: the warm pool is looked at first, and
+// an instance idle in it is claimed at once rather than the job kept waiting for the cleaning one
+// to come back (scale_set_return_wait, 5 min here).
+TEST_F(Serve, AnIdleInstanceIsClaimedAtOnceWhileAnotherIsBeingCleaned) {
+  auto serve = start_ctl({"--set", "scale_set_return_wait=300s", "serve"});
+  // A warm pool of two: two jobs at once on two launched instances, both cleaned back.
+  const int64_t a = queue_job(set_name(), "warm-a", "sleep 2");
+  const int64_t b = queue_job(set_name(), "warm-b", "sleep 2");
+  for (int64_t id : {a, b}) EXPECT_EQ(finished_job(id, 120s)["result"].asString(), "Succeeded") << consoles();
+  ASSERT_TRUE(eventually([&] { return all_back_in_pool(); }, 60s)) << states() << consoles();
+  ASSERT_EQ(records().size(), 2u);
+
+  // A job whose instance's agent is stopped while it runs: afterwards the instance stays in its
+  // cleaning (draining, its agent not reporting).
+  const int64_t first = queue_job(set_name(), "keeps-its-instance", "sleep 2");
+  ASSERT_TRUE(eventually([&] { return job(first)["state"].asString() == "running"; }, 60s)) << consoles();
+  const std::string cleaning = instance_of_runner(job(first)["runnerName"].asString());
+  const std::vector<pid_t> agents = pids_matching(cleaning, "runpool-agent --config");
+  ASSERT_FALSE(agents.empty());
+  for (pid_t p : agents) kill(p, SIGSTOP);
+  EXPECT_EQ(finished_job(first, 60s)["result"].asString(), "Succeeded");
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto r = table_->get(cleaning);
+        return r && r->state == State::kDraining;
+      },
+      30s))
+      << state_of(cleaning);
+
+  Json::Value next = run_job("while-one-is-cleaned");
+  EXPECT_NE(instance_of_runner(next["runnerName"].asString()), cleaning) << "served by the idle one";
+  EXPECT_LT(next["startedAt"].asDouble() - next["queuedAt"].asDouble(), 30'000) << write_json(next);
+  for (pid_t p : agents) kill(p, SIGCONT);
+  ASSERT_TRUE(eventually([&] { return all_back_in_pool(); }, 60s)) << states() << consoles();
+  EXPECT_EQ(records().size(), 2u) << "nothing launched";
+  stop(*serve);
+}
+
 }  // namespace
 }  // namespace runpool::controller::e2e
