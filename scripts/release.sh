@@ -56,6 +56,8 @@ mkdir -p "$top/etc" "$top/share/runpool/systemd"
 mv "$work/install/etc/runpool" "$top/etc/"
 mv "$work/install/usr/lib/systemd/system/runpool-agent.service" "$work/install/usr/lib/systemd/system/runpoolctl-serve.service" \
   "$work/install/usr/lib/systemd/system/runpoolctl-serve@.service" \
+  "$work/install/usr/lib/systemd/system/runpoolctl-refresh.service" \
+  "$work/install/usr/lib/systemd/system/runpoolctl-refresh.timer" \
   "$top/share/runpool/systemd/"
 cp "$src/LICENSE" "$top/"
 

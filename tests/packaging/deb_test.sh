@@ -34,6 +34,8 @@ expect_file "$prefix/bin/runpoolctl" -rwxr-xr-x
 expect_file "$unitdir/runpool-agent.service" -rw-r--r--
 expect_file "$unitdir/runpoolctl-serve.service" -rw-r--r--
 expect_file "$unitdir/runpoolctl-serve@.service" -rw-r--r--
+expect_file "$unitdir/runpoolctl-refresh.service" -rw-r--r--
+expect_file "$unitdir/runpoolctl-refresh.timer" -rw-r--r--
 expect_file "$prefix/share/runpool/user-data.sh.in" -rw-r--r--
 expect_file /etc/runpool/agent.conf -rw-------
 expect_file /etc/runpool/runpoolctl.conf -rw-r-----
@@ -169,6 +171,13 @@ check_serve_unit() {  # unit-file name-to-verify-as exec-arguments
   if grep -Eq '^(User|DynamicUser)=' "$unit"; then
     bad "$as must be able to read /etc/runpool/runpoolctl.conf (root's, mode 640)"
   fi
+  check_runpoolctl_hardening "$unit" "$as"
+}
+# runpoolctl's units: no privilege at all (systemd's exposure score at most 2.5) and valid to
+# systemd's own parser; `more` are further unit files verified beside it (a timer).
+check_runpoolctl_hardening() {  # unit-file name-to-verify-as [more…]
+  local unit=$1 as=$2 exposure
+  shift 2
   sed "s#^ExecStart=#ExecStart=$root#" "$unit" > "$work/$as"
   if systemd-analyze security --help 2>/dev/null | grep -q -- --offline; then
     exposure=$(systemd-analyze security --offline=yes "$work/$as" 2>/dev/null |
@@ -177,7 +186,7 @@ check_serve_unit() {  # unit-file name-to-verify-as exec-arguments
       bad "$as's exposure level is '$exposure' (> 2.5): its hardening was weakened"
   fi
   if command -v systemd-analyze > /dev/null; then
-    systemd-analyze verify "$work/$as" > "$work/verify-$as" 2>&1 || true
+    systemd-analyze verify "$work/$as" "$@" > "$work/verify-$as" 2>&1 || true
     [ ! -s "$work/verify-$as" ] || bad "systemd-analyze verify: $(cat "$work/verify-$as")"
   fi
 }
@@ -195,6 +204,21 @@ if [ -f "$template" ] && [ -f "$serve_unit" ]; then
   grep -qx 'EnvironmentFile=-/etc/runpool/serve-%i.env' "$template" || bad "the serve template does not read serve-%i.env"
   extra=$(diff "$serve_unit" "$template" | grep -c '^>' || true)
   [ "$extra" -le 5 ] || bad "the serve template differs from the unit in more than its name, environment and ExecStart"
+fi
+
+# 5c. The refresh timer's service: one pass of the packaged runpoolctl, as unprivileged as serve;
+# the timer starts it and is enabled with timers.target.
+refresh_unit=$root$unitdir/runpoolctl-refresh.service refresh_timer=$root$unitdir/runpoolctl-refresh.timer
+if [ -f "$refresh_unit" ] && [ -f "$refresh_timer" ]; then
+  exec_bin=$(sed -n 's/^ExecStart=\([^ ]*\) refresh$/\1/p' "$refresh_unit")
+  [ -n "$exec_bin" ] && [ -x "$root$exec_bin" ] || bad "runpoolctl-refresh.service's ExecStart is not the packaged runpoolctl refresh"
+  for want in Type=oneshot CapabilityBoundingSet= NoNewPrivileges=yes; do
+    grep -qx "$want" "$refresh_unit" || bad "runpoolctl-refresh.service lacks $want"
+  done
+  grep -qx 'WantedBy=timers.target' "$refresh_timer" || bad "runpoolctl-refresh.timer is not wanted by timers.target"
+  grep -q '^OnUnitInactiveSec=' "$refresh_timer" || bad "runpoolctl-refresh.timer does not repeat"
+  cp "$refresh_timer" "$work/runpoolctl-refresh.timer"
+  check_runpoolctl_hardening "$refresh_unit" runpoolctl-refresh.service "$work/runpoolctl-refresh.timer"
 fi
 
 # 6. The default configurations: every key of each schema, commented out; uncommenting every

@@ -43,7 +43,8 @@ tar -C "$work/unpacked" -xzf "$tarball"
 top=$work/unpacked/$name
 for f in LICENSE bin/runpoolctl bin/runpool-agent etc/runpool/agent.conf etc/runpool/runpoolctl.conf \
          share/runpool/systemd/runpool-agent.service share/runpool/systemd/runpoolctl-serve.service \
-         "share/runpool/systemd/runpoolctl-serve@.service" \
+         "share/runpool/systemd/runpoolctl-serve@.service" share/runpool/systemd/runpoolctl-refresh.service \
+         share/runpool/systemd/runpoolctl-refresh.timer \
          share/runpool/user-data.sh.in \
          share/runpool/iam/controller-policy.json share/runpool/runpool.yaml share/doc/runpool/copyright; do
   [ -f "$top/$f" ] || fail "the tarball has no $f"
