@@ -331,8 +331,8 @@ int run_serve_command(const Invocation& in, const CommandFlags&) {
     github::ActionsCaller queue(queue_http, backend.local_clock(), queue_settings);
     github::ActionsServiceAuth auth(backend.github_client(), s.github_api_url, admin);
     github::ScaleSetClient scale_sets(admin, auth);
-    // Three more connections for runner configurations: a burst of 50 is made in about 13 rounds
-    // of GitHub's answer time instead of 50, far below GitHub's limit on concurrent requests.
+    // Three more connections for runner configurations: a claim's batch of 10 is made in 3 rounds
+    // of GitHub's answer time instead of 10, far below GitHub's limit on concurrent requests.
     constexpr int kExtraJitLanes = 3;
     std::vector<std::unique_ptr<CurlHttpClient>> lane_http;
     std::vector<std::unique_ptr<github::ActionsCaller>> lane_callers;
