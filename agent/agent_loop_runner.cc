@@ -58,6 +58,7 @@ void AgentLoop::update_busy() {
   f.track = job_track_;
   f.now = std::chrono::duration_cast<Duration>(steady().time_since_epoch());
   f.job_start_bound = s_.job_start_bound;
+  f.job_completion_wait = s_.job_completion_wait;
   // A Worker means busy even when no line told of its job (an agent that started mid-job).
   f.worker_running = host_.worker_running();
   BusyDecision d = decide_busy(f);

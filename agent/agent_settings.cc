@@ -331,6 +331,10 @@ std::vector<Row> make_agent_table() {
                     "a job request that shows no Worker and no completion this long after it arrived is over (the "
                     "runner dropped it: acquire refused, first renew failed, cancelled before it)",
                     kSec, kHour),
+      loop_duration("job_completion_wait", [](S& s) -> Duration& { return s.loop.job_completion_wait; },
+                    "after a job's Worker exits, how long the job stays in hand waiting for the runner's completion "
+                    "line (the Listener reports the completion to GitHub first, then prints it)",
+                    Duration{0}, kHour),
       loop_duration("config_sh_timeout", [](S& s) -> Duration& { return s.loop.config_sh_timeout; },
                     "bound on config.sh (configure and remove) and their retries", 100 * kMs, kHour),
       former_duration_name<S>("registration_timeout", "config_sh_timeout",

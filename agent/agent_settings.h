@@ -26,6 +26,7 @@ struct LoopTimings {
   Duration stock_idle_wait{std::chrono::seconds(60)};
   Duration drain_poll_wait{std::chrono::seconds(50)};
   Duration job_start_bound{std::chrono::minutes(5)};  // a job request with no Worker and no completion is over
+  Duration job_completion_wait{std::chrono::seconds(30)};  // after the Worker's exit, for the completion line
   Duration config_sh_timeout{std::chrono::minutes(2)};
   int deregister_attempts = 5;  // config.sh remove runs per assignment, then the controller deletes the runner
   Duration cleanup_timeout{std::chrono::seconds(30)};

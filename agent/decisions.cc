@@ -482,6 +482,7 @@ JobTrack apply_job_signal(JobTrack t, JobSignal s, Duration now, const std::stri
   auto close = [](JobTrack& x) {
     x.requested_at.reset();
     x.worker_seen = false;
+    x.worker_gone_at.reset();
     x.job.clear();
   };
   switch (s) {
@@ -516,6 +517,7 @@ BusyDecision decide_busy(const BusyFacts& f) {
   if (f.worker_running) {
     if (!d.track.requested_at) d.track.requested_at = f.now;
     d.track.worker_seen = true;
+    d.track.worker_gone_at.reset();
     d.busy = true;
     return d;
   }
@@ -524,7 +526,14 @@ BusyDecision decide_busy(const BusyFacts& f) {
   if (!f.listener_running) {
     d.reason = what + " ended with the Listener";
   } else if (d.track.worker_seen) {
-    d.reason = what + ": its Worker exited without a completion line";
+    // The Listener is still reporting the completion (its line follows the report).
+    if (!d.track.worker_gone_at) d.track.worker_gone_at = f.now;
+    if (f.now - *d.track.worker_gone_at < f.job_completion_wait) {
+      d.busy = true;
+      return d;
+    }
+    d.reason = what + ": its Worker exited and no completion line came within " +
+               format_duration(f.job_completion_wait);
   } else if (f.now - *d.track.requested_at >= f.job_start_bound) {
     d.reason = what + " produced no Worker and no completion within " + format_duration(f.job_start_bound) +
                ": the runner dropped it";
@@ -535,6 +544,7 @@ BusyDecision decide_busy(const BusyFacts& f) {
   // Over without a completion line: settled, so that its request is not counted open again.
   d.track.requested_at.reset();
   d.track.worker_seen = false;
+  d.track.worker_gone_at.reset();
   d.track.job.clear();
   d.track.runs = std::max(d.track.runs, d.track.requests);
   return d;

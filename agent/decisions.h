@@ -312,7 +312,8 @@ ExitDecision after_listener_start_failure(const std::string& error, int restarts
 // ---- Busy or idle ----------------------------------------------------------------------------
 
 // The agent is the authority on busy: a job is in hand from its request's arrival until the
-// runner says it completed or its Worker exits. The real runner also drops requests without a
+// runner says it completed, or `job_completion_wait` after its Worker exited with no such line
+// (the Listener reports the completion to GitHub between the two). The real runner also drops requests without a
 // word ("Skipping message Job" on an acquire answered 404/409/422, a failed first renew, a
 // cancel before the first renew): nothing marks their end, so a request that produced no Worker
 // and no completion within `job_start_bound` is over. acknowledge, acquire and the first renew
@@ -333,6 +334,7 @@ enum class JobSignal {
 struct JobTrack {
   std::optional<Duration> requested_at{};  // monotonic; set while a job request is open
   bool worker_seen = false;                // a Worker ran since it opened
+  std::optional<Duration> worker_gone_at{};  // monotonic; when its Worker was first seen gone
   std::string job;                         // its name, once "Running job" told it
   int64_t requests = 0;                    // requests seen from this Listener
   int64_t runs = 0;                        // "Running job" lines seen from it (and dropped requests)
@@ -349,6 +351,9 @@ struct BusyFacts {
   bool listener_running = true;  // false once the Listener exited (nothing more will come)
   Duration now{0};               // monotonic
   Duration job_start_bound{0};
+  // After its Worker exits, the Listener reports the job's completion to GitHub and only then
+  // prints the line: the job is in hand until the line comes, for at most this long.
+  Duration job_completion_wait{0};
 };
 
 struct BusyDecision {

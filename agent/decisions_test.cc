@@ -949,6 +949,8 @@ using std::chrono::seconds;
 
 constexpr Duration kBound = minutes(5);
 
+constexpr Duration kCompletionWait = std::chrono::seconds(30);
+
 BusyDecision busy_at(const JobTrack& t, Duration now, bool worker = false, bool listener = true) {
   BusyFacts f;
   f.track = t;
@@ -956,6 +958,7 @@ BusyDecision busy_at(const JobTrack& t, Duration now, bool worker = false, bool 
   f.listener_running = listener;
   f.now = now;
   f.job_start_bound = kBound;
+  f.job_completion_wait = kCompletionWait;
   return decide_busy(f);
 }
 
@@ -1096,15 +1099,47 @@ TEST(Busy, AWorkerIsBusyWhateverTheClockSays) {
   EXPECT_TRUE(d.track.worker_seen);
 }
 
-// A send-to-worker timeout: the Worker is killed and nothing is printed.
-TEST(Busy, TheWorkersExitEndsItBeforeTheBound) {
+// A send-to-worker timeout: the Worker is killed and nothing is printed. The job stays in hand
+// for the completion wait after the Worker is seen gone (the Listener could be reporting it), then
+// ends, before the bound.
+TEST(Busy, TheWorkersExitEndsItAfterTheCompletionWait) {
   JobTrack t = apply_job_signal({}, JobSignal::kRequested, seconds(0));
   t = apply_job_signal(t, JobSignal::kRunning, seconds(1), "j");
   t = busy_at(t, seconds(2), true).track;
   auto d = busy_at(t, seconds(3));
+  EXPECT_TRUE(d.busy) << "the completion may still come";
+  EXPECT_TRUE(d.reason.empty());
+  EXPECT_EQ(d.track.worker_gone_at, seconds(3));
+  d = busy_at(d.track, seconds(3) + kCompletionWait - std::chrono::milliseconds(1));
+  EXPECT_TRUE(d.busy);
+  EXPECT_EQ(d.track.worker_gone_at, seconds(3)) << "from the first time it was seen gone";
+  d = busy_at(d.track, seconds(3) + kCompletionWait);
   EXPECT_FALSE(d.busy);
   EXPECT_FALSE(d.track.requested_at);
-  EXPECT_NE(d.reason.find("Worker exited without a completion line"), std::string::npos) << d.reason;
+  EXPECT_FALSE(d.track.worker_gone_at);
+  EXPECT_NE(d.reason.find("its Worker exited and no completion line came within 30s"), std::string::npos) << d.reason;
+}
+
+// The real runner's order: the Worker exits, the Listener reports the completion to GitHub, then
+// prints the line. Busy lasts through the report and ends with the line, with no warning.
+TEST(Busy, TheCompletionLineAfterTheWorkersExitEndsItQuietly) {
+  JobTrack t = apply_job_signal({}, JobSignal::kRequested, seconds(0));
+  t = apply_job_signal(t, JobSignal::kRunning, seconds(1), "j");
+  t = busy_at(t, seconds(2), true).track;
+  auto d = busy_at(t, seconds(5));  // Worker gone, the report under way
+  EXPECT_TRUE(d.busy);
+  t = apply_job_signal(d.track, JobSignal::kCompleted, seconds(6));
+  d = busy_at(t, seconds(6));
+  EXPECT_FALSE(d.busy);
+  EXPECT_TRUE(d.reason.empty()) << d.reason;
+  EXPECT_FALSE(d.track.worker_gone_at);
+  // A Worker of the next job resets the wait.
+  t = apply_job_signal(d.track, JobSignal::kRequested, seconds(7));
+  d = busy_at(t, seconds(8), true);
+  d = busy_at(d.track, seconds(9));
+  EXPECT_EQ(d.track.worker_gone_at, seconds(9));
+  d = busy_at(d.track, seconds(10), true);
+  EXPECT_FALSE(d.track.worker_gone_at) << "a Worker again";
 }
 
 TEST(Busy, TheListenersExitEndsIt) {

@@ -205,6 +205,7 @@ class AgentLoopTest : public ::testing::Test {
     s.drain_signal_timeout = 3s;
     s.stock_idle_wait = 1s;
     s.drain_poll_wait = 500ms;
+    s.job_completion_wait = 300ms;
     s.config_sh_timeout = 10s;
     s.cleanup_timeout = 1s;
     s.terminate_wait = 2s;

@@ -129,7 +129,8 @@ class E2eTest : public ::testing::Test {
                         "agent_runner_user = runpool-runner\n" +
                         "agent_heartbeat_interval = 500ms\n" + "agent_assignment_poll_interval = 200ms\n" +
                         "agent_extra = notice_poll_interval=500ms; boot_grace=60s; drain_signal_timeout=60s; "
-                        "config_sh_timeout=60s; cleanup_timeout=2s; terminate_wait=5s; listener_restart_backoff=200ms; " +
+                        "config_sh_timeout=60s; cleanup_timeout=2s; terminate_wait=5s; listener_restart_backoff=200ms; "
+                        "job_completion_wait=5s; " +
                         clean_sweep_roots() + "; "
                         "drain_poll_wait=" + drain_poll_wait() + "\n" +
                         "provision_timeout = 120s\nrelease_timeout = 90s\nmax_heartbeat_age = 30s\n" + more_config();

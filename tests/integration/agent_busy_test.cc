@@ -2,7 +2,7 @@
 // result": acquire answered 404, 409 or 422 ("Skipping message Job", nothing on stdout), the first
 // renew failing or a cancel before it ("Running job" and no Worker), a send to the Worker that
 // times out (the Worker killed, no completion). On each, busy is reported and then ends — by
-// job_start_bound or by the Worker's exit — so the runner goes on serving and a drain deregisters
+// job_start_bound or job_completion_wait after the Worker's exit — so the runner goes on serving and a drain deregisters
 // it. And a deregistration GitHub keeps refusing: the agent gives up after its attempts, says in
 // `drained` that the runner is left registered, and nothing overwrites that evidence.
 #include <gtest/gtest.h>
@@ -33,7 +33,7 @@ class AgentBusy : public ::testing::Test {
 };
 
 // The bound is short here so each dropped request ends within seconds (5 minutes by default).
-constexpr const char* kShortBound = "job_start_bound = 3s\n";
+constexpr const char* kShortBound = "job_start_bound = 3s\njob_completion_wait = 2s\n";
 
 struct DroppedRequest {
   std::string fault;
@@ -55,7 +55,7 @@ TEST_F(AgentBusy, EveryJobRequestThatNeverCompletesEndsBusyAndTheRunnerServesOnA
       {"acquire422", "refused", dropped},
       {"renewFails", "", dropped},
       {"cancelBeforeRenew", "completed", dropped},
-      {"workerSendTimeout", "", "its Worker exited without a completion line"},
+      {"workerSendTimeout", "", "its Worker exited and no completion line came within 2s"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.fault);
