@@ -333,7 +333,8 @@ std::vector<Row> make_agent_table() {
                     kSec, kHour),
       loop_duration("job_completion_wait", [](S& s) -> Duration& { return s.loop.job_completion_wait; },
                     "after a job's Worker exits, how long the job stays in hand waiting for the runner's completion "
-                    "line (the Listener reports the completion to GitHub first, then prints it)",
+                    "line (the Listener prints it after the Worker's exit; for a crashed Worker, after sending its output to "
+                    "GitHub)",
                     Duration{0}, kHour),
       loop_duration("config_sh_timeout", [](S& s) -> Duration& { return s.loop.config_sh_timeout; },
                     "bound on config.sh (configure and remove) and their retries", 100 * kMs, kHour),

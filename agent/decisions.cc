@@ -526,7 +526,7 @@ BusyDecision decide_busy(const BusyFacts& f) {
   if (!f.listener_running) {
     d.reason = what + " ended with the Listener";
   } else if (d.track.worker_seen) {
-    // The Listener is still reporting the completion (its line follows the report).
+    // The Listener prints the completion line once it has seen the Worker exit: it may yet come.
     if (!d.track.worker_gone_at) d.track.worker_gone_at = f.now;
     if (f.now - *d.track.worker_gone_at < f.job_completion_wait) {
       d.busy = true;

@@ -313,7 +313,8 @@ ExitDecision after_listener_start_failure(const std::string& error, int restarts
 
 // The agent is the authority on busy: a job is in hand from its request's arrival until the
 // runner says it completed, or `job_completion_wait` after its Worker exited with no such line
-// (the Listener reports the completion to GitHub between the two). The real runner also drops requests without a
+// (the Listener prints it once it has seen its Worker exit; for a Worker that crashed, only after
+// sending the crash output to GitHub). The real runner also drops requests without a
 // word ("Skipping message Job" on an acquire answered 404/409/422, a failed first renew, a
 // cancel before the first renew): nothing marks their end, so a request that produced no Worker
 // and no completion within `job_start_bound` is over. acknowledge, acquire and the first renew
@@ -351,8 +352,8 @@ struct BusyFacts {
   bool listener_running = true;  // false once the Listener exited (nothing more will come)
   Duration now{0};               // monotonic
   Duration job_start_bound{0};
-  // After its Worker exits, the Listener reports the job's completion to GitHub and only then
-  // prints the line: the job is in hand until the line comes, for at most this long.
+  // After its Worker exits, the Listener prints the completion line (for a crashed Worker, after
+  // sending its output to GitHub): the job is in hand until the line comes, for at most this long.
   Duration job_completion_wait{0};
 };
 

@@ -1120,8 +1120,8 @@ TEST(Busy, TheWorkersExitEndsItAfterTheCompletionWait) {
   EXPECT_NE(d.reason.find("its Worker exited and no completion line came within 30s"), std::string::npos) << d.reason;
 }
 
-// The real runner's order: the Worker exits, the Listener reports the completion to GitHub, then
-// prints the line. Busy lasts through the report and ends with the line, with no warning.
+// The real runner's order: the Worker exits, then the Listener prints the line (a crashed
+// Worker's output goes to GitHub first). Busy lasts until the line, with no warning.
 TEST(Busy, TheCompletionLineAfterTheWorkersExitEndsItQuietly) {
   JobTrack t = apply_job_signal({}, JobSignal::kRequested, seconds(0));
   t = apply_job_signal(t, JobSignal::kRunning, seconds(1), "j");
