@@ -45,8 +45,10 @@ StatusView collect_status(Context& ctx, const StatusOptions& o, pool::LeaseStore
   if (leases) {
     try {
       for (pool::Lease& l : leases->list(prefix)) {
-        ScaleSetView& set = sets[l.name.substr(prefix.size())];
+        const std::string name = l.name.substr(prefix.size());
+        ScaleSetView& set = sets[name];
         set.lease = std::move(l);
+        set.runners = pool::scale_set_runners(v.records, ctx.settings.pool, name, {}, v.now_ms);
       }
     } catch (const std::exception& e) {
       lease_error = e.what();
@@ -61,7 +63,6 @@ StatusView collect_status(Context& ctx, const StatusOptions& o, pool::LeaseStore
   }
   for (auto& [name, set] : sets) {
     set.name = name;
-    if (set.runners.empty()) set.runners = pool::scale_set_runners(v.records, ctx.settings.pool, name, {}, v.now_ms);
     v.scale_sets.push_back(std::move(set));
   }
   for (const auto& rc : ctx.settings.resource_classes) {
