@@ -68,6 +68,7 @@ class Broker {
     if (typeof durationMs !== 'number' || durationMs < 0) throw new Error('durationMs must be a number >= 0');
     if (spec.run !== undefined && spec.run !== null && typeof spec.run !== 'string') throw new Error('run must be a string');
     if (spec.fault !== undefined && spec.fault !== null && !FAULTS.includes(spec.fault)) throw new Error(`fault must be one of ${FAULTS.join(', ')}`);
+    if (spec.hosted !== undefined && typeof spec.hosted !== 'boolean') throw new Error('hosted must be a boolean');
     if (spec.owner) this.model.addOwner(spec.owner);
     const id = this.nextJobId++;
     const job = {
@@ -76,6 +77,10 @@ class Broker {
       state: 'queued', queuedAt: Date.now(), dispatches: [], lockedUntil: null, startedAt: null,
       completedAt: null, result: null, runnerId: null, runnerName: null, lateMs: null, startLatencyMs: null,
       fault: spec.fault || null, refusedWith: null,
+      // Its workflow run (workflow_runs.js), when it belongs to one; a hosted job is for GitHub's
+      // own runners: never offered to a self-hosted one, completed through control.
+      runId: spec.runId ?? null, runAttempt: spec.runAttempt ?? null, needs: spec.needs ?? [], hosted: !!spec.hosted,
+      workflowRunId: spec.runId ?? undefined,
     };
     this.jobs.set(id, job);
     this.log(`github: job ${id} queued for [${labels.join(', ')}]`);
@@ -121,7 +126,7 @@ class Broker {
 
   eligible(p, job) {
     const r = p.runner;
-    if (p.done || r.deleted || r.session !== p.session || r.busy || p.session.pending) return false;
+    if (job.hosted || p.done || r.deleted || r.session !== p.session || r.busy || p.session.pending) return false;
     if (r.ephemeral && r.ephemeralUsed) return false;
     if (job.owner && !this.model.covers(r, job.owner, job.repo)) return false;
     // A job bound to a runner scale set goes only to that set's runners, and only once the set
@@ -226,6 +231,18 @@ class Broker {
     this.release(job);
     Object.assign(job, { state: 'completed', result: 'Canceled', completedAt: Date.now(), lockedUntil: null });
     this.log(`github: job ${job.id} canceled before a runner started it`);
+    this.onJob('completed', job);
+    return job;
+  }
+
+  // A hosted job (queued with hosted: true) ran on GitHub's own runners: it completes with `result`.
+  // -> the job; null when no such job; false when it is not a queued hosted job.
+  completeHosted(id, result) {
+    const job = this.jobs.get(Number(id));
+    if (!job) return null;
+    if (!job.hosted || job.state !== 'queued') return false;
+    const now = Date.now();
+    Object.assign(job, { state: 'completed', startedAt: now, completedAt: now, result: RESULTS.includes(result) ? result : 'Failed' });
     this.onJob('completed', job);
     return job;
   }

@@ -4,7 +4,7 @@
 const { lc, Model, SYSTEM_LABELS } = require('./model');
 const { restRunner } = require('./rest');
 
-function createControl({ model, auth, broker, calls, scalesets = null }) {
+function createControl({ model, auth, broker, calls, runs, scalesets = null }) {
   const ok = (json, status = 200) => ({ status, json });
   const bad = (message, status = 400) => ({ status, json: { message } });
 
@@ -105,7 +105,19 @@ function createControl({ model, auth, broker, calls, scalesets = null }) {
       r.busy = b.busy; // e.g. a stale busy flag lingering on GitHub's side
       return ok(runnerView(r));
     }],
-    ['POST', /^\/jobs$/, (b) => ok(broker.view(broker.queue(b)), 201)],
+    ['POST', /^\/jobs$/, (b) => ok(broker.view(b.runId !== undefined ? runs.queueJob(b) : broker.queue(b)), 201)],
+    ['POST', /^\/jobs\/(\d+)\/complete$/, (b, m) => {
+      const j = broker.completeHosted(Number(m[1]), b.result);
+      if (j === null) return bad('no such job', 404);
+      if (j === false) return bad('only a queued hosted job completes here (a runner completes the others)', 409);
+      return ok(broker.view(j));
+    }],
+    ['POST', /^\/runs$/, (b) => ok(runs.view(runs.create(b)), 201)],
+    ['GET', /^\/runs$/, () => ok({ runs: [...runs.runs.values()].map((r) => runs.view(r)) })],
+    ['GET', /^\/runs\/(\d+)$/, (b, m) => {
+      const r = runs.runs.get(Number(m[1]));
+      return r ? ok(runs.view(r)) : bad('no such run', 404);
+    }],
     ['GET', /^\/jobs$/, () => ok({ jobs: [...broker.jobs.values()].map((j) => broker.view(j)) })],
     ['GET', /^\/jobs\/(\d+)$/, (b, m) => {
       const j = broker.jobs.get(Number(m[1]));

@@ -19,6 +19,8 @@ const { createControl, createCalls } = require('./control');
 const { createScaleSetService } = require('./scaleset_api');
 const { createScaleSetControl } = require('./scaleset_control');
 const { holdsOf } = require('../lib/hold');
+const workflowRuns = require('./workflow_runs');
+const { WorkflowRuns } = workflowRuns;
 
 const SECONDARY = 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID ';
 const RATE_DOC = 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api';
@@ -30,17 +32,18 @@ async function createGithub({ faults = null, stateDir = null, log = () => {} } =
   const broker = new Broker(model, (msg) => log('debug', msg));
   const calls = createCalls();
   const downloads = createDownloads();
-  const deps = { model, auth, broker, downloads };
+  const runs = new WorkflowRuns(model, broker);
+  const deps = { model, auth, broker, downloads, runs };
   const rateLimitRoute = ['GET', '/rate_limit', (ctx) => {
     const h = auth.rate(ctx.principal, false).headers;
     const core = { limit: +h['x-ratelimit-limit'], remaining: +h['x-ratelimit-remaining'], reset: +h['x-ratelimit-reset'], used: +h['x-ratelimit-used'], resource: 'core' };
     return { status: 200, body: { resources: { core }, rate: core } };
   }];
-  const matchRest = router([...rest.routes(deps), ...apps.routes(deps), rateLimitRoute]);
+  const matchRest = router([...rest.routes(deps), ...workflowRuns.routes(deps), ...apps.routes(deps), rateLimitRoute]);
   const matchRunner = router(pipelines.routes(deps));
   const holds = holdsOf(faults); // crash points: lib/hold.js
   const scalesets = createScaleSetService({ model, broker, holds, log });
-  const control = createControl({ model, auth, broker, calls, scalesets: createScaleSetControl({ service: scalesets, model }) });
+  const control = createControl({ model, auth, broker, calls, runs, scalesets: createScaleSetControl({ service: scalesets, model }) });
   let origin = null;
   let errorFlip = false; // injected server errors alternate 502 / 500
 

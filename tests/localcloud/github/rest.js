@@ -194,4 +194,4 @@ function routes({ model, broker, downloads }) {
   return out;
 }
 
-module.exports = { routes, HttpError, serverError, restRunner, access, redirectFor, resolveRepository };
+module.exports = { routes, HttpError, serverError, restRunner, access, redirectFor, resolveRepository, linkHeader };

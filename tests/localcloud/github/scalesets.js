@@ -111,7 +111,7 @@ class ScaleSets {
   }
 
   bind(job) {
-    if (job.scaleSet || job.state !== 'queued' || job.dispatches.length) return;
+    if (job.scaleSet || job.hosted || job.state !== 'queued' || job.dispatches.length) return;
     const set = [...this.sets.values()].find((x) => this.matches(x, job));
     if (!set) return;
     job.scaleSet = { id: set.id, state: 'available', assignedAt: null, requeues: 0, availableAt: null };
