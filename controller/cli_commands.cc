@@ -104,7 +104,12 @@ void add_provision_flags(CLI::App& c, CommandFlags& flags) {
   c.add_option("--allowed-instance-types", f.allowed_types,
                "Instance type globs, e.g. 'c* m7i.*' (default: allowed_instance_types)");
   c.add_option("--label", f.label,
-               "Assignment label (default: <pool>-<run id>-<attempt>-<job> in GitHub Actions, else random)");
+               "Assignment label (default: <pool>-<run id>-<attempt>-<job>-<check run id> in GitHub Actions, else "
+               "random)");
+  c.add_option("--check-run-id", f.check_run_id,
+               "The job's check run id (${{ job.check_run_id }}; the action passes it): makes the default label "
+               "unique per job execution, so two calls of one reusable workflow or two legs of a matrix do not "
+               "share runners");
   add_timeout(c, f.timeout, "Give up after this long, e.g. 10m (default: provision_timeout)");
   c.add_option("--min-count", f.min_count,
                "Succeed once at least this many runners run; the rest get --straggler-wait more, then are let go "
@@ -126,6 +131,12 @@ int run_provision_command(const Invocation& in, const CommandFlags& flags) {
     o.usage = parse_usage(f.usage_class);
     if (!f.allowed_types.empty()) o.allowed_types = split_list(f.allowed_types);  // like allowed_instance_types
     o.label = f.label;
+    if (!f.check_run_id.empty()) {
+      if (std::string problem = check_run_id_problem(f.check_run_id); !problem.empty()) {
+        throw UsageError("--check-run-id: " + problem);
+      }
+      o.check_run_id = f.check_run_id;
+    }
     o.timeout = parse_timeout("--timeout", f.timeout);
     o.min_count = f.min_count;
     if (!f.straggler_wait.empty()) {

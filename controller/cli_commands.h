@@ -27,7 +27,7 @@ struct CommandFlags {
   struct {
     int count = 1;
     int min_count = 0;  // 0: count
-    std::string resource_class, usage_class, allowed_types, label, timeout, straggler_wait;
+    std::string resource_class, usage_class, allowed_types, label, timeout, straggler_wait, check_run_id;
   } provision;
   struct {
     std::string label, timeout;

@@ -42,7 +42,7 @@ std::string label_problem(const std::string& label) {
 }
 
 std::string derive_label(const std::string& pool, const std::function<const char*(const char*)>& getenv,
-                         const std::function<std::string()>& random_hex16) {
+                         const std::function<std::string()>& random_hex16, const std::string& check_run_id) {
   auto env = [&](const char* name) -> std::string {
     const char* v = getenv(name);
     return v ? v : "";
@@ -53,6 +53,7 @@ std::string derive_label(const std::string& pool, const std::function<const char
     std::string attempt = env("GITHUB_RUN_ATTEMPT");
     raw = pool + "-" + run_id + "-" + (attempt.empty() ? "1" : attempt);
     if (std::string job = env("GITHUB_JOB"); !job.empty()) raw += "-" + job;
+    if (!check_run_id.empty()) raw += "-" + check_run_id;
   } else {
     raw = pool + "-" + random_hex16();
   }
@@ -60,6 +61,13 @@ std::string derive_label(const std::string& pool, const std::function<const char
   for (char c : raw) label += label_char(c) ? c : '-';
   if (label.size() > 100) label = label.substr(0, 91) + "-" + hash8(raw);
   return label;
+}
+
+std::string check_run_id_problem(const std::string& id) {
+  if (id.empty() || id.size() > 20 || !std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return "a check run id is 1 to 20 digits (the job's ${{ job.check_run_id }})";
+  }
+  return "";
 }
 
 std::string random_hex16() {

@@ -15,14 +15,20 @@ namespace runpool::controller {
 std::string label_problem(const std::string& label);
 
 // The label a provision uses when none is given:
-//   inside GitHub Actions: "<pool>-<GITHUB_RUN_ID>-<GITHUB_RUN_ATTEMPT>-<GITHUB_JOB>" — unique per
-//   run, attempt (a re-run never meets its first attempt's runners) and job (two provisioning jobs
-//   of one run do not collide; two provisions within one job, or a matrix, need --label);
+//   inside GitHub Actions: "<pool>-<GITHUB_RUN_ID>-<GITHUB_RUN_ATTEMPT>-<GITHUB_JOB>-<check run id>"
+//   — unique per job execution: the job's check run id (`job.check_run_id`, which the action
+//   passes) tells apart the calls of one reusable workflow and the legs of a matrix, which share
+//   GITHUB_JOB, and every re-run of the job; a provision step retried within the same job keeps it,
+//   so it adopts what its first try left. Without a check run id the label ends at GITHUB_JOB
+//   (two provisions with the same GITHUB_JOB in one attempt then need --label);
 //   elsewhere: "<pool>-<16 random hex digits>".
 // Characters outside the label alphabet become '-'; a label that would pass 100 characters keeps
 // its first 91 and ends in '-' plus 8 hex digits of a hash of the whole.
 std::string derive_label(const std::string& pool, const std::function<const char*(const char*)>& getenv,
-                         const std::function<std::string()>& random_hex16);
+                         const std::function<std::string()>& random_hex16, const std::string& check_run_id = "");
+
+// Empty when `id` can be a check run id (1 to 20 digits), else why not.
+std::string check_run_id_problem(const std::string& id);
 
 // 16 hex digits from the OS's random source.
 std::string random_hex16();

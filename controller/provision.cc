@@ -357,7 +357,7 @@ ProvisionReport provision(Context& ctx, const ProvisionOptions& o) {
   }
   pool::UsageClass usage = o.usage.value_or(s.usage_class);
   ProvisionReport report;
-  report.label = o.label.empty() ? derive_label(s.pool, o.getenv, o.random) : o.label;
+  report.label = o.label.empty() ? derive_label(s.pool, o.getenv, o.random, o.check_run_id) : o.label;
   if (std::string problem = label_problem(report.label); !problem.empty()) throw UsageError("--label: " + problem);
   report.resource_class = rc->name;
   report.requested = o.count;

@@ -28,6 +28,7 @@ struct ProvisionOptions {
   std::optional<pool::UsageClass> usage;
   std::optional<std::vector<std::string>> allowed_types;  // globs; nullopt: settings.allowed_instance_types
   std::string label;                                        // "": derive_label()
+  std::string check_run_id;                                 // the job's, for derive_label(); "": none
   std::optional<Duration> timeout;                          // nullopt: settings.provision_timeout
   bool json = false;
   ActionsFiles actions;

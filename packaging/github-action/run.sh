@@ -58,6 +58,7 @@ case "$command" in
     flag usage-class "${INPUT_USAGE_CLASS:-}"
     flag allowed-instance-types "${INPUT_ALLOWED_INSTANCE_TYPES:-}"
     flag label "${INPUT_LABEL:-}"
+    [ -n "${INPUT_LABEL:-}" ] || flag check-run-id "${JOB_CHECK_RUN_ID:-}"
     flag timeout "${INPUT_TIMEOUT:-}"
     ;;
   release)

@@ -42,6 +42,7 @@ def env_name(i):
 
 # The workflow's GitHub, from the github context (GHES, GHE.com): runpoolctl's fallback URLs.
 JOB_ENV = {"JOB_GITHUB_API_URL": "${{ github.api_url }}", "JOB_GITHUB_SERVER_URL": "${{ github.server_url }}",
+           "JOB_CHECK_RUN_ID": "${{ job.check_run_id }}",
            "JOB_UNTRUSTED_PULL_REQUEST": "${{ github.event.pull_request != null && (github.event.pull_request.head.repo"
                                          ".full_name != github.repository || github.actor == 'dependabot[bot]') }}"}
 for name in inputs:
@@ -83,7 +84,7 @@ with tempfile.TemporaryDirectory() as tmp:
             if os.path.exists(p):
                 os.remove(p)
         e = {k: v for k, v in os.environ.items()
-             if not k.startswith(("INPUT_", "GITHUB_", "RUNPOOL_", "JOB_GITHUB_", "AWS_"))}
+             if not k.startswith(("INPUT_", "GITHUB_", "RUNPOOL_", "JOB_", "AWS_"))}
         e.update({env_name(k.replace("_", "-")): v for k, v in given.items()})
         e.update(INPUT_RUNPOOLCTL=ctl or fake, ARGV_FILE=argv_file, GITHUB_OUTPUT=out_file)
         e.update(job_env or {})
@@ -112,6 +113,14 @@ with tempfile.TemporaryDirectory() as tmp:
 
     rc, argv, _, err = run(command="provision")
     check(rc == 0 and argv == ["provision"], f"provision with defaults: {argv} ({err})")
+
+    # The job's check run id makes the default label unique per job execution; a given label wins.
+    rc, argv, _, err = run(command="provision", job_env={"JOB_CHECK_RUN_ID": "51725241954"})
+    check(rc == 0 and argv == ["provision", "--check-run-id", "51725241954"], f"provision with a check run id: {argv} ({err})")
+    if argv:
+        flags_known(argv)
+    rc, argv, _, err = run(command="provision", label="mine", job_env={"JOB_CHECK_RUN_ID": "51725241954"})
+    check(rc == 0 and argv == ["provision", "--label", "mine"], f"provision with a label: {argv} ({err})")
 
     rc, argv, _, err = run(command="release", label="ci-1-1-provision", timeout="5m")
     check(rc == 0 and argv == ["release", "--label", "ci-1-1-provision", "--timeout", "5m"], f"release: {argv} ({err})")
