@@ -58,6 +58,12 @@ const Json::Value& require_member(const Json::Value& obj, const char* key, const
   return *v;
 }
 
+const Json::Value& require_array(const Json::Value& obj, const char* key, const std::string& what) {
+  const Json::Value& v = require_member(obj, key, what);
+  if (!v.isArray()) throw JsonError(what + ": field '" + key + "' is not an array");
+  return v;
+}
+
 std::string require_string(const Json::Value& obj, const char* key, const std::string& what) {
   const Json::Value& v = require_member(obj, key, what);
   if (!v.isString()) throw JsonError(what + ": field '" + key + "' is not a string");

@@ -30,6 +30,7 @@ std::string write_json(const Json::Value& value);
 // Typed access: throw JsonError("<what>: field 'x' missing / is not a string") on mismatch.
 const Json::Value& require_member(const Json::Value& obj, const char* key, const std::string& what);
 std::string require_string(const Json::Value& obj, const char* key, const std::string& what);
+const Json::Value& require_array(const Json::Value& obj, const char* key, const std::string& what);
 int64_t require_int(const Json::Value& obj, const char* key, const std::string& what);
 // Optional variants: nullopt when absent; JsonError when present but of the wrong type.
 std::optional<std::string> optional_string(const Json::Value& obj, const char* key, const std::string& what);

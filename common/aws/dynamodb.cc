@@ -108,12 +108,6 @@ Json::Value index_json(const GlobalSecondaryIndex& gsi, bool pay_per_request, in
 
 // --- response parsing: JsonError on anything unexpected ---
 
-const Json::Value& require_array(const Json::Value& obj, const char* key, const std::string& what) {
-  const Json::Value& v = require_member(obj, key, what);
-  if (!v.isArray()) throw JsonError(what + ": field '" + key + "' is not an array");
-  return v;
-}
-
 KeySchema parse_key_schema(const Json::Value& arr, const std::string& what) {
   if (!arr.isArray()) throw JsonError(what + ": KeySchema is not an array");
   KeySchema key;

@@ -45,6 +45,15 @@ void check_labels(const std::vector<std::string>& labels, size_t min, const char
   }
 }
 
+std::string repository_path(const std::string& repository) {
+  size_t slash = repository.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == repository.size() ||
+      repository.find('/', slash + 1) != std::string::npos) {
+    throw std::invalid_argument("'" + repository.substr(0, 200) + "' is not a repository (owner/name)");
+  }
+  return "/repos/" + url_encode(repository.substr(0, slash)) + "/" + url_encode(repository.substr(slash + 1));
+}
+
 }  // namespace
 
 GithubClient::GithubClient(GithubCaller& caller, TokenSource& auth, OwnerScope scope)
@@ -183,6 +192,36 @@ std::vector<RunnerDownload> GithubClient::list_downloads() {
   GithubReply reply = call(op, "GET", scope_.runners_path() + "/downloads");
   if (!reply.ok()) throw error_from(op, reply.http);
   return parse_as(op, reply, parse_downloads);
+}
+
+// Every page of a listing, following Link rel="next".
+template <typename Item, typename Parse>
+std::vector<Item> GithubClient::all_pages(const std::string& op, std::string target, Parse parse) {
+  std::vector<Item> all;
+  for (int page = 1;; ++page) {
+    if (page > caller_.settings().max_pages) {
+      throw GithubError(op, 0, "more than " + std::to_string(caller_.settings().max_pages) + " pages; not listing a part");
+    }
+    GithubReply reply = call(op, "GET", target);
+    if (!reply.ok()) throw error_from(op, reply.http);
+    for (Item& i : parse_as(op, reply, parse)) all.push_back(std::move(i));
+    auto next = next_link(reply.http.header("link"));
+    if (!next) break;
+    target = *next;
+  }
+  return all;
+}
+
+std::vector<WorkflowRun> GithubClient::list_workflow_runs(const std::string& repository, const std::string& status) {
+  std::string target = repository_path(repository) + "/actions/runs?status=" + url_encode(status) +
+                       "&per_page=" + std::to_string(caller_.settings().per_page);
+  return all_pages<WorkflowRun>("ListWorkflowRuns", target, parse_workflow_run_page);
+}
+
+std::vector<WorkflowJob> GithubClient::list_run_jobs(const std::string& repository, int64_t run_id) {
+  std::string target = repository_path(repository) + "/actions/runs/" + std::to_string(run_id) +
+                       "/jobs?filter=latest&per_page=" + std::to_string(caller_.settings().per_page);
+  return all_pages<WorkflowJob>("ListJobsForWorkflowRun", target, parse_workflow_job_page);
 }
 
 }  // namespace runpool::github

@@ -18,6 +18,7 @@
 #include "common/github/github_caller.h"
 #include "common/github/github_error.h"
 #include "common/github/runner.h"
+#include "common/github/workflow_run.h"
 
 namespace runpool::github {
 
@@ -56,6 +57,13 @@ class GithubClient {
 
   std::vector<RunnerDownload> list_downloads();
 
+  // A repository's ("owner/name") workflow runs whose status is `status` (GitHub's filter, e.g.
+  // "queued"), newest first, every page (at most settings().max_pages); and a run's jobs, each
+  // name's latest execution (filter=latest). Outside the client's owner scope: any repository the
+  // token can read (Actions: read). std::invalid_argument for a repository not "owner/name".
+  std::vector<WorkflowRun> list_workflow_runs(const std::string& repository, const std::string& status);
+  std::vector<WorkflowJob> list_run_jobs(const std::string& repository, int64_t run_id);
+
   // HTTP requests this client sent, retries and 401 re-sends included (token fetches by an App
   // token source are counted by the caller, not here).
   long requests_sent() const { return requests_sent_.load(); }
@@ -68,6 +76,8 @@ class GithubClient {
   std::vector<RunnerLabel> labels_call(const std::string& operation, const std::string& method, int64_t runner_id,
                                        const std::string& suffix, const std::string& body);
   std::string runner_path(int64_t runner_id) const;
+  template <typename Item, typename Parse>
+  std::vector<Item> all_pages(const std::string& op, std::string target, Parse parse);
 
   GithubCaller& caller_;
   TokenSource& auth_;

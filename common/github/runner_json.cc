@@ -6,12 +6,6 @@
 namespace runpool::github {
 namespace {
 
-const Json::Value& require_array(const Json::Value& obj, const char* key, const std::string& what) {
-  const Json::Value& v = require_member(obj, key, what);
-  if (!v.isArray()) throw JsonError(what + ": field '" + key + "' is not an array");
-  return v;
-}
-
 std::string item(const std::string& what, const char* key, Json::ArrayIndex i) {
   return what + " " + key + "[" + std::to_string(i) + "]";
 }

@@ -7,6 +7,7 @@
 #include "common/pool/lease_store.h"
 #include "common/pool/record_codec.h"
 #include "common/pool/record_key.h"
+#include "common/pool/run_assignment.h"
 
 namespace runpool::pool {
 namespace {
@@ -85,10 +86,13 @@ bool conditional_update(aws::DynamoDbClient& db, const std::string& table, aws::
   return db.update_item(req).applied;
 }
 
-// A lease (lease_store.h) shares the table and is no record: passed over without a warning.
+// A lease (lease_store.h) or a run assignment (run_assignment.h) shares the table and is no
+// record: passed over without a warning.
 bool is_lease_item(const aws::Item& item) {
   auto it = item.find(attr::kInstanceId);
-  return it != item.end() && it->second.type() == AttributeValue::Type::kString && is_lease_key(it->second.as_string());
+  if (it == item.end() || it->second.type() != AttributeValue::Type::kString) return false;
+  const std::string& key = it->second.as_string();
+  return is_lease_key(key) || key.rfind(kRunAssignmentKeyPrefix, 0) == 0;
 }
 
 std::optional<InstanceRecord> decode_or_warn(const aws::Item& item) {
