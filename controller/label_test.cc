@@ -42,6 +42,19 @@ TEST(Label, DerivedFromTheRunAttemptAndJob) {
             derive_label("ci", env, fixed_hex));
 }
 
+TEST(Label, TheCheckRunIdTellsApartJobsThatShareTheirName) {
+  // Two calls of one reusable workflow, or two legs of a matrix: same run, attempt and GITHUB_JOB.
+  auto env = env_of({{"GITHUB_RUN_ID", "987654"}, {"GITHUB_RUN_ATTEMPT", "1"}, {"GITHUB_JOB", "provision"}});
+  EXPECT_EQ(derive_label("ci", env, fixed_hex, "51725241954"), "ci-987654-1-provision-51725241954");
+  EXPECT_NE(derive_label("ci", env, fixed_hex, "51725241954"), derive_label("ci", env, fixed_hex, "51725241955"));
+  // The same job execution (a retried step) gets the same label again.
+  EXPECT_EQ(derive_label("ci", env, fixed_hex, "7"), derive_label("ci", env, fixed_hex, "7"));
+  // Outside GitHub Actions it changes nothing.
+  EXPECT_EQ(derive_label("ci", env_of({}), fixed_hex, "7"), "ci-0123456789abcdef");
+  EXPECT_EQ(check_run_id_problem("51725241954"), "");
+  for (const char* bad : {"", "12a", "-1", "1 2", "123456789012345678901", "$(id)"}) EXPECT_NE(check_run_id_problem(bad), "") << bad;
+}
+
 TEST(Label, DerivedOutsideActionsIsRandom) {
   EXPECT_EQ(derive_label("ci", env_of({}), fixed_hex), "ci-0123456789abcdef");
   EXPECT_NE(random_hex16(), random_hex16());
