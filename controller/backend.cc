@@ -40,6 +40,7 @@ Backend::Backend(const Settings& settings, const aws::GetEnv& getenv) {
   sqs_poll_ = std::make_unique<aws::SqsClient>(session_->caller("sqs", endpoint("sqs")));
   ec2_ = std::make_unique<aws::Ec2Client>(session_->caller("ec2", endpoint("ec2")));
   table_ = std::make_unique<pool::DynamoStateTable>(*dynamodb_, settings.table, settings.instance_role_id);
+  runs_ = std::make_unique<pool::DynamoRunAssignmentStore>(*dynamodb_, settings.table);
   queue_ = std::make_unique<SqsPoolQueue>(*sqs_, *sqs_poll_, settings);
   compute_ = std::make_unique<Ec2Compute>(*ec2_, settings);
   github_ = std::make_unique<GithubRunners>(settings, http_github_, local_);

@@ -16,6 +16,7 @@
 #include "common/aws_clock.h"
 #include "common/http.h"
 #include "common/pool/dynamo_state_table.h"
+#include "common/pool/run_assignment_store.h"
 #include "controller/ec2_compute.h"
 #include "controller/github_runners.h"
 #include "controller/settings.h"
@@ -37,6 +38,7 @@ class Backend {
   aws::SqsClient& sqs() { return *sqs_; }
   aws::Ec2Client& ec2() { return *ec2_; }
   pool::StateTable& table() { return *table_; }
+  pool::RunAssignmentStore& run_assignments() { return *runs_; }
   PoolQueue& queue() { return *queue_; }
   Compute& compute() { return *compute_; }
   Runners& github() { return *github_; }
@@ -54,6 +56,7 @@ class Backend {
   std::unique_ptr<aws::SqsClient> sqs_, sqs_poll_;
   std::unique_ptr<aws::Ec2Client> ec2_;
   std::unique_ptr<pool::DynamoStateTable> table_;
+  std::unique_ptr<pool::DynamoRunAssignmentStore> runs_;
   std::unique_ptr<SqsPoolQueue> queue_;
   std::unique_ptr<Ec2Compute> compute_;
   std::unique_ptr<GithubRunners> github_;

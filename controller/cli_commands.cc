@@ -82,6 +82,7 @@ int with_backend(const Settings& settings, Run run) {
   CommandMetrics metrics(settings, backend);
   Context ctx{settings, backend.clock(), backend.table(), backend.queue(), backend.compute(), backend.github(),
               std::cout, g_cancelled, metrics.sink()};
+  ctx.runs = &backend.run_assignments();
   return run(backend, ctx);
 }
 
@@ -148,6 +149,7 @@ int run_provision_command(const Invocation& in, const CommandFlags& flags) {
     o.json = in.json;
     o.getenv = env;
     o.random = random_hex16;
+    o.keep_run = true;
     return run_provision(ctx, o);
   });
 }

@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/metrics/sink.h"
+#include "common/pool/run_assignment_store.h"
 #include "common/pool/state_table.h"
 #include "controller/compute.h"
 #include "controller/pool_queue.h"
@@ -29,6 +30,9 @@ struct Context {
   std::ostream& out;  // the command's result (text or JSON); logs go to stderr
   const std::atomic<bool>& cancelled;  // set by SIGINT/SIGTERM; long waits check it
   metrics::MetricsSink& metrics = metrics::no_metrics();  // controller/metrics.h builds the real one
+  // What each provision was for, kept for re-runs (common/pool/run_assignment.h). null: not kept
+  // (unit tests of other things); the binary always has it.
+  pool::RunAssignmentStore* runs = nullptr;
 
   int64_t now_ms() const { return to_epoch_ms(clock.now()); }
 };

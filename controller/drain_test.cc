@@ -27,6 +27,10 @@ class DeletingRunners final : public Runners {
   std::string registration_url() override { return inner_.registration_url(); }
   std::vector<github::Runner> list() override { return inner_.list(); }
   bool remove_labels(int64_t id) override { return inner_.remove_labels(id); }
+  std::vector<github::WorkflowRun> workflow_runs(const std::string& r, const std::string& s) override {
+    return inner_.workflow_runs(r, s);
+  }
+  std::vector<github::WorkflowJob> run_jobs(const std::string& r, int64_t id) override { return inner_.run_jobs(r, id); }
   // Runners' request count (no `override`: it builds with and without it in the interface); the
   // release under test sends only deletes through here that the wrapped GitHub does not see.
   long requests_sent(const std::string& operation) {

@@ -73,4 +73,12 @@ long GithubRunners::requests_sent(const std::string& operation) {
   return operation.empty() ? caller_->requests_sent() : caller_->requests_for(operation);
 }
 
+std::vector<github::WorkflowRun> GithubRunners::workflow_runs(const std::string& repository, const std::string& status) {
+  return client().list_workflow_runs(repository, status);
+}
+
+std::vector<github::WorkflowJob> GithubRunners::run_jobs(const std::string& repository, int64_t run_id) {
+  return client().list_run_jobs(repository, run_id);
+}
+
 }  // namespace runpool::controller

@@ -1,6 +1,7 @@
 #include "controller/provision.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "controller/launch.h"
 #include "controller/launch_plan.h"
 #include "controller/metrics_events.h"
+#include "controller/rerun.h"
 #include "controller/retire.h"
 
 namespace runpool::controller {
@@ -367,6 +369,16 @@ ProvisionReport provision(Context& ctx, const ProvisionOptions& o) {
   }
   Duration timeout = o.timeout.value_or(s.provision_timeout);
   Duration straggler_wait = o.straggler_wait.value_or(s.provision_straggler_wait);
+  std::optional<pool::RunAssignment> kept = o.keep_run ? workflow_run_from_env(o.getenv) : std::nullopt;
+  if (kept) {
+    kept->label = report.label;
+    kept->resource_class = rc->name;
+    kept->usage_class = std::string(pool::usage_class_name(usage));
+    if (o.allowed_types) kept->allowed_types = fmt::format("{}", fmt::join(*o.allowed_types, " "));
+    kept->count = o.count;
+    kept->created_ms = ctx.now_ms();
+    keep_run(ctx, *kept);
+  }
 
   Provision p(ctx, report);
   const Steady deadline = ctx.clock.steady_now() + timeout;
@@ -383,8 +395,9 @@ ProvisionReport provision(Context& ctx, const ProvisionOptions& o) {
     int replaced = 0;
     auto acquire = [&] {
       if (o.claim_warm) p.claim(*rc, claim_usage_filter(usage, s.on_demand_fallback), globs, token, url, deadline);
+      const std::string seed = o.fleet_seed.empty() ? report.label : o.fleet_seed;
       return p.launch(*rc, types, usage, token, url, deadline,
-                      replaced == 0 ? "" : fmt::format("{}/replacement-{}", report.label, replaced));
+                      replaced == 0 ? o.fleet_seed : fmt::format("{}/replacement-{}", seed, replaced));
     };
     std::string short_by = acquire();
     if (!short_by.empty() && static_cast<int>(p.tracked().size()) < report.min_count) throw std::runtime_error(short_by);
@@ -448,6 +461,7 @@ ProvisionReport provision(Context& ctx, const ProvisionOptions& o) {
     report.error = error;
     spdlog::error("provision {} failed: {}; cleaning up", report.label, error);
     p.abandon();
+    if (kept) end_run(ctx, report.label);
     report.elapsed_ms = p.elapsed_ms();
     return report;
   }

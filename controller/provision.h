@@ -29,6 +29,13 @@ struct ProvisionOptions {
   std::optional<std::vector<std::string>> allowed_types;  // globs; nullopt: settings.allowed_instance_types
   std::string label;                                        // "": derive_label()
   std::string check_run_id;                                 // the job's, for derive_label(); "": none
+  // Keep the workflow run it serves (GITHUB_REPOSITORY, GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT), so that
+  // refresh serves the label again for a re-run of its failed jobs (controller/rerun.h).
+  bool keep_run = false;
+  // What its CreateFleet ClientTokens derive from ("": the label). A provision for a label that was
+  // provisioned before (a re-run served again) needs its own, or EC2 would answer the earlier
+  // fleet's result.
+  std::string fleet_seed;
   std::optional<Duration> timeout;                          // nullopt: settings.provision_timeout
   bool json = false;
   ActionsFiles actions;

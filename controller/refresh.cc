@@ -18,6 +18,7 @@
 #include "controller/drain.h"
 #include "controller/metrics_events.h"
 #include "controller/pass_report.h"
+#include "controller/rerun.h"
 
 namespace runpool::controller {
 namespace {
@@ -86,10 +87,13 @@ class Refresh {
       for (auto& a : plan.actions) results.push_back({std::move(a), {}});
       release_swept();  // a dry run hands every swept message back untouched
       sweep_wake_queues(snap);
+      reruns_ = serve_reruns(ctx_, snap.records, true, report_.errors);
       return finish(results);
     }
     execute(plan.actions, results);
     sweep_wake_queues(snap);
+    // Last: serving a re-run provisions and waits, and must not hold up the pool's own upkeep.
+    reruns_ = serve_reruns(ctx_, snap.records, false, report_.errors);
     return finish(results);
   }
 
@@ -456,6 +460,12 @@ class Refresh {
       if (r.outcome.kind == Outcome::kDone) ++done[std::string(pool::action_name(r.action.kind))];
       ++planned[std::string(pool::action_name(r.action.kind))];
     }
+    for (const auto& r : reruns_) {
+      const std::string name = r.action.kind == pool::RerunActionKind::kServe ? "serve-rerun" : "forget-run";
+      if (r.outcome.kind == Outcome::kFailed) ++report_.failed;
+      if (r.outcome.kind == Outcome::kDone) ++done[name];
+      ++planned[name];
+    }
     report_.summary = options_.dry_run ? planned : done;
     emit_metrics(results, report_.failed);
     if (options_.json) {
@@ -501,6 +511,23 @@ class Refresh {
       if (!a.message.message_id.empty()) j["message_id"] = a.message.message_id;
       doc["actions"].append(j);
     }
+    doc["reruns"] = Json::Value(Json::arrayValue);
+    for (const auto& r : reruns_) {
+      const pool::RerunAction& a = r.action;
+      Json::Value j(Json::objectValue);
+      j["action"] = a.kind == pool::RerunActionKind::kServe ? "serve-rerun" : "forget-run";
+      j["label"] = a.assignment.label;
+      j["repository"] = a.assignment.repository;
+      j["run_id"] = Json::Int64(a.assignment.run_id);
+      if (a.kind == pool::RerunActionKind::kServe) {
+        j["attempt"] = Json::Int64(a.attempt);
+        j["count"] = a.count;
+      }
+      j["reason"] = a.reason;
+      j["outcome"] = outcome_name(r.outcome.kind);
+      if (!r.outcome.detail.empty()) j["detail"] = r.outcome.detail;
+      doc["reruns"].append(j);
+    }
     report_.add_to_json(doc);
     ctx_.out << write_json(doc) << "\n";
   }
@@ -516,6 +543,16 @@ class Refresh {
         ctx_.out << line << "\n";
       }
     }
+    for (const auto& r : reruns_) {
+      std::string line = describe(r.action);
+      if (options_.dry_run) {
+        ctx_.out << "would " << line << "\n";
+      } else if (r.outcome.kind != Outcome::kDone) {
+        ctx_.out << outcome_name(r.outcome.kind) << ": " << line << " (" << r.outcome.detail << ")\n";
+      } else {
+        ctx_.out << line << (r.outcome.detail.empty() ? "" : ": " + r.outcome.detail) << "\n";
+      }
+    }
     report_.print_text_tail(ctx_.out, "refresh", s_.pool, options_.dry_run, "nothing to do");
   }
 
@@ -525,6 +562,7 @@ class Refresh {
   pool::RefreshPolicy policy_;
   std::vector<std::pair<std::string, std::string>> swept_;  // (class, receipt) of every received message
   std::vector<PoolDepthSample> depths_;  // per class, as the sweep check saw it
+  std::vector<RerunResult> reruns_;      // re-runs served and assignments forgotten
   PassReport report_;
 };
 

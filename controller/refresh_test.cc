@@ -86,6 +86,8 @@ class RefreshRunners final : public Runners {
     unlabelled.push_back(id);
     return true;
   }
+  std::vector<github::WorkflowRun> workflow_runs(const std::string&, const std::string&) override { return {}; }
+  std::vector<github::WorkflowJob> run_jobs(const std::string&, int64_t) override { return {}; }
   std::vector<int64_t> unlabelled;
   long requests_sent(const std::string& operation) override {
     if (operation == "ListRunners") return lists;

@@ -8,6 +8,7 @@
 #include "common/json.h"
 #include "controller/label.h"
 #include "controller/metrics_events.h"
+#include "controller/rerun.h"
 
 namespace runpool::controller {
 
@@ -58,6 +59,8 @@ ReleaseResult release_label(Context& ctx, const std::string& label, Duration wai
 int run_release(Context& ctx, const ReleaseOptions& o) {
   if (std::string problem = label_problem(o.label); !problem.empty()) throw UsageError("--label: " + problem);
   const auto start = ctx.clock.steady_now();
+  // The workflow run is done with the label: from now on a re-run of its jobs is refresh's to serve.
+  end_run(ctx, o.label);
   auto [total, failed] = release_label(ctx, o.label, o.timeout.value_or(ctx.settings.release_timeout));
   const auto elapsed = std::chrono::duration_cast<Duration>(ctx.clock.steady_now() - start).count();
   ctx.metrics.emit(release_event(ctx.settings, ctx.now_ms(), o.label, total, failed, elapsed));

@@ -1,5 +1,6 @@
 // GitHub as the controller uses it: registration and remove tokens for the pool's owner scope, the
-// URL runners register with, and the runner list (for refresh's ghost sweep). Behind an interface
+// URL runners register with, the runner list (for refresh's ghost sweep), and the workflow runs
+// of the repositories it provisioned for (refresh's re-run check). Behind an interface
 // for tests; GithubRunners is the real one.
 #pragma once
 
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "common/github/runner.h"
+#include "common/github/workflow_run.h"
 #include "common/secret.h"
 
 namespace runpool::controller {
@@ -32,6 +34,10 @@ class Runners {
   // counts them — for one of the GitHub client's operations ("ListRunners", "GetRunner",
   // "CreateRemoveToken", "DeleteRunner", …), or for all of them ("": App installation tokens too).
   virtual long requests_sent(const std::string& operation) = 0;
+  // A repository's ("owner/name") workflow runs of a status, and a run's latest jobs: refresh's
+  // re-run check (common/pool/rerun_plan.h).
+  virtual std::vector<github::WorkflowRun> workflow_runs(const std::string& repository, const std::string& status) = 0;
+  virtual std::vector<github::WorkflowJob> run_jobs(const std::string& repository, int64_t run_id) = 0;
   virtual std::optional<github::Runner> get(int64_t runner_id) {
     for (auto& r : list()) {
       if (r.id == runner_id) return r;

@@ -64,6 +64,8 @@ class CountingRunners final : public Runners {
     std::erase_if(runners, [&](const github::Runner& r) { return r.id == id; });
     return github::DeleteOutcome::kDeleted;
   }
+  std::vector<github::WorkflowRun> workflow_runs(const std::string&, const std::string&) override { return {}; }
+  std::vector<github::WorkflowJob> run_jobs(const std::string&, int64_t) override { return {}; }
   // Each call one HTTP request; a GET `get_retries` more (a fault the caller retried).
   long requests_sent(const std::string& operation) override {
     if (operation == "ListRunners") return lists;

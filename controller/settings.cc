@@ -491,6 +491,12 @@ std::vector<Row> make_settings_table() {
       int_row("max_count", &Settings::max_count, "the most instances one provision may ask for", 1, 1000),
       duration_row("orphan_grace", &Settings::orphan_grace,
                    "refresh: a tagged instance without a live record is terminated after this", kSec, kDay),
+      duration_row("rerun_window", &Settings::rerun_window,
+                   "refresh: for this long after a release, a re-run of the workflow run (GitHub's \"re-run failed "
+                   "jobs\") whose jobs wait on the released label gets runners for it again; then what the "
+                   "provision was for is forgotten (0: re-runs are not served). The token needs Actions: read on the "
+                   "repositories",
+                   Duration{0}, 30 * kDay),
       duration_row("advertise_grace", &Settings::advertise_grace,
                    "refresh: an idle record whose pool message may be missing (advertise_pending still set) is "
                    "re-advertised after this; a release's SendMessage must fit in it",

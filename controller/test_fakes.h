@@ -310,6 +310,20 @@ class FakeRunners final : public Runners {
     return n;
   }
 
+  // Workflow runs by repository and status, and jobs by run id, as a test sets them.
+  std::vector<github::WorkflowRun> workflow_runs(const std::string& repository, const std::string& status) override {
+    ++requests["ListWorkflowRuns"];
+    auto it = runs.find(repository + " " + status);
+    return it == runs.end() ? std::vector<github::WorkflowRun>{} : it->second;
+  }
+  std::vector<github::WorkflowJob> run_jobs(const std::string&, int64_t run_id) override {
+    ++requests["ListJobsForWorkflowRun"];
+    auto it = jobs.find(run_id);
+    return it == jobs.end() ? std::vector<github::WorkflowJob>{} : it->second;
+  }
+  std::map<std::string, std::vector<github::WorkflowRun>> runs;  // by "<owner/name> <status>"
+  std::map<int64_t, std::vector<github::WorkflowJob>> jobs;
+
   int registration_tokens = 0, remove_tokens = 0;
   bool fail_remove_token = false;
   std::map<std::string, long> requests;  // by operation
