@@ -10,6 +10,7 @@
 # Usage: scripts/release.sh OUTPUT_DIR
 # RUNPOOL_RELEASE_BUILD_DIR (default build-release) is the Release build it makes and reuses.
 # RUNPOOL_RELEASE_NO_DEB=1 skips the .deb (the tarball alone, as the CI check makes it).
+# RUNPOOL_RELEASE_JOBS (default: every core) is the build's parallelism.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:?usage: scripts/release.sh OUTPUT_DIR}
@@ -37,9 +38,10 @@ for tool in cmake patchelf objdump sha256sum tar; do
 done
 
 # --- Build: Release, spdlog compiled in (RUNPOOL_PORTABLE), only what the artefacts carry --------
-cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DRUNPOOL_PORTABLE=ON -DRUNPOOL_BENCH=OFF \
+# A unity build, as the tests' (the same code, compiled in a fraction of the time).
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DRUNPOOL_PORTABLE=ON -DRUNPOOL_BENCH=OFF -DCMAKE_UNITY_BUILD=ON \
   -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON >/dev/null
-cmake --build "$build" -j "$(nproc)" --target runpoolctl runpool-agent runpool_default_configs
+cmake --build "$build" -j "${RUNPOOL_RELEASE_JOBS:-$(nproc)}" --target runpoolctl runpool-agent runpool_default_configs
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
 [ -n "$version" ] || { echo "release: no project version in $build/CMakeCache.txt" >&2; exit 1; }
 
