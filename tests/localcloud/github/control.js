@@ -114,6 +114,18 @@ function createControl({ model, auth, broker, calls, runs, scalesets = null }) {
     }],
     ['POST', /^\/runs$/, (b) => ok(runs.view(runs.create(b)), 201)],
     ['GET', /^\/runs$/, () => ok({ runs: [...runs.runs.values()].map((r) => runs.view(r)) })],
+    // A user's "Re-run failed jobs" button: the REST call's semantics and answers.
+    ['POST', /^\/runs\/(\d+)\/rerun-failed-jobs$/, (b, m) => {
+      const r = runs.runs.get(Number(m[1]));
+      if (!r) return bad('no such run', 404);
+      try {
+        runs.rerunFailed(r);
+      } catch (e) {
+        if (e.status && e.body) return { status: e.status, json: e.body };
+        throw e;
+      }
+      return ok(runs.view(r), 201);
+    }],
     ['GET', /^\/runs\/(\d+)$/, (b, m) => {
       const r = runs.runs.get(Number(m[1]));
       return r ? ok(runs.view(r)) : bad('no such run', 404);

@@ -84,6 +84,10 @@ test('re-run failed jobs: the failed job and its dependents again, same labels, 
   const pages = await o.paginate(o.rest.actions.listJobsForWorkflowRun, { owner: 'acme', repo: 'app', run_id: run.id, filter: 'all', per_page: 4 });
   assert.equal(pages.length, 6);
 
+  // Control's button is the same call: the run is going again, so refused alike.
+  const button = await gh.control('POST', `/runs/${run.id}/rerun-failed-jobs`);
+  assert.equal(button.status, 403);
+  assert.match(button.json.message, /not completed/);
   // Still going: no second re-run yet.
   await rejects(o.rest.actions.reRunWorkflowFailedJobs({ owner: 'acme', repo: 'app', run_id: run.id }), 403, /not completed/);
 });
