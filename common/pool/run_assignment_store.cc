@@ -10,8 +10,11 @@ namespace {
 
 using aws::AttributeValue;
 
-// Attribute names of their own: never "label", which the by_label index would then list among the
-// instances of that label.
+// Attribute names of their own. The item's "label" is one fixed value that no assignment label can
+// be ('/' is not a label character), so the by_label index lists every run assignment under it and
+// never one among an assignment's instances: list() is a Query of the index, not a second scan of
+// the whole table beside refresh's own.
+constexpr const char* kIndexLabel = "runpool/run-assignments";
 constexpr const char* kLabel = "run_label";
 constexpr const char* kRepository = "run_repository";
 constexpr const char* kRunId = "run_id";
@@ -55,6 +58,7 @@ RunAssignment assignment_of(const aws::Item& item) {
 
 aws::Item item_of(const RunAssignment& a) {
   aws::Item item = key_of(a.label);
+  item[attr::kLabel] = AttributeValue::string(kIndexLabel);
   item[kLabel] = AttributeValue::string(a.label);
   item[kRepository] = AttributeValue::string(a.repository);
   item[kRunId] = AttributeValue::number(a.run_id);
@@ -168,17 +172,18 @@ bool DynamoRunAssignmentStore::remove(const std::string& label, int64_t ended_ms
   return db_.delete_item(req).applied;
 }
 
-// A filtered scan, as for leases: the items are few (one per provision within the re-run window)
-// beside the pool's records.
 std::vector<RunAssignment> DynamoRunAssignmentStore::list() {
-  aws::ScanRequest req;
+  aws::QueryRequest req;
   req.table = table_;
-  req.filter = "begins_with(#k, :p)";
-  req.names = {{"#k", attr::kInstanceId}};
-  req.values = {{":p", AttributeValue::string(kRunAssignmentKeyPrefix)}};
-  req.consistent_read = true;
+  req.index = kLabelIndex;
+  req.key_condition = "#l = :l";
+  req.names = {{"#l", attr::kLabel}};
+  req.values = {{":l", AttributeValue::string(kIndexLabel)}};
   std::vector<RunAssignment> out;
-  for (const aws::Item& item : db_.scan_all(req)) out.push_back(assignment_of(item));
+  db_.query_pages(req, [&](aws::Page& page) {
+    for (const auto& item : page.items) out.push_back(assignment_of(item));
+    return true;
+  });
   std::sort(out.begin(), out.end(), [](const RunAssignment& a, const RunAssignment& b) { return a.label < b.label; });
   return out;
 }

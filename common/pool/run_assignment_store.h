@@ -29,7 +29,9 @@ class RunAssignmentStore {
   virtual bool move_attempt(const std::string& label, int64_t read_attempt, int64_t attempt, int64_t ended_ms) = 0;
   // Removes it where it ended at `ended_ms` (retention). false: gone already, or served again since.
   virtual bool remove(const std::string& label, int64_t ended_ms) = 0;
-  // Every one, by label.
+  // Every one, by label. On DynamoDB a read of the table's by_label index: eventually consistent
+  // (a write of the last second may not show yet; the writes above are conditional on what they
+  // read, so a stale list cannot make two of them both land).
   virtual std::vector<RunAssignment> list() = 0;
 };
 
