@@ -18,6 +18,7 @@ class CountingCompute final : public Compute {
   explicit CountingCompute(testing::FakeCompute& inner) : inner_(inner) {}
   aws::CreateFleetResult create_fleet(const aws::CreateFleetRequest& r) override { return inner_.create_fleet(r); }
   void terminate(const std::vector<std::string>& ids) override { inner_.terminate(ids); }
+  void tag_label(const std::vector<std::string>& ids, const std::string& l) override { inner_.tag_label(ids, l); }
   std::vector<aws::Instance> describe(const std::vector<std::string>& ids) override {
     asked.push_back(ids.size());
     if (fail) throw aws::AwsError("ec2", "DescribeInstances", 500, "InternalError", "injected");

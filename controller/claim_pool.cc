@@ -293,6 +293,17 @@ ClaimOutcome claim_from_pool(Context& ctx, const ClaimPlan& plan) {
   }
   claimer.flush_removals();
   claimer.release_held();
+  // The claimed instances' runpool:label tag names their new assignment (cost attribution). Only
+  // a label: a failure costs a report's accuracy, never the claim.
+  if (!claimer.out.claimed.empty()) {
+    std::vector<std::string> ids;
+    for (const auto& r : claimer.out.claimed) ids.push_back(r.instance_id);
+    try {
+      ctx.compute.tag_label(ids, plan.label);
+    } catch (const std::exception& e) {
+      spdlog::warn("could not tag {} claimed instance(s) with runpool:label {}: {}", ids.size(), plan.label, e.what());
+    }
+  }
   return claimer.out;
 }
 

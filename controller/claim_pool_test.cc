@@ -160,5 +160,24 @@ TEST(ClaimPool, ADuplicateMessageIsNotGivenARunner) {
   EXPECT_TRUE(w.discarded.empty());
 }
 
+TEST(ClaimPool, ClaimedInstancesAreTaggedWithTheirNewLabelInOneCall) {
+  JitWorld w;
+  w.fill(3);
+  ClaimOutcome c = claim_from_pool(w.ctx, w.plan(2));
+  ASSERT_EQ(c.claimed.size(), 2u) << c.error;
+  EXPECT_EQ(w.compute.tag_calls, 1);
+  ASSERT_EQ(w.compute.relabelled.size(), 2u);
+  for (const pool::InstanceRecord& r : c.claimed) EXPECT_EQ(w.compute.relabelled[r.instance_id], "linux-set");
+  // Tagging is for cost reports only: its failure leaves the claim as it is.
+  w.compute.fail_tag = true;
+  ClaimOutcome d = claim_from_pool(w.ctx, w.plan(1));
+  EXPECT_EQ(d.claimed.size(), 1u);
+  EXPECT_TRUE(d.error.empty()) << d.error;
+  // Nothing claimed, nothing tagged.
+  ClaimOutcome none = claim_from_pool(w.ctx, w.plan(1));
+  EXPECT_TRUE(none.claimed.empty());
+  EXPECT_EQ(w.compute.tag_calls, 2);
+}
+
 }  // namespace
 }  // namespace runpool::controller

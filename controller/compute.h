@@ -50,6 +50,9 @@ class Compute {
   virtual std::vector<aws::Instance> describe(const std::vector<std::string>& instance_ids) = 0;
   // Every instance tagged for this pool and table, in any state but terminated (all pages).
   virtual std::vector<aws::Instance> pool_instances() = 0;
+  // Sets the runpool:label tag of instances claimed for a new assignment, so cost reports follow
+  // who uses a reused instance (the launch tag names the label it was launched for).
+  virtual void tag_label(const std::vector<std::string>& instance_ids, const std::string& label) = 0;
   // This pool's pending or running instances launched for one assignment label (its launch tag):
   // what a provision that died between CreateFleet's answer and its record writes left behind.
   virtual std::vector<aws::Instance> label_instances(const std::string& label) {

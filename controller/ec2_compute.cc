@@ -52,6 +52,11 @@ void Ec2Compute::check_launch_template() {
                     ". Run `runpoolctl init` to make a version from it");
 }
 
+void Ec2Compute::tag_label(const std::vector<std::string>& instance_ids, const std::string& label) {
+  if (instance_ids.empty()) return;
+  ec2_.create_tags(instance_ids, {aws::Tag{kTagLabel, label}});
+}
+
 void Ec2Compute::terminate(const std::vector<std::string>& instance_ids) {
   // TerminateInstances is all or nothing: one unknown id, or one instance with termination
   // protection (OperationNotPermitted), fails the whole call. Then each id goes alone: unknown ones

@@ -19,6 +19,7 @@ class Ec2Compute final : public Compute {
   // otherwise, at once rather than after a registration timeout.
   aws::CreateFleetResult create_fleet(const aws::CreateFleetRequest& request) override;
   void terminate(const std::vector<std::string>& instance_ids) override;
+  void tag_label(const std::vector<std::string>& instance_ids, const std::string& label) override;
   std::vector<aws::Instance> describe(const std::vector<std::string>& instance_ids) override;
   std::vector<aws::Instance> pool_instances() override;
   std::vector<aws::Instance> label_instances(const std::string& label) override;

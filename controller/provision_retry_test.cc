@@ -21,6 +21,7 @@ class TaggedCompute final : public Compute {
   explicit TaggedCompute(testing::FakeCompute& inner) : inner_(inner) {}
   aws::CreateFleetResult create_fleet(const aws::CreateFleetRequest& r) override { return inner_.create_fleet(r); }
   void terminate(const std::vector<std::string>& ids) override { inner_.terminate(ids); }
+  void tag_label(const std::vector<std::string>& ids, const std::string& l) override { inner_.tag_label(ids, l); }
   std::vector<aws::Instance> describe(const std::vector<std::string>& ids) override {
     std::vector<aws::Instance> out = inner_.describe(ids);
     for (auto& i : out) {

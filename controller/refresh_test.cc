@@ -30,6 +30,7 @@ const int64_t kRefreshNow = 1'800'000'000'000;
 class FakeCompute final : public Compute {
  public:
   aws::CreateFleetResult create_fleet(const aws::CreateFleetRequest&) override { throw std::logic_error("unused"); }
+  void tag_label(const std::vector<std::string>&, const std::string&) override {}
   void terminate(const std::vector<std::string>& ids) override {
     for (const auto& id : ids) {
       terminate_calls.push_back(id);

@@ -152,6 +152,7 @@ class StoppingCompute final : public Compute {
   explicit StoppingCompute(testing::FakeCompute& inner) : inner_(inner) {}
   aws::CreateFleetResult create_fleet(const aws::CreateFleetRequest& r) override { return inner_.create_fleet(r); }
   void terminate(const std::vector<std::string>& ids) override { inner_.terminate(ids); }
+  void tag_label(const std::vector<std::string>& ids, const std::string& l) override { inner_.tag_label(ids, l); }
   std::vector<aws::Instance> describe(const std::vector<std::string>& ids) override {
     ++describes;
     if (fail_describe) throw aws::AwsError("ec2", "DescribeInstances", 500, "InternalError", "injected");

@@ -258,6 +258,14 @@ class FakeCompute final : public Compute {
     return out;
   }
   std::vector<aws::Instance> pool_instances() override { return describe(launched); }
+  void tag_label(const std::vector<std::string>& ids, const std::string& label) override {
+    ++tag_calls;
+    if (fail_tag) throw aws::AwsError("ec2", "CreateTags", 500, "InternalError", "injected");
+    for (const auto& id : ids) relabelled[id] = label;
+  }
+  int tag_calls = 0;
+  bool fail_tag = false;
+  std::map<std::string, std::string> relabelled;  // instance → the label tag_label() gave it
 
   std::vector<aws::CreateFleetRequest> requests;
   std::vector<std::string> launched;

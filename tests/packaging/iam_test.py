@@ -327,7 +327,13 @@ for st in controller["Statement"]:
         check(cond.get("StringEquals", {}).get("aws:RequestTag/runpool:pool") == "@POOL@",
               f"controller {sid}: instances must be launched with the pool's tag")
     if "ec2:CreateTags" in st["Action"]:
-        check("ec2:CreateAction" in cond.get("StringEquals", {}), f"controller {sid}: CreateTags only at creation")
+        # At creation, or afterwards only the runpool:label tag of the pool's own instances.
+        relabel = (cond.get("StringEquals", {}).get("ec2:ResourceTag/runpool:pool") == "@POOL@" and
+                   cond.get("ForAllValues:StringEquals", {}).get("aws:TagKeys") == ["runpool:label"] and
+                   st["Resource"] in ("arn:@PARTITION@:ec2:@REGION@:@ACCOUNT_ID@:instance/*",
+                                      ["arn:@PARTITION@:ec2:@REGION@:@ACCOUNT_ID@:instance/*"]))
+        check("ec2:CreateAction" in cond.get("StringEquals", {}) or relabel,
+              f"controller {sid}: CreateTags only at creation, or of the runpool:label tag of the pool's instances")
     if "iam:PassRole" in st["Action"]:
         check(all(r.endswith(":role/@INSTANCE_ROLE@") for r in st["Resource"]),
               f"controller {sid}: PassRole must name the instance role only")

@@ -93,7 +93,8 @@ function forbiddenCases(worlds) {
       'an instance terminates another instance', 'the controller launches without the pool\'s tag',
       'the controller launches with another pool\'s tag', 'the controller launches an instance type outside the pool\'s list',
       'the controller passes another role', 'the controller terminates an instance of another pool',
-      'the controller terminates an instance of no pool']) need(n);
+      'the controller terminates an instance of no pool', 'the controller tags an instance with another key than its label',
+      'the controller relabels an instance of another pool']) need(n);
 
     // The own record's key is "<role id>:<instance id>" (aws:userid); another's is B's.
     const keyed = (l, key) => variant(l, 'key', (x) => {
@@ -212,6 +213,29 @@ function forbiddenCases(worlds) {
       add('the controller terminates an instance of no pool', cloud, control, variant(control, 'no pool', (x) => {
         x.request['InstanceId.1'] = 'i-0dddddddddddddd00';
         x.instances = { 'i-0dddddddddddddd00': { tags: { Name: 'not-runpool' }, type: info.type } };
+      }), { pool });
+    }
+
+    // A claim's relabelling (CreateTags runpool:label on a pool instance after its launch), aimed
+    // at another tag key (moving the instance into another pool) or at another pool's instance.
+    const relabel = lines.find((l) => l.principal === 'controller' && l.operation === 'CreateTags' &&
+      l.status >= 200 && l.status < 300 && Object.values(l.instances || {}).some((i) => i?.tags?.[POOL_TAG]));
+    if (relabel) {
+      const [id, info] = Object.entries(relabel.instances).find(([, i]) => i?.tags?.[POOL_TAG]);
+      const pool = info.tags[POOL_TAG];
+      const one = variant(relabel, 'one', (x) => {
+        for (const k of Object.keys(x.request)) if (k.startsWith('ResourceId.')) delete x.request[k];
+        x.request['ResourceId.1'] = id;
+        x.instances = { [id]: info };
+      });
+      add('the controller tags an instance with another key than its label', cloud, one, variant(one, 'pool tag', (x) => {
+        x.request['Tag.1.Key'] = POOL_TAG;
+        x.request['Tag.1.Value'] = `${pool}-other`;
+      }), { pool });
+      const otherId = 'i-0ccccccccccccccc0';
+      add('the controller relabels an instance of another pool', cloud, one, variant(one, 'other pool', (x) => {
+        x.request['ResourceId.1'] = otherId;
+        x.instances = { [otherId]: { tags: { ...info.tags, [POOL_TAG]: `${pool}-other` }, type: info.type } };
       }), { pool });
     }
   }
