@@ -7,6 +7,8 @@ const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const { execFile } = require('node:child_process');
 const { createGithub } = require('../github');
+const { controlOf } = require('../testing/wait');
+const { rejects } = require('../testing/rejects');
 const { Faults } = require('../lib/faults');
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
@@ -14,18 +16,7 @@ let gh;
 let faults;
 let Octokit;
 const kit = (auth) => new Octokit({ auth, baseUrl: `${gh.url}/api/v3`, log: quiet });
-const ctl = async (method, path, body) => {
-  const r = await gh.control(method, path, body);
-  assert.ok(r.status < 300, `${method} ${path}: ${r.status} ${JSON.stringify(r.json)}`);
-  return r.json;
-};
-const rejects = async (p, status, re) => {
-  const err = await p.then(() => null, (e) => e);
-  assert.ok(err, `expected HTTP ${status}`);
-  assert.equal(err.status, status, err.message);
-  if (re) assert.match(err.response.data.message, re);
-  return err;
-};
+const ctl = controlOf(() => gh);
 const jwt = (payload, key) => {
   const b = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
   const input = `${b({ alg: 'RS256', typ: 'JWT' })}.${b(payload)}`;

@@ -6,23 +6,14 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { createGithub } = require('../github');
+const { controlOf } = require('../testing/wait');
+const { rejects } = require('../testing/rejects');
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 let gh;
 let Octokit;
 const kit = (auth) => new Octokit({ auth, baseUrl: `${gh.url}/api/v3`, log: quiet });
-const ctl = async (method, path, body) => {
-  const r = await gh.control(method, path, body);
-  assert.ok(r.status < 300, `${method} ${path}: ${r.status} ${JSON.stringify(r.json)}`);
-  return r.json;
-};
-const rejects = async (p, status, re) => {
-  const err = await p.then(() => null, (e) => e);
-  assert.ok(err, `expected HTTP ${status}`);
-  assert.equal(err.status, status, err.message);
-  if (re) assert.match(err.response.data.message, re);
-  return err;
-};
+const ctl = controlOf(() => gh);
 
 test.before(async () => {
   ({ Octokit } = await import('@octokit/rest'));
