@@ -13,7 +13,7 @@ const path = require('node:path');
 const { execFile } = require('node:child_process');
 const { DynamoDBClient, CreateTableCommand, PutItemCommand, GetItemCommand, UpdateItemCommand } = require('@aws-sdk/client-dynamodb');
 const { SQSClient, CreateQueueCommand, GetQueueUrlCommand, ReceiveMessageCommand, SendMessageCommand } = require('@aws-sdk/client-sqs');
-const { EC2Client, CreateLaunchTemplateCommand, RunInstancesCommand, TerminateInstancesCommand } = require('@aws-sdk/client-ec2');
+const { EC2Client, CreateLaunchTemplateCommand, CreateTagsCommand, RunInstancesCommand, TerminateInstancesCommand } = require('@aws-sdk/client-ec2');
 const { launchLocalCloud } = require('../lib/launch');
 const { readRecording } = require('../iam/world');
 const { evaluateRecording } = require('../iam/evaluate');
@@ -93,7 +93,8 @@ async function record() {
   const { QueueUrl } = await asqs.send(new GetQueueUrlCommand({ QueueName: `${POOL}-wake-${a}` }));
   await asqs.send(new ReceiveMessageCommand({ QueueUrl, WaitTimeSeconds: 0, MaxNumberOfMessages: 1 }));
   await aec2.send(new TerminateInstancesCommand({ InstanceIds: [a] }));
-  // runpoolctl retiring B.
+  // runpoolctl claiming B for another label (its runpool:label tag follows), then retiring it.
+  await ec2.send(new CreateTagsCommand({ Resources: [b], Tags: [{ Key: 'runpool:label', Value: 'tier-run-2' }] }));
   await ec2.send(new TerminateInstancesCommand({ InstanceIds: [b] }));
   return { ready, a, b };
 }
@@ -129,18 +130,18 @@ function evaluateCli(args) {
 let recorded;
 test('a recording of the controller and an agent is allowed by runpool\'s policies, and the forbidden set denied', async () => {
   recorded = await record();
-  const all = await lines(14);
-  assert.equal(all.length, 14, `${all.length} lines recorded`);
+  const all = await lines(15);
+  assert.equal(all.length, 15, `${all.length} lines recorded`);
   const report = await evaluateRecording(all, [jsonPolicySet(), cfnPolicySet()], { instanceTypes: TYPES });
   for (const [name, s] of Object.entries(report.sets)) {
     assert.deepEqual(s.denied, [], `${name}: ${JSON.stringify(s.denied, null, 1)}`);
-    assert.deepEqual(s.byKind, { controller: { allowed: 9, denied: 0 }, instance: { allowed: 5, denied: 0 } });
+    assert.deepEqual(s.byKind, { controller: { allowed: 10, denied: 0 }, instance: { allowed: 5, denied: 0 } });
   }
   assert.deepEqual(report.forbidden.missing, []);
   for (const c of report.forbidden.cases) {
     for (const [set, x] of Object.entries(c.sets)) assert.equal(x.verdict, 'denied', `${c.name} (${set}): ${JSON.stringify(x)}`);
   }
-  assert.equal(report.forbidden.cases.length, 18);
+  assert.equal(report.forbidden.cases.length, 20);
   assert.equal(report.ok, true);
   const cli = await evaluateCli([]);
   assert.equal(cli.code, 0, cli.stdout);
