@@ -461,7 +461,7 @@ class Refresh {
       ++planned[std::string(pool::action_name(r.action.kind))];
     }
     for (const auto& r : reruns_) {
-      const std::string name = r.action.kind == pool::RerunActionKind::kServe ? "serve-rerun" : "forget-run";
+      const std::string name(pool::rerun_action_name(r.action.kind));
       if (r.outcome.kind == Outcome::kFailed) ++report_.failed;
       if (r.outcome.kind == Outcome::kDone) ++done[name];
       ++planned[name];
@@ -515,7 +515,7 @@ class Refresh {
     for (const auto& r : reruns_) {
       const pool::RerunAction& a = r.action;
       Json::Value j(Json::objectValue);
-      j["action"] = a.kind == pool::RerunActionKind::kServe ? "serve-rerun" : "forget-run";
+      j["action"] = std::string(pool::rerun_action_name(a.kind));
       j["label"] = a.assignment.label;
       j["repository"] = a.assignment.repository;
       j["run_id"] = Json::Int64(a.assignment.run_id);

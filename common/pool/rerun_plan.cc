@@ -28,6 +28,10 @@ bool live(const RunAssignment& a, const std::set<std::string>& live_labels) {
 
 }  // namespace
 
+std::string_view rerun_action_name(RerunActionKind kind) {
+  return kind == RerunActionKind::kServe ? "serve-rerun" : "forget-run";
+}
+
 bool watched(const RunAssignment& a, int64_t now_ms, const RerunPolicy& policy, const std::set<std::string>& live_labels) {
   return policy.window_ms > 0 && a.ended_ms != 0 && now_ms - a.ended_ms <= policy.window_ms && !live(a, live_labels);
 }

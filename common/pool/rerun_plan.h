@@ -16,6 +16,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -70,6 +71,9 @@ enum class RerunActionKind {
   kServe,   // move the assignment to `attempt` (conditional on the attempt read), provision `count`
   kForget,  // remove the assignment (conditional on the ended_ms read): past the window
 };
+
+// "serve-rerun" / "forget-run": the action's name in refresh's report.
+std::string_view rerun_action_name(RerunActionKind kind);
 
 struct RerunAction {
   RerunActionKind kind = RerunActionKind::kServe;
