@@ -60,7 +60,15 @@ std::string tag_value(const std::vector<aws::TagSpecification>& specs, const std
   return "\x01";  // absent: never a value
 }
 
+std::string default_name_of_pool(const std::string& pool) { return "runpool-" + pool; }
+// The default Name of the pool whose tags `owned` carries.
+std::string default_name(const std::vector<aws::TagSpecification>& owned) {
+  return default_name_of_pool(tag_value(owned, "instance", kTagPool));
+}
+
 }  // namespace
+
+std::string default_instance_name(const Settings& s) { return default_name_of_pool(s.pool); }
 
 aws::LaunchTemplateData launch_template_data(const Settings& s) {
   aws::LaunchTemplateData d;
@@ -78,10 +86,14 @@ aws::LaunchTemplateData launch_template_data(const Settings& s) {
   d.security_group_ids = s.security_groups;
   aws::TagSpecification instance{"instance", {{kTagPool, s.pool}, {kTagTable, s.table}}};
   aws::TagSpecification volume{"volume", {}};
+  bool named = false;
   for (const auto& [k, v] : s.instance_tags) {
     instance.tags.push_back({k, v});
     volume.tags.push_back({k, v});
+    named |= k == "Name";
   }
+  // The console's instance list shows Name: without one, a pool's instances are blank rows.
+  if (!named) instance.tags.push_back({"Name", default_instance_name(s)});
   d.tag_specifications.push_back(std::move(instance));
   if (!volume.tags.empty()) d.tag_specifications.push_back(std::move(volume));
   if (s.root_volume_size > 0 || !s.root_volume_type.empty()) {
@@ -118,7 +130,16 @@ aws::LaunchTemplateData merge_into_current(const aws::LaunchTemplateData& owned,
   // Metadata options are one field: keep the operator's endpoint and IPv6 choices.
   d.metadata_http_endpoint = current.metadata_http_endpoint;
   d.metadata_http_protocol_ipv6 = current.metadata_http_protocol_ipv6;
-  d.tag_specifications = merge_tags(owned.tag_specifications, current.tag_specifications);
+  // The default name does not replace one the operator gave the template.
+  std::vector<aws::TagSpecification> mine = owned.tag_specifications;
+  if (tag_value(current.tag_specifications, "instance", "Name") != "\x01") {
+    const std::string given = default_name(mine);
+    for (auto& spec : mine) {
+      if (spec.resource_type != "instance") continue;
+      std::erase_if(spec.tags, [&](const aws::Tag& t) { return t.key == "Name" && t.value == given; });
+    }
+  }
+  d.tag_specifications = merge_tags(mine, current.tag_specifications);
   // Block devices are one field too: given only to size the root volume, then over the operator's.
   if (!owned.block_devices.empty()) {
     d.block_devices = current.block_devices;
@@ -159,8 +180,11 @@ std::vector<std::string> launch_template_drift(const aws::LaunchTemplateData& ow
   if (!owned.security_group_ids.empty() && actual.security_group_ids != owned.security_group_ids) {
     out.push_back("its security groups are not the configured ones");
   }
+  // The default name is given, never required (launch_template.h).
+  const std::string given = default_name(owned.tag_specifications);
   for (const auto& spec : owned.tag_specifications) {
     for (const auto& t : spec.tags) {
+      if (spec.resource_type == "instance" && t.key == "Name" && t.value == given) continue;
       if (tag_value(actual.tag_specifications, spec.resource_type, t.key) != t.value) {
         out.push_back("its " + spec.resource_type + " tag " + t.key + " is not " + t.value);
       }

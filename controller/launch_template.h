@@ -6,7 +6,9 @@
 // instance-metadata options it relies on (IMDSv2 required, hop limit 1 so containers on the host
 // cannot reach IMDS through it, tags in metadata), terminate on OS shutdown, the pool's tags on
 // instances and the operator's extra tags on instances and volumes, and — when configured — the
-// AMI, the security groups and the root volume's size and type. Everything else (key pair,
+// AMI, the security groups and the root volume's size and type. The default Name tag is set by
+// each version runpool makes but is not checked as drift: a template made elsewhere (the
+// CloudFormation stack's) or renamed in the console still launches. Everything else (key pair,
 // network interfaces, other block devices, other tags, other metadata options) is the operator's
 // and survives every version runpool makes.
 #pragma once
@@ -21,7 +23,9 @@
 namespace runpool::controller {
 
 // The fields runpool owns, rendered from the settings (the user data from its template file).
+// Instances are named (tag Name) default_instance_name(s) unless instance_tags names them.
 aws::LaunchTemplateData launch_template_data(const Settings& s);
+std::string default_instance_name(const Settings& s);
 
 // A digest of the owned fields, kept in the version description ("runpool <digest>"): an
 // unchanged configuration is told from a changed one without relying on how EC2 echoes fields.

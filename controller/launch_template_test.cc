@@ -54,7 +54,7 @@ TEST(LaunchTemplate, ExtraTagsGoOnInstancesAndVolumesAndTheRootVolumeIsSized) {
   s.root_volume_type = "gp3";
   aws::LaunchTemplateData d = launch_template_data(s);
   auto instance = tags_of(d, "instance");
-  ASSERT_EQ(instance.size(), 4u);
+  ASSERT_EQ(instance.size(), 4u) << "the operator's Name, not the default one besides";
   EXPECT_EQ(instance[0].key, kTagPool);
   EXPECT_EQ(instance[2].key, "Name");
   EXPECT_EQ(instance[2].value, "ci-runner");
@@ -134,6 +134,43 @@ TEST(LaunchTemplate, DriftNamesEachFieldThatDiffers) {
   extra.block_devices.push_back({"/dev/sdf", 10, "gp3", true});
   extra.metadata_http_protocol_ipv6 = "enabled";
   EXPECT_TRUE(launch_template_drift(owned, extra).empty());
+}
+
+// Instances are named runpool-<pool> unless the operator names them; the default never replaces
+// a name the template has, and a template without it (the stack's, or renamed) is no drift.
+TEST(LaunchTemplate, InstancesAreNamedByDefaultAndTheOperatorsNameWins) {
+  Settings s = template_settings();
+  EXPECT_EQ(default_instance_name(s), "runpool-ci");
+  auto name_of = [](const aws::LaunchTemplateData& d) {
+    std::vector<std::string> names;
+    for (const auto& t : tags_of(d, "instance")) {
+      if (t.key == "Name") names.push_back(t.value);
+    }
+    return names;
+  };
+  aws::LaunchTemplateData owned = launch_template_data(s);
+  EXPECT_EQ(name_of(owned), std::vector<std::string>{"runpool-ci"});
+  EXPECT_TRUE(tags_of(owned, "volume").empty()) << "the default name is the instance's only";
+
+  aws::LaunchTemplateData blank;
+  EXPECT_EQ(name_of(merge_into_current(owned, blank)), std::vector<std::string>{"runpool-ci"});
+  aws::LaunchTemplateData named;
+  named.tag_specifications = {{"instance", {{"Name", "build-box"}}}};
+  EXPECT_EQ(name_of(merge_into_current(owned, named)), std::vector<std::string>{"build-box"});
+
+  aws::LaunchTemplateData unnamed = owned;
+  std::erase_if(unnamed.tag_specifications[0].tags, [](const aws::Tag& t) { return t.key == "Name"; });
+  EXPECT_TRUE(launch_template_drift(owned, unnamed).empty());
+  EXPECT_TRUE(launch_template_drift(owned, merge_into_current(owned, named)).empty()) << "renamed in the template";
+
+  // A name the configuration gives is the operator's: set over the template's, and required.
+  s.instance_tags = {{"Name", "ci-runner"}};
+  aws::LaunchTemplateData configured = launch_template_data(s);
+  EXPECT_EQ(name_of(configured), std::vector<std::string>{"ci-runner"});
+  EXPECT_EQ(name_of(merge_into_current(configured, named)), std::vector<std::string>{"ci-runner"});
+  std::string drift;
+  for (const auto& d : launch_template_drift(configured, merge_into_current(owned, named))) drift += d + "\n";
+  EXPECT_EQ(drift, "its instance tag Name is not ci-runner\nits volume tag Name is not ci-runner\n");
 }
 
 }  // namespace

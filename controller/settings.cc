@@ -373,7 +373,8 @@ std::vector<Row> make_settings_table() {
           }),
       {{"instance_tags", K::kList, "",
         "extra tags on the instances and their volumes, Key=Value each ('Name=ci-runner CostCenter=42'); keys "
-        "starting runpool: are runpool's own"},
+        "starting runpool: are runpool's own. Without a Name here, runpoolctl init names instances runpool-<pool> "
+        "unless the launch template names them"},
        [](const Config& c, Settings& s) {
          for (const auto& kv : c.get_list("instance_tags")) {
            auto eq = kv.find('=');
