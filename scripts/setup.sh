@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One set-up step for a fresh Debian 12 machine: the Debian packages runpool builds and tests
-# with, the local cloud's npm packages from the committed lockfile, and the Go modules of the
-# scale-set client check. Safe to run again.
+# with, the local cloud's npm packages from the committed lockfile, the Go modules of the
+# scale-set client check, and (as root) a minimal Debian root for the release tarball's check.
+# Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +12,7 @@ packages=(
   libpugixml-dev libssl-dev libhowardhinnant-date-dev tzdata libgtest-dev libgmock-dev
   nodejs npm util-linux procps shellcheck python3-yaml python3-venv cloud-init
   clang libclang-rt-14-dev nftables patchelf
-  docker.io busybox-static sudo
+  docker.io busybox-static sudo debootstrap
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -44,6 +45,21 @@ if ! cmp -s tests/localcloud/package-lock.json "$stamp" 2>/dev/null; then
   echo "setup: npm ci (local cloud)" >&2
   (cd tests/localcloud && npm ci --no-audit --no-fund --loglevel=error)
   cp tests/localcloud/package-lock.json "$stamp"
+fi
+
+# A minimal Debian 12 root (debootstrap --variant=minbase: no curl, OpenSSL, jsoncpp or CA
+# certificates) in which packaging.portable runs the release tarball, made once and kept as a
+# tarball under build-cache/. Only root can make it (and only root runs that check's chroot part).
+rootfs=build-cache/debian-bookworm-minbase.tar
+if [ ! -f "$rootfs" ] && [ "$(id -u)" -eq 0 ]; then
+  echo "setup: debootstrap --variant=minbase bookworm ($rootfs)" >&2
+  mkdir -p build-cache
+  tmp=$(mktemp -d build-cache/minbase.XXXXXX)
+  debootstrap --variant=minbase bookworm "$tmp/root" "${RUNPOOL_DEBIAN_MIRROR:-http://deb.debian.org/debian}" >"$tmp/log" 2>&1 ||
+    { cat "$tmp/log" >&2; echo "setup: debootstrap failed" >&2; exit 1; }
+  tar -C "$tmp/root" --numeric-owner -cf "$rootfs.tmp" .
+  mv "$rootfs.tmp" "$rootfs"
+  rm -rf "$tmp"
 fi
 
 # GitHub's scale-set client for the localcloud.scaleset_client check, exactly as go.sum pins it

@@ -9,10 +9,10 @@
 #   - unpacked elsewhere, run from another directory with an empty environment (no LD_LIBRARY_PATH):
 #     every library resolves to the tarball's lib/ or the system's glibc / libstdc++ / libgcc_s,
 #     and runpoolctl --version / --help / provision --help and runpool-agent --version work;
-#   - as root: the same commands in a chroot holding nothing but the tarball and the glibc,
-#     libstdc++ and libgcc_s files the loader opens (no curl, OpenSSL, jsoncpp... of the system's),
-#     and there runpoolctl reaches an HTTPS server on 127.0.0.1 trusted through Amazon Linux's CA
-#     bundle path alone.
+#   - as root: the same commands in a chroot of a minimal Debian 12 root (debootstrap
+#     --variant=minbase, made by scripts/setup.sh; no curl, OpenSSL, jsoncpp, CA certificates),
+#     whose own loader finds every library, and there runpoolctl reaches an HTTPS server on
+#     127.0.0.1 trusted through Amazon Linux's CA bundle path alone.
 #
 # The Release build runs one compiler at a time (RUNPOOL_RELEASE_JOBS, default 1 here), beside the
 # other tests. RUNPOOL_RELEASE_CHECK=0 skips the test (exit 77, which ctest reports as skipped).
@@ -82,26 +82,40 @@ done
 [ "$(env -i "$top/bin/runpool-agent" --version)" = "$version" ] || fail "runpool-agent --version is not $version"
 env -i "$top/bin/runpoolctl" provision --help | grep -q -- "--count" || fail "provision --help lists no --count"
 
-# A root without the system's libraries: the tarball and only the files the loader opens from
-# the system set.
+# A minimal Debian 12 root (debootstrap --variant=minbase, made by scripts/setup.sh): a real
+# distribution's userland with none of runpool's build dependencies (no curl, OpenSSL, jsoncpp,
+# CA certificates), the tarball unpacked in /opt.
 if [ "$(id -u)" != 0 ]; then
   echo "portable_test: not root, the chroot check is left out"
   exit 0
 fi
+rootfs=$src/build-cache/debian-bookworm-minbase.tar
+[ -f "$rootfs" ] || fail "no $rootfs: scripts/setup.sh (as root) makes it"
 root=$work/root
 chroot=$(command -v chroot) unshare=$(command -v unshare)
-mkdir -p "$root/opt" "$root/tmp" "$root/proc"
+mkdir -p "$root"
+tar -C "$root" --numeric-owner -xf "$rootfs"
+[ -x "$root/usr/bin/ldd" ] && [ -f "$root/etc/debian_version" ] || fail "$rootfs is not a Debian root"
 # /proc as in any container: the loader finds $ORIGIN through /proc/self/exe. The mount lives in
 # a mount namespace of its own and is gone with it.
-in_root() { env -i "$unshare" --mount --pid --fork --mount-proc="$root/proc" "$chroot" "$root" "$@"; }
+in_root() { env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$unshare" --mount --pid --fork --mount-proc="$root/proc" "$chroot" "$root" "$@"; }
 cp -a "$top" "$root/opt/runpool"
-for path in $(env -i "$(command -v ldd)" "$top/bin/runpoolctl" "$top/bin/runpool-agent" \
-                | awk '$2 == "=>" {print $3} $1 ~ /^\// {print $1}' | sort -u); do
-  case "$path" in "$top/"*) continue ;; esac
-  mkdir -p "$root$(dirname "$path")"
-  cp -L "$path" "$root$path"
+for lib in 'libcurl*' 'libjsoncpp*' 'libssl*' 'libcrypto*' 'libspdlog*' 'libfmt*'; do
+  find "$root" -name "$lib" -not -path "$root/opt/*" | grep -q . && fail "the minimal root has the system's $lib"
 done
-find "$root" -name 'libcurl*' -not -path "$root/opt/*" | grep -q . && fail "the chroot has the system's libcurl"
+[ ! -e "$root/etc/ssl/certs/ca-certificates.crt" ] || fail "the minimal root has a CA bundle"
+# The root's own loader resolves every library: from the tarball, or the root's glibc / libstdc++ / libgcc_s.
+for bin in runpoolctl runpool-agent; do
+  libs=$(in_root ldd "/opt/runpool/bin/$bin" 2>&1) || fail "chroot: ldd $bin: $libs"
+  ! grep -q "not found" <<<"$libs" || fail "chroot: $bin has libraries the root lacks: $libs"
+  while read -r soname path; do
+    path=$(realpath -m -s "$path")  # bin/../lib/x: RUNPATH $ORIGIN/../lib, spelled out
+    case "$path" in
+      /opt/runpool/lib/*) ;;
+      *) [[ $path =~ $system ]] || fail "chroot: $bin loads $soname from $path, outside the tarball" ;;
+    esac
+  done < <(awk '$2 == "=>" {print $1, $3}' <<<"$libs")
+done
 for args in "--version" "--help" "provision --help"; do
   # shellcheck disable=SC2086
   out=$(in_root /opt/runpool/bin/runpoolctl $args 2>&1) || fail "chroot: runpoolctl $args: $out"
@@ -151,4 +165,4 @@ cp "$tls/cert.pem" "$root/etc/pki/tls/certs/ca-bundle.crt"
 out=$(status_in_root)
 grep -q Scan "$tls/requests" 2>/dev/null ||
   fail "runpoolctl did not reach the HTTPS stand-in with /etc/pki/tls/certs/ca-bundle.crt as the only bundle: $out"
-echo "portable_test: OK (and in a chroot of $(find "$root" -type f -not -path "$root/opt/*" | wc -l) system files)"
+echo "portable_test: OK (and in a debootstrap minbase root of Debian $(cat "$root/etc/debian_version"))"
