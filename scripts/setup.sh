@@ -30,6 +30,27 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# RUNPOOL_RELEASE_ARM64=1: what the arm64 release build and its check need besides (Debian's cross
+# toolchain, qemu-user, the arm64 builds of runpool's libraries beside the host's).
+arm64_packages=(
+  crossbuild-essential-arm64 qemu-user-static
+  libcurl4-openssl-dev:arm64 libjsoncpp-dev:arm64 libspdlog-dev:arm64 libsystemd-dev:arm64
+  libpugixml-dev:arm64 libssl-dev:arm64 libhowardhinnant-date-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
+)
+if [ "${RUNPOOL_RELEASE_ARM64:-0}" = 1 ]; then
+  sudo_=""; [ "$(id -u)" -eq 0 ] || sudo_="sudo"
+  missing=()
+  for p in "${arm64_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "setup: installing ${missing[*]} (arm64)" >&2
+    dpkg --print-foreign-architectures | grep -qx arm64 || $sudo_ dpkg --add-architecture arm64
+    $sudo_ apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
 # The unprivileged user runpool-agent runs the runner as (integration tests launch real agents):
 # a system user with its own group, no home directory and no login shell.
 if ! id -u runpool-runner >/dev/null 2>&1; then
@@ -50,16 +71,24 @@ fi
 # A minimal Debian 12 root (debootstrap --variant=minbase: no curl, OpenSSL, jsoncpp or CA
 # certificates) in which packaging.portable runs the release tarball, made once and kept as a
 # tarball under build-cache/. Only root can make it (and only root runs that check's chroot part).
-rootfs=build-cache/debian-bookworm-minbase.tar
-if [ ! -f "$rootfs" ] && [ "$(id -u)" -eq 0 ]; then
-  echo "setup: debootstrap --variant=minbase bookworm ($rootfs)" >&2
+# With RUNPOOL_RELEASE_ARM64=1, an arm64 one too: debootstrap's first stage only (--foreign: the
+# packages unpacked, not configured, which would mean running arm64 programs), enough for a loader,
+# glibc and libstdc++ of Debian's arm64 build.
+minbase() {  # minbase TARBALL [DEBOOTSTRAP OPTION...]
+  local rootfs=$1 tmp; shift
+  [ ! -f "$rootfs" ] && [ "$(id -u)" -eq 0 ] || return 0
+  echo "setup: debootstrap --variant=minbase $* bookworm ($rootfs)" >&2
   mkdir -p build-cache
   tmp=$(mktemp -d build-cache/minbase.XXXXXX)
-  debootstrap --variant=minbase bookworm "$tmp/root" "${RUNPOOL_DEBIAN_MIRROR:-http://deb.debian.org/debian}" >"$tmp/log" 2>&1 ||
-    { cat "$tmp/log" >&2; echo "setup: debootstrap failed" >&2; exit 1; }
+  debootstrap --variant=minbase "$@" bookworm "$tmp/root" "${RUNPOOL_DEBIAN_MIRROR:-http://deb.debian.org/debian}" \
+    >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; echo "setup: debootstrap failed" >&2; exit 1; }
   tar -C "$tmp/root" --numeric-owner -cf "$rootfs.tmp" .
   mv "$rootfs.tmp" "$rootfs"
   rm -rf "$tmp"
+}
+minbase build-cache/debian-bookworm-minbase.tar
+if [ "${RUNPOOL_RELEASE_ARM64:-0}" = 1 ]; then
+  minbase build-cache/debian-bookworm-minbase-arm64.tar --arch=arm64 --foreign
 fi
 
 # GitHub's scale-set client for the localcloud.scaleset_client check, exactly as go.sum pins it

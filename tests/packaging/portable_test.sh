@@ -17,7 +17,12 @@
 # The Release build runs one compiler at a time (RUNPOOL_RELEASE_JOBS, default 1 here), beside the
 # other tests. RUNPOOL_RELEASE_CHECK=0 skips the test (exit 77, which ctest reports as skipped).
 #
-# Usage: portable_test.sh SOURCE_DIR WORK_DIR VERSION
+# ARCH arm64 on an x86_64 machine checks the cross-built arm64 tarball the same way, its programs
+# run under qemu-user (qemu-aarch64-static, also inside the arm64 minimal root). That check needs
+# the cross toolchain and the arm64 libraries: it runs when RUNPOOL_RELEASE_ARM64=1 (with which
+# scripts/setup.sh installs them) and is skipped otherwise.
+#
+# Usage: portable_test.sh SOURCE_DIR WORK_DIR VERSION [ARCH]
 set -euo pipefail
 src=$1 work=$2 version=$3
 if [ "${RUNPOOL_RELEASE_CHECK:-1}" = 0 ]; then
@@ -25,13 +30,26 @@ if [ "${RUNPOOL_RELEASE_CHECK:-1}" = 0 ]; then
   exit 77
 fi
 fail() { echo "FAIL: $*" >&2; exit 1; }
+host=$(uname -m); [ "$host" = aarch64 ] && host=arm64
+arch=${4:-$host}
+# How the target's files are read and run: natively, or with its binutils and under qemu-user.
+objdump=objdump run=() loader=/lib64/ld-linux-x86-64.so.2 rootfs_name=debian-bookworm-minbase
+[ "$arch" = arm64 ] && loader=/lib/ld-linux-aarch64.so.1
+if [ "$arch" != "$host" ]; then
+  if [ "${RUNPOOL_RELEASE_ARM64:-0}" != 1 ]; then
+    echo "portable_test: the $arch check is skipped (RUNPOOL_RELEASE_ARM64=1 runs it)"
+    exit 77
+  fi
+  objdump=aarch64-linux-gnu-objdump run=(qemu-aarch64-static) rootfs_name=debian-bookworm-minbase-arm64
+fi
+# ldd for the target: its loader lists what a program loads, in an empty environment.
+loaded() { env -i "${run[@]}" "$loader" --list "$1"; }
 
 mkdir -p "$work"
 rm -rf "$work/out" "$work/unpacked" "$work/root"
 RUNPOOL_RELEASE_BUILD_DIR=$work/build RUNPOOL_RELEASE_NO_DEB=1 RUNPOOL_RELEASE_JOBS=${RUNPOOL_RELEASE_JOBS:-1} \
-  "$src/scripts/release.sh" "$work/out"
+  RUNPOOL_RELEASE_ARCH=$arch "$src/scripts/release.sh" "$work/out"
 
-arch=$(uname -m); [ "$arch" = aarch64 ] && arch=arm64
 name=runpool-$version-linux-$arch
 tarball=$work/out/$name.tar.gz
 [ -f "$tarball" ] || fail "release.sh made no $name.tar.gz"
@@ -53,7 +71,7 @@ cmp -s "$src/LICENSE" "$top/LICENSE" || fail "LICENSE differs from the source's"
 
 # GLIBC / GLIBCXX: the newest version any file references (undefined symbols only).
 newest() {
-  objdump -T "$top"/bin/* "$top"/lib/* | awk '$0 ~ /\*UND\*/' | grep -oE "\(${1}_[0-9.]+\)" | tr -d '()' \
+  "$objdump" -T "$top"/bin/* "$top"/lib/* | awk '$0 ~ /\*UND\*/' | grep -oE "\(${1}_[0-9.]+\)" | tr -d '()' \
     | sed "s/^${1}_//" | sort -uV | tail -1
 }
 glibc=$(newest GLIBC) glibcxx=$(newest GLIBCXX)
@@ -72,15 +90,15 @@ for bin in "$top"/bin/*; do
       "$top/lib/"*) ;;
       *) [[ $path =~ $system ]] || fail "${bin##*/} loads $soname from $path, outside the tarball" ;;
     esac
-  done < <(env -i "$(command -v ldd)" "$bin" | awk '$2 == "=>" {print $1, $3}')
+  done < <(loaded "$bin" | awk '$2 == "=>" {print $1, $3}')
 done
 for args in "--version" "--help" "provision --help"; do
   # shellcheck disable=SC2086
-  out=$(env -i "$top/bin/runpoolctl" $args 2>&1) || fail "runpoolctl $args: $out"
+  out=$(env -i "${run[@]}" "$top/bin/runpoolctl" $args 2>&1) || fail "runpoolctl $args: $out"
 done
-[ "$(env -i "$top/bin/runpoolctl" --version)" = "$version" ] || fail "runpoolctl --version is not $version"
-[ "$(env -i "$top/bin/runpool-agent" --version)" = "$version" ] || fail "runpool-agent --version is not $version"
-env -i "$top/bin/runpoolctl" provision --help | grep -q -- "--count" || fail "provision --help lists no --count"
+[ "$(env -i "${run[@]}" "$top/bin/runpoolctl" --version)" = "$version" ] || fail "runpoolctl --version is not $version"
+[ "$(env -i "${run[@]}" "$top/bin/runpool-agent" --version)" = "$version" ] || fail "runpool-agent --version is not $version"
+env -i "${run[@]}" "$top/bin/runpoolctl" provision --help | grep -q -- "--count" || fail "provision --help lists no --count"
 
 # A minimal Debian 12 root (debootstrap --variant=minbase, made by scripts/setup.sh): a real
 # distribution's userland with none of runpool's build dependencies (no curl, OpenSSL, jsoncpp,
@@ -89,16 +107,25 @@ if [ "$(id -u)" != 0 ]; then
   echo "portable_test: not root, the chroot check is left out"
   exit 0
 fi
-rootfs=$src/build-cache/debian-bookworm-minbase.tar
-[ -f "$rootfs" ] || fail "no $rootfs: scripts/setup.sh (as root) makes it"
+rootfs=$src/build-cache/$rootfs_name.tar
+[ -f "$rootfs" ] || fail "no $rootfs: scripts/setup.sh (as root${run:+, with RUNPOOL_RELEASE_ARM64=1}) makes it"
 root=$work/root
 chroot=$(command -v chroot) unshare=$(command -v unshare)
 mkdir -p "$root"
 tar -C "$root" --numeric-owner -xf "$rootfs"
-[ -x "$root/usr/bin/ldd" ] && [ -f "$root/etc/debian_version" ] || fail "$rootfs is not a Debian root"
+{ [ -e "$root$loader" ] && [ -f "$root/etc/debian_version" ]; } || fail "$rootfs is not a Debian root for $arch"
+# Under qemu-user, the emulator (a static binary) runs inside the root too.
+root_run=()
+if ((${#run[@]})); then
+  cp "$(command -v "${run[0]}")" "$root/usr/bin/" && root_run=("/usr/bin/${run[0]}")
+fi
 # /proc as in any container: the loader finds $ORIGIN through /proc/self/exe. The mount lives in
 # a mount namespace of its own and is gone with it.
-in_root() { env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$unshare" --mount --pid --fork --mount-proc="$root/proc" "$chroot" "$root" "$@"; }
+in_root() {
+  env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$unshare" --mount --pid --fork --mount-proc="$root/proc" \
+    "$chroot" "$root" "${root_run[@]}" "$@"
+}
+mkdir -p "$root/opt" "$root/tmp" "$root/proc"  # a first-stage (foreign) root has not made them yet
 cp -a "$top" "$root/opt/runpool"
 for lib in 'libcurl*' 'libjsoncpp*' 'libssl*' 'libcrypto*' 'libspdlog*' 'libfmt*'; do
   find "$root" -name "$lib" -not -path "$root/opt/*" | grep -q . && fail "the minimal root has the system's $lib"
@@ -106,7 +133,7 @@ done
 [ ! -e "$root/etc/ssl/certs/ca-certificates.crt" ] || fail "the minimal root has a CA bundle"
 # The root's own loader resolves every library: from the tarball, or the root's glibc / libstdc++ / libgcc_s.
 for bin in runpoolctl runpool-agent; do
-  libs=$(in_root ldd "/opt/runpool/bin/$bin" 2>&1) || fail "chroot: ldd $bin: $libs"
+  libs=$(in_root "$loader" --list "/opt/runpool/bin/$bin" 2>&1) || fail "chroot: $loader --list $bin: $libs"
   ! grep -q "not found" <<<"$libs" || fail "chroot: $bin has libraries the root lacks: $libs"
   while read -r soname path; do
     path=$(realpath -m -s "$path")  # bin/../lib/x: RUNPATH $ORIGIN/../lib, spelled out
@@ -155,7 +182,7 @@ for _ in $(seq 100); do [ -f "$tls/port" ] && break; sleep 0.1; done
 printf 'table = runpool\npool = ci\nregion = us-east-1\ninstance_role_id = AROAEXAMPLEEXAMPLE1\n' >"$root/tmp/runpool.conf"
 status_in_root() {
   env -i AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=example RUNPOOL_ENDPOINT_DYNAMODB="https://127.0.0.1:$(cat "$tls/port")" \
-    timeout 60 "$unshare" --mount --pid --fork --mount-proc="$root/proc" "$chroot" "$root" \
+    timeout 60 "$unshare" --mount --pid --fork --mount-proc="$root/proc" "$chroot" "$root" "${root_run[@]}" \
     /opt/runpool/bin/runpoolctl --config /tmp/runpool.conf status 2>&1 || true
 }
 out=$(status_in_root)
@@ -165,4 +192,4 @@ cp "$tls/cert.pem" "$root/etc/pki/tls/certs/ca-bundle.crt"
 out=$(status_in_root)
 grep -q Scan "$tls/requests" 2>/dev/null ||
   fail "runpoolctl did not reach the HTTPS stand-in with /etc/pki/tls/certs/ca-bundle.crt as the only bundle: $out"
-echo "portable_test: OK (and in a debootstrap minbase root of Debian $(cat "$root/etc/debian_version"))"
+echo "portable_test: OK, $arch (and in a debootstrap minbase root of Debian $(cat "$root/etc/debian_version")${run:+, under ${run[0]}})"
