@@ -252,12 +252,17 @@ class Provision {
     }
     if (stragglers.empty()) return;
     spdlog::info("{} instance(s) not running in time: letting them go", stragglers.size());
-    let_go(stragglers, ctx_.settings.cancel_drain_wait, "not running in time for provision " + report_.label);
+    let_go(stragglers, ctx_.settings.cancel_drain_wait, "not running in time for provision " + report_.label,
+           RetireCause::kUnregistered);
   }
 
   // Nothing stays assigned to a failed provision: launched instances are terminated, claimed ones
-  // drain back to the pool (their agents deregister), waiting a bounded time for them.
-  void abandon() { let_go(tracked_, ctx_.settings.cancel_drain_wait, "provision " + report_.label + " failed"); }
+  // drain back to the pool (their agents deregister), waiting a bounded time for them. `timed_out`:
+  // it failed waiting for registrations (keep_failed keeps the unregistered launched instances).
+  void abandon(bool timed_out) {
+    let_go(tracked_, ctx_.settings.cancel_drain_wait, "provision " + report_.label + " failed",
+           timed_out ? RetireCause::kUnregistered : RetireCause::kOther);
+  }
 
   std::vector<Tracked>& tracked() { return tracked_; }
 
@@ -266,10 +271,11 @@ class Provision {
 
   // Launched instances are terminated; claimed ones drain back to the pool, waiting up to `wait`
   // for them (the rest finish under refresh).
-  void let_go(const std::vector<Tracked>& which, Duration wait, const std::string& why) {
+  void let_go(const std::vector<Tracked>& which, Duration wait, const std::string& why,
+              RetireCause cause = RetireCause::kOther) {
     std::vector<pool::InstanceRecord> launched, claimed;
     for (const auto& t : which) (t.warm ? claimed : launched).push_back(t.record);
-    if (!launched.empty()) retire(ctx_, launched, why);
+    if (!launched.empty()) retire(ctx_, launched, why, cause);
     if (claimed.empty()) return;
     DrainOptions options;
     options.wait = wait;
@@ -386,6 +392,7 @@ ProvisionReport provision(Context& ctx, const ProvisionOptions& o) {
                usage == pool::UsageClass::kSpot && s.on_demand_fallback ? ", on-demand fallback" : "",
                report.min_count < o.count ? fmt::format(", at least {}", report.min_count) : "");
   std::string error;
+  bool timed_out = false;  // the wait for registrations ran out (keep_failed: the unregistered count as failed)
   try {
     p.adopt();
     Secret token = ctx.github.registration_token();
@@ -426,6 +433,7 @@ ProvisionReport provision(Context& ctx, const ProvisionOptions& o) {
           break;
         case WaitEnd::kTimedOut:
           if (p.running() < report.min_count) error = w.problem;
+          timed_out = true;
           more = false;
           break;
         case WaitEnd::kFailed:
@@ -460,7 +468,7 @@ ProvisionReport provision(Context& ctx, const ProvisionOptions& o) {
   if (!error.empty()) {
     report.error = error;
     spdlog::error("provision {} failed: {}; cleaning up", report.label, error);
-    p.abandon();
+    p.abandon(timed_out);
     if (kept) end_run(ctx, report.label);
     report.elapsed_ms = p.elapsed_ms();
     return report;

@@ -369,6 +369,51 @@ TEST(Provision, AFailedInstanceIsReplacedAndTheProvisionSucceeds) {
   EXPECT_NE(w.out.str().find(bad), std::string::npos) << w.out.str();
 }
 
+// keep_failed: the failed instance is kept for inspection, out of service, and still replaced.
+TEST(Provision, WithKeepFailedAFailedInstanceIsKeptNotTerminatedAndStillReplaced) {
+  World w;
+  w.settings.usage_class = UsageClass::kOnDemand;
+  w.settings.keep_failed = std::chrono::hours(2);
+  w.agents.register_ok = false;
+  std::string bad;
+  w.on_tick = [&] {
+    if (bad.empty() && !w.compute.launched.empty()) {
+      bad = w.compute.launched[0];
+      w.agents.failing.insert(bad);
+    }
+    w.agents.register_ok = true;
+  };
+  const int64_t start = to_epoch_ms(w.clock.now());
+  ASSERT_EQ(run_provision(w.ctx, testing::provision_options(1)), kExitOk) << w.out.str();
+  EXPECT_EQ(w.compute.launched.size(), 2u) << "replaced";
+  EXPECT_EQ(w.compute.terminated.count(bad), 0u) << "kept";
+  pool::InstanceRecord kept = w.record(bad);
+  EXPECT_EQ(kept.state, State::kCreated) << "never claimed, never serving";
+  EXPECT_GE(kept.kept_until_ms, start + 2 * 3'600'000) << "kept two hours from when it was let go";
+  EXPECT_LE(kept.kept_until_ms, to_epoch_ms(w.clock.now()) + 2 * 3'600'000);
+  EXPECT_TRUE(kept.reg_token.empty());
+}
+
+// A provision that timed out waiting for registrations keeps what never registered: what did not
+// come up is what an operator wants to look at.
+TEST(Provision, WithKeepFailedATimedOutProvisionKeepsWhatNeverRegistered) {
+  World w;
+  w.settings.keep_failed = std::chrono::hours(1);
+  w.agents.register_ok = false;
+  auto o = testing::provision_options(1);
+  o.timeout = std::chrono::seconds(20);
+  ASSERT_EQ(run_provision(w.ctx, o), kExitFailed);
+  ASSERT_EQ(w.compute.launched.size(), 1u);
+  EXPECT_TRUE(w.compute.terminated.empty());
+  EXPECT_GT(w.record(w.compute.launched[0]).kept_until_ms, 0);
+
+  // Without keep_failed it is terminated, as ever (TimeoutTerminatesLaunched… above).
+  World off;
+  off.agents.register_ok = false;
+  ASSERT_EQ(run_provision(off.ctx, o), kExitFailed);
+  EXPECT_EQ(off.compute.terminated.size(), 1u);
+}
+
 TEST(Provision, AnInstanceThatDiesWhileBootingIsReplacedEarly) {
   World w;
   w.settings.usage_class = UsageClass::kOnDemand;

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/json.h"
+#include "common/pool/keep_failed.h"
 #include "common/pool/pool_message.h"
 #include "common/pool/record_update.h"
 #include "common/pool/refresh_plan.h"
@@ -41,6 +42,7 @@ pool::RefreshPolicy policy_of(const Settings& s) {
   p.launch_grace_ms = s.orphan_grace.count();
   p.advertise_grace_ms = s.advertise_grace.count();
   p.agent_silence_ms = s.agent_silence.count();
+  p.keep_failed_ms = s.keep_failed.count();
   for (const ResourceClass& rc : s.resource_classes) {
     if (int64_t age = s.max_instance_age_ms(rc.name); age > 0) p.max_instance_age_ms[rc.name] = age;
   }
@@ -334,6 +336,10 @@ class Refresh {
       }
       case ActionKind::kMarkRunning:
         return write(a.instance_id, pool::mark_running(*a.record, now, t)) ? Outcome{Outcome::kDone, ""} : changed;
+      case ActionKind::kKeep:
+        return write(a.instance_id, pool::keep_for_inspection(*a.record, now, s_.keep_failed.count()))
+                   ? Outcome{Outcome::kDone, ""}
+                   : changed;
       case ActionKind::kMarkAdvertised:
         return write(a.instance_id, pool::advertised(*a.record)) ? Outcome{Outcome::kDone, ""} : changed;
       case ActionKind::kDeleteRecord: {

@@ -272,6 +272,29 @@ TEST_F(RefreshTest, ExpiredIdleIsTerminatedAndClosedInOnePass) {
   EXPECT_TRUE(queue.bodies("small").empty());
 }
 
+// keep_failed: a failed instance is kept for inspection by one pass, left alone while kept, and
+// terminated by the first pass after its keep.
+TEST_F(RefreshTest, KeepFailedKeepsAFailedInstanceThenTerminatesIt) {
+  settings.keep_failed = std::chrono::hours(1);
+  InstanceRecord r = put(1, State::kRunning);
+  ASSERT_TRUE(table.report(r.instance_id, {.heartbeat_ms = kRefreshNow, .signal = pool::AgentSignal::kFailed,
+                                           .signal_detail = "the runner exited 1", .generation = r.generation}));
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(outcome("keep", r.instance_id), "done") << out.str();
+  EXPECT_EQ(compute.state(r.instance_id), "running");
+  EXPECT_EQ(get(r.instance_id).kept_until_ms, kRefreshNow + 3'600'000);
+
+  later(3'600'000 - 1);
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(report()["actions"].size(), 0u) << out.str();
+  EXPECT_EQ(compute.state(r.instance_id), "running");
+
+  later(1);
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(outcome("terminate", r.instance_id), "done") << out.str();
+  EXPECT_EQ(get(r.instance_id).state, State::kTerminated);
+}
+
 TEST_F(RefreshTest, DryRunChangesNothing) {
   InstanceRecord idle = put(1, State::kIdle);
   InstanceRecord running = put(2, State::kRunning);

@@ -2,16 +2,58 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/pool/keep_failed.h"
 #include "common/pool/record_update.h"
 #include "common/pool/transitions.h"
 
 namespace runpool::controller {
 
-RetireOutcome retire(Context& ctx, const std::vector<pool::InstanceRecord>& records, const std::string& why) {
+namespace {
+
+// keep_failed: whether `r` (as read now) is kept instead of terminated; keeps it if it should be.
+bool kept(Context& ctx, const pool::InstanceRecord& r, RetireCause cause, const std::string& why) {
+  const int64_t keep_ms = ctx.settings.keep_failed.count();
+  switch (pool::keep_verdict(r, ctx.now_ms(), keep_ms, cause == RetireCause::kUnregistered)) {
+    case pool::KeepVerdict::kNotKept:
+    case pool::KeepVerdict::kKeepOver: return false;
+    case pool::KeepVerdict::kKept: return true;
+    case pool::KeepVerdict::kKeep: break;
+  }
+  pool::Step step = pool::keep_for_inspection(r, ctx.now_ms(), keep_ms);
+  if (!ctx.table.transition(r.instance_id, step.expect, step.change)) return false;  // it moved: judged afresh
+  pool::InstanceRecord now = r;
+  pool::apply(now, step.change);
+  // `why` may name the instance already ("instance i-…: its agent failed to register: …").
+  std::string reason = why;
+  if (const std::string named = "instance " + r.instance_id + ": "; reason.rfind(named, 0) == 0) {
+    reason = reason.substr(named.size());
+  }
+  spdlog::warn("instance {}: {}, not terminated: {}", r.instance_id, pool::kept_description(now), reason);
+  return true;
+}
+
+}  // namespace
+
+RetireOutcome retire(Context& ctx, const std::vector<pool::InstanceRecord>& records, const std::string& why,
+                     RetireCause cause) {
   RetireOutcome out;
   std::vector<pool::InstanceRecord> terminating;
   for (const auto& original : records) {
     std::optional<pool::InstanceRecord> r = original;
+    // What the record says now decides a keep: the caller's copy may predate the agent's report.
+    if (ctx.settings.keep_failed.count() > 0 || original.kept_until_ms != 0) {
+      try {
+        r = ctx.table.get(original.instance_id);
+        if (r && r->generation == original.generation && kept(ctx, *r, cause, why)) {
+          out.kept.push_back(original.instance_id);
+          continue;
+        }
+      } catch (const std::exception& e) {
+        spdlog::error("instance {}: could not read its record: {}", original.instance_id, e.what());
+        r = original;
+      }
+      if (!r) r = original;
+    }
     bool done = false;
     for (int attempt = 0; attempt < 4 && r && !done; ++attempt) {
       // Someone else finished it, returned it to the pool, or it moved on to a new assignment.

@@ -498,6 +498,11 @@ std::vector<Row> make_settings_table() {
                    "provision was for is forgotten (0: re-runs are not served). The token needs Actions: read on the "
                    "repositories",
                    Duration{0}, 30 * kDay),
+      duration_row("keep_failed", &Settings::keep_failed,
+                   "keep a failed instance (its agent reported failed, or it never registered in time) running for "
+                   "this long for inspection instead of terminating it: out of service (its registration token "
+                   "removed), billed as any running instance; then refresh terminates it (0: terminate at once)",
+                   Duration{0}, 7 * kDay),
       duration_row("advertise_grace", &Settings::advertise_grace,
                    "refresh: an idle record whose pool message may be missing (advertise_pending still set) is "
                    "re-advertised after this; a release's SendMessage must fit in it",

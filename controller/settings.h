@@ -101,6 +101,9 @@ struct Settings {
   Duration orphan_grace{std::chrono::minutes(5)};     // refresh: tagged instance without a live record
   Duration advertise_grace{std::chrono::minutes(1)};  // refresh: idle, pool message maybe unsent → re-advertised
   Duration rerun_window{std::chrono::hours(72)};      // refresh: re-runs of released labels served this long
+  // A failed instance is kept running, out of service, this long for inspection before it is
+  // terminated (0: terminated at once; common/pool/keep_failed.h).
+  Duration keep_failed{0};
   Duration agent_silence{std::chrono::minutes(10)};   // refresh: idle, agent silent this long → terminated
   // An idle instance older than this (from its launch) is never claimed; refresh retires it. 0: no limit.
   Duration max_instance_age{0};

@@ -7,6 +7,7 @@
 
 #include "common/json.h"
 #include "common/log.h"
+#include "common/pool/keep_failed.h"
 #include "common/pool/scale_set_upkeep.h"
 #include "common/pool/transitions.h"  // agent_reported
 #include "controller/serve.h"         // serve_lease_name
@@ -117,6 +118,7 @@ std::string status_text(const StatusView& v) {
       if (pool::agent_reported(r, pool::AgentSignal::kFailed)) {
         out += fmt::format("{:<20} agent failed: {}\n", "", r.signal_detail.empty() ? "-" : printable(r.signal_detail, 200));
       }
+      if (r.kept_until_ms != 0) out += fmt::format("{:<20} {}\n", "", pool::kept_description(r));
       if (r.retire_pending) out += fmt::format("{:<20} retired at its release (runpoolctl retire)\n", "");
       // same-scope reuse: only a claim of this scope takes it.
       if (!r.reuse_scope_key.empty()) out += fmt::format("{:<20} kept for {}\n", "", printable(r.reuse_scope_key, 200));
@@ -183,6 +185,7 @@ Json::Value status_json(const StatusView& v) {
     j["runner_version"] = r.runner_version;
     j["agent_version"] = r.agent_version;
     j["retire_pending"] = r.retire_pending;
+    if (r.kept_until_ms != 0) j["kept_until_ms"] = static_cast<Json::Int64>(r.kept_until_ms);
     if (!r.reuse_scope_key.empty()) j["reuse_scope_key"] = printable(r.reuse_scope_key, 200);
     if (r.pre_run != pool::PreRun::kNone) {
       j["pre_run"] = std::string(pool::pre_run_name(r.pre_run));

@@ -138,6 +138,22 @@ TEST(Status, ShowsWhatAnInstanceRunsAFailedAgentsReasonAndARetireMark) {
   EXPECT_TRUE(j["retire_pending"].asBool());
   EXPECT_EQ(j["signal_detail"].asString().rfind("runner version deprecated", 0), 0u);
   EXPECT_FALSE(j.isMember("reuse_scope_key")) << "untagged";
+  EXPECT_FALSE(j.isMember("kept_until_ms")) << "not kept";
+}
+
+TEST(Status, ShowsAFailedInstanceKeptForInspection) {
+  World w;
+  auto r = testing::idle_record("i-00000000000000cc2", w.now());
+  r.state = pool::State::kRunning;
+  r.signal = pool::AgentSignal::kFailed;
+  r.kept_until_ms = 1'800'000'000'000;
+  w.table.inner.create(r);
+  ASSERT_EQ(run_status(w.ctx, {false, false}), kExitOk);
+  EXPECT_NE(w.out.str().find("kept for inspection until 2027-01-15T08:00:00Z (keep_failed)"), std::string::npos)
+      << w.out.str();
+  w.out.str("");
+  ASSERT_EQ(run_status(w.ctx, {true, false}), kExitOk);
+  EXPECT_EQ(parse_json(w.out.str(), "status")["instances"][0]["kept_until_ms"].asInt64(), 1'800'000'000'000);
 }
 
 TEST(Status, ShowsWhomASameScopeInstanceIsKeptFor) {

@@ -205,6 +205,10 @@ bool DynamoStateTable::transition(const std::string& instance_id, const Expect& 
     if (*c.orphan_since_ms == 0) b.remove(attr::kOrphanSince);
     else b.set(attr::kOrphanSince, AttributeValue::number(*c.orphan_since_ms));
   }
+  if (c.kept_until_ms) {
+    if (*c.kept_until_ms == 0) b.remove(attr::kKeptUntil);
+    else b.set(attr::kKeptUntil, AttributeValue::number(*c.kept_until_ms));
+  }
   if (c.bypass_removal) {
     if (*c.bypass_removal) b.set(attr::kBypassRemoval, AttributeValue::boolean(true));
     else b.remove(attr::kBypassRemoval);

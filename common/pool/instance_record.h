@@ -78,6 +78,9 @@ struct InstanceRecord {
   bool shared = false;
   std::string os;               // "linux" or "windows": picks scale-down's minimum running time
   int64_t orphan_since_ms = 0;  // scale-down's orphan mark (0: not marked); terminated next pass
+  // keep_failed: a failed instance kept running, out of service, for inspection until then (0: not
+  // kept); refresh terminates it once that has passed (common/pool/keep_failed.h).
+  int64_t kept_until_ms = 0;
   bool bypass_removal = false;  // an operator's mark: scale-down never removes this instance
   std::string ami_id;           // the AMI its launch asked for (the class's image, else image_id); "": unknown
   // `runpoolctl retire` marked it while assigned: its release retires it instead of returning it.

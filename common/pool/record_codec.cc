@@ -54,6 +54,7 @@ aws::Item encode_record(const InstanceRecord& r) {
   if (r.shared) item[attr::kShared] = AttributeValue::boolean(true);
   put_string(item, attr::kOs, r.os);
   put_int(item, attr::kOrphanSince, r.orphan_since_ms);
+  put_int(item, attr::kKeptUntil, r.kept_until_ms);
   if (r.bypass_removal) item[attr::kBypassRemoval] = AttributeValue::boolean(true);
   put_string(item, attr::kAmiId, r.ami_id);
   if (r.retire_pending) item[attr::kRetirePending] = AttributeValue::boolean(true);
@@ -107,6 +108,7 @@ InstanceRecord decode_record(const aws::Item& item) {
     r.shared = aws::find_bool(item, attr::kShared).value_or(false);
     r.os = aws::find_string(item, attr::kOs).value_or("");
     r.orphan_since_ms = aws::find_int(item, attr::kOrphanSince).value_or(0);
+    r.kept_until_ms = aws::find_int(item, attr::kKeptUntil).value_or(0);
     r.bypass_removal = aws::find_bool(item, attr::kBypassRemoval).value_or(false);
     r.ami_id = aws::find_string(item, attr::kAmiId).value_or("");
     r.retire_pending = aws::find_bool(item, attr::kRetirePending).value_or(false);

@@ -31,6 +31,7 @@ inline constexpr const char* kAdvertisePending = "advertise_pending";
 inline constexpr const char* kShared = "shared";
 inline constexpr const char* kOs = "os";
 inline constexpr const char* kOrphanSince = "orphan_since";
+inline constexpr const char* kKeptUntil = "kept_until";
 inline constexpr const char* kBypassRemoval = "bypass_removal";
 inline constexpr const char* kHeartbeat = "heartbeat";
 inline constexpr const char* kSignal = "signal";

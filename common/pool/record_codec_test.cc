@@ -29,6 +29,7 @@ InstanceRecord full_record() {
   r.shared = true;
   r.os = "linux";
   r.orphan_since_ms = 1'799'999'500'000;
+  r.kept_until_ms = 1'800'007'200'000;
   r.bypass_removal = true;
   r.ami_id = "ami-0123456789abcdef0";
   r.retire_pending = true;
@@ -116,6 +117,7 @@ TEST(RecordCodec, ForeignAndCorruptItemsAreRejectedWithTheirId) {
       broken([](aws::Item& i) { i[attr::kBusy] = AttributeValue::string("yes"); }),
       broken([](aws::Item& i) { i[attr::kShared] = AttributeValue::string("true"); }),
       broken([](aws::Item& i) { i[attr::kOrphanSince] = AttributeValue::string("soon"); }),
+      broken([](aws::Item& i) { i[attr::kKeptUntil] = AttributeValue::string("later"); }),
       broken([](aws::Item& i) { i[attr::kBypassRemoval] = AttributeValue::number(1); }),
       broken([](aws::Item& i) { i[attr::kGeneration] = AttributeValue::number_text("1.5"); }),
       broken([](aws::Item& i) { i[attr::kPreRun] = AttributeValue::string("maybe"); }),

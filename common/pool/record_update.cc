@@ -29,6 +29,7 @@ void apply(InstanceRecord& r, const LifecycleChange& c) {
   if (c.jit_config) r.jit_config = *c.jit_config;
   if (c.advertise_pending) r.advertise_pending = *c.advertise_pending;
   if (c.orphan_since_ms) r.orphan_since_ms = *c.orphan_since_ms;
+  if (c.kept_until_ms) r.kept_until_ms = *c.kept_until_ms;
   if (c.bypass_removal) r.bypass_removal = *c.bypass_removal;
   if (c.retire_pending) r.retire_pending = *c.retire_pending;
   if (c.reuse_scope_key) r.reuse_scope_key = *c.reuse_scope_key;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/aws/ec2_types.h"
+#include "common/pool/keep_failed.h"
 #include "common/pool/retire_plan.h"
 #include "common/pool/runner_name.h"
 #include "common/pool/span.h"
@@ -25,6 +26,7 @@ std::string_view action_name(ActionKind kind) {
     case ActionKind::kDeleteMessage: return "delete-message";
     case ActionKind::kReleaseMessage: return "release-message";
     case ActionKind::kMarkRunning: return "mark-running";
+    case ActionKind::kKeep: return "keep";
   }
   return "unknown";
 }
@@ -112,9 +114,26 @@ class RefreshPlanner {
       return;
     }
 
+    // keep_failed: a kept instance waits out its keep, whatever else holds, then goes.
+    switch (keep_verdict(r, now, p_.keep_failed_ms, false)) {
+      case KeepVerdict::kKept:
+        notes_.push_back(r.instance_id + ": " + kept_description(r));
+        return;
+      case KeepVerdict::kKeepOver:
+        add(records_, ActionKind::kTerminate, r, "keep_failed.over",
+            state + ", kept for inspection (keep_failed); the keep ended " + span(now - r.kept_until_ms) + " ago");
+        return;
+      case KeepVerdict::kKeep:
+      case KeepVerdict::kNotKept:
+        break;
+    }
     if (agent_reported(r, AgentSignal::kFailed)) {
-      add(records_, ActionKind::kTerminate, r, "agent.failed",
-          state + ", agent reported failed" + (r.signal_detail.empty() ? "" : ": " + r.signal_detail));
+      const std::string failed = state + ", agent reported failed" + (r.signal_detail.empty() ? "" : ": " + r.signal_detail);
+      if (keep_verdict(r, now, p_.keep_failed_ms, false) == KeepVerdict::kKeep) {
+        add(records_, ActionKind::kKeep, r, "agent.failed.kept", failed + "; kept for inspection (keep_failed)");
+      } else {
+        add(records_, ActionKind::kTerminate, r, "agent.failed", failed);
+      }
       return;
     }
     if (s_.ec2) {
@@ -161,6 +180,9 @@ class RefreshPlanner {
           // gracefully; the drained instance returns to the pool.
           add(records_, ActionKind::kDrain, r, "deadline." + state + ".registered",
               state + " past its deadline" + late + ", registered: draining");
+        } else if (keep_verdict(r, now, p_.keep_failed_ms, true) == KeepVerdict::kKeep) {
+          add(records_, ActionKind::kKeep, r, "deadline." + state + ".kept",
+              state + " past its deadline" + late + ", never registered; kept for inspection (keep_failed)");
         } else {
           add(records_, ActionKind::kTerminate, r, "deadline." + state,
               state + " past its deadline" + late + ", never registered");

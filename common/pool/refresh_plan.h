@@ -35,6 +35,9 @@ struct RefreshPolicy {
   int64_t agent_silence_ms = 10 * 60'000;
   // max_instance_age by resource class (absent or 0: none): an older idle instance is retired.
   std::map<std::string, int64_t> max_instance_age_ms{};
+  // keep_failed: a failed instance (agent.failed, or never registered by its deadline) is kept
+  // this long for inspection instead of terminated (0: off; common/pool/keep_failed.h).
+  int64_t keep_failed_ms = 0;
 };
 
 // One instance as DescribeInstances (filtered by the pool tag, every state) reported it.
@@ -78,6 +81,7 @@ enum class ActionKind {
   kDeleteMessage,       // a stale, duplicate or malformed pool message
   kReleaseMessage,      // a valid pool message: visible again at once
   kMarkRunning,         // mark_running: a shared runner registered while no scale-up waited for it
+  kKeep,                // keep_for_inspection: a failed instance kept (keep_failed), not terminated
 };
 
 std::string_view action_name(ActionKind kind);

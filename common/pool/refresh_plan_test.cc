@@ -135,6 +135,67 @@ TEST(PlanRefresh, AgentFailedForTheCurrentGenerationTerminatesInEveryLiveState) 
   }
 }
 
+// keep_failed: a failed instance is kept instead of terminated, waits out its keep, then goes.
+TEST(PlanRefresh, KeepFailedKeepsAFailedInstanceForItsKeepThenTerminatesIt) {
+  for (State s : {State::kCreated, State::kClaimed, State::kRunning, State::kDraining}) {
+    Fixture f;
+    f.p.keep_failed_ms = 2 * 3'600'000;
+    InstanceRecord r = record(1, s);
+    signal(r, AgentSignal::kFailed, r.generation);
+    r.signal_detail = "runner would not configure";
+    f.add(r);
+    Action a = only(f.plan(), r.instance_id);
+    EXPECT_EQ(a.kind, ActionKind::kKeep) << state_name(s);
+    EXPECT_EQ(a.rule, "agent.failed.kept");
+    EXPECT_NE(a.reason.find("would not configure"), std::string::npos);
+
+    // Kept: left alone, whatever its deadlines say, until the keep is over.
+    f.s.records.back().kept_until_ms = kNow + 1;
+    f.s.records.back().deadline_ms = kNow - 600'000;
+    f.s.records.back().hard_deadline_ms = kNow - 600'000;
+    RefreshPlan kept = f.plan();
+    EXPECT_TRUE(for_instance(kept, r.instance_id).empty()) << state_name(s);
+    ASSERT_EQ(kept.notes.size(), 1u);
+    EXPECT_NE(kept.notes[0].find("kept for inspection until"), std::string::npos) << kept.notes[0];
+    f.s.records.back().kept_until_ms = kNow;
+    f.p.keep_failed_ms = 0;  // turned off meanwhile: the keep still ends as it would have
+    a = only(f.plan(), r.instance_id);
+    EXPECT_EQ(a.kind, ActionKind::kTerminate);
+    EXPECT_EQ(a.rule, "keep_failed.over");
+
+    // Gone from EC2 while kept: the record is closed.
+    f.s.ec2->clear();
+    f.s.records.back().kept_until_ms = kNow + 1;
+    EXPECT_EQ(only(f.plan(), r.instance_id).kind, ActionKind::kClose);
+  }
+}
+
+TEST(PlanRefresh, KeepFailedKeepsAnInstanceThatNeverRegisteredByItsDeadline) {
+  for (State s : {State::kCreated, State::kClaimed}) {
+    for (AgentSignal sig : {AgentSignal::kNone, AgentSignal::kBooted}) {
+      Fixture f;
+      f.p.keep_failed_ms = 3'600'000;
+      InstanceRecord r = record(1, s);
+      r.deadline_ms = kNow - 1;
+      signal(r, sig, r.generation);
+      f.add(r);
+      Action a = only(f.plan(), r.instance_id);
+      EXPECT_EQ(a.kind, ActionKind::kKeep) << state_name(s);
+      EXPECT_EQ(a.rule, "deadline." + std::string(state_name(s)) + ".kept");
+      f.p.keep_failed_ms = 0;
+      EXPECT_EQ(only(f.plan(), r.instance_id).rule, "deadline." + std::string(state_name(s))) << "off: terminated";
+    }
+  }
+  // Registered past its deadline is no failure: drained as before.
+  Fixture f;
+  f.p.keep_failed_ms = 3'600'000;
+  InstanceRecord r = record(1, State::kClaimed);
+  r.deadline_ms = kNow - 1;
+  signal(r, AgentSignal::kRegistered, r.generation);
+  f.add(r);
+  EXPECT_EQ(only(f.plan(), r.instance_id).kind, ActionKind::kDrain);
+}
+
 TEST(PlanRefresh, SignalsOfAnEarlierGenerationSayNothing) {
   for (State s : {State::kCreated, State::kClaimed, State::kRunning, State::kDraining, State::kIdle}) {
     for (AgentSignal sig : {AgentSignal::kFailed, AgentSignal::kDrained, AgentSignal::kInterrupted}) {

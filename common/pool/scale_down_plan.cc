@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/pool/keep_failed.h"
 #include "common/pool/runner_name.h"
 #include "common/pool/span.h"
 #include "common/pool/transitions.h"
@@ -127,6 +128,7 @@ class ScaleDownPlanner {
       return decide(r, 1, kind, rule, std::move(reason), owner);
     };
     if (r.bypass_removal) return d(ScaleDownKind::kKeep, "bypass", marked + ", but marked bypass-removal");
+    if (r.kept_until_ms != 0) return d(ScaleDownKind::kKeep, "kept", marked + ", but " + kept_description(r));
     // The agent is the authority on busy, but only while it is alive to say so.
     if (r.busy && now - r.heartbeat_ms < p_.agent_silence_ms) {
       return d(ScaleDownKind::kKeep, "orphan.agent-busy",
@@ -182,6 +184,8 @@ class ScaleDownPlanner {
     };
 
     if (r.bypass_removal) return d(ScaleDownKind::kKeep, "bypass", state + ", marked bypass-removal");
+    // A failed instance kept for inspection: refresh ends it when its keep does.
+    if (r.kept_until_ms != 0) return d(ScaleDownKind::kKeep, "kept", state + ", " + kept_description(r));
     switch (r.state) {
       case State::kTerminating:
         return d(ScaleDownKind::kKeep, "terminating", "terminating; refresh finishes it");

@@ -34,6 +34,19 @@ TEST(ScaleDownPhase2, BypassKeepsEveryStateWhateverElseApplies) {
   }
 }
 
+TEST(ScaleDownPhase2, AFailedInstanceKeptForInspectionIsRefreshs) {
+  for (State s : {State::kCreated, State::kClaimed, State::kRunning, State::kDraining}) {
+    Fixture f;
+    f.quota("small", 0);
+    InstanceRecord r = record(1, s);
+    r.signal = AgentSignal::kFailed;
+    r.signal_generation = 1;
+    r.kept_until_ms = 1;  // over or not: refresh's to end
+    f.add(r);
+    expect(only(f.plan(), r.instance_id), ScaleDownKind::kKeep, "kept");
+  }
+}
+
 TEST(ScaleDownPhase2, TerminatingIsRefreshs) {
   Fixture f;
   f.add(record(1, State::kTerminating));

@@ -68,6 +68,7 @@ std::vector<Upkeep> plan_upkeep(const std::vector<InstanceRecord>& records, cons
   std::vector<Upkeep> out;
   for (const InstanceRecord& r : records) {
     if (!serves(r, pool, label)) continue;
+    if (r.kept_until_ms != 0) continue;  // a failed instance kept for inspection: refresh ends it
     const bool live = r.state == State::kCreated || r.state == State::kClaimed || r.state == State::kRunning;
     if ((live || r.state == State::kDraining) && agent_reported(r, AgentSignal::kFailed)) {
       out.push_back({UpkeepKind::kRetireFailed, r, "its agent reported failed: " + r.signal_detail});

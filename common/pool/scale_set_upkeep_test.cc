@@ -96,6 +96,11 @@ TEST(PlanUpkeep, EachRecordGetsTheStepItsStateAndAgentCallFor) {
   for (State s : {State::kIdle, State::kTerminating, State::kTerminated}) {
     EXPECT_EQ(kinds({reported(rec("i-a", s), AgentSignal::kFailed)}), K{}) << state_name(s);
   }
+  for (State s : {State::kCreated, State::kClaimed, State::kRunning, State::kDraining}) {
+    InstanceRecord kept = reported(rec("i-a", s), AgentSignal::kFailed);
+    kept.kept_until_ms = 1;
+    EXPECT_EQ(kinds({kept}), K{}) << state_name(s) << ": kept for inspection (keep_failed), refresh ends it";
+  }
   InstanceRecord other = reported(rec("i-a", State::kClaimed, 3, "other-set"), AgentSignal::kRegistered);
   EXPECT_EQ(kinds({other}), K{}) << "another set's";
 }

@@ -40,6 +40,7 @@ struct LifecycleChange {
   std::optional<Secret> jit_config{};    // empty removes it
   std::optional<bool> advertise_pending{};
   std::optional<int64_t> orphan_since_ms{};  // 0 removes the orphan mark
+  std::optional<int64_t> kept_until_ms{};    // keep_failed's mark; 0 removes it
   std::optional<bool> bypass_removal{};      // false removes the mark
   std::optional<bool> retire_pending{};      // false removes the mark
   std::optional<std::string> reuse_scope_key{};  // "" removes the tag

@@ -162,5 +162,40 @@ TEST_F(Deadlines, ExpiredInEveryStateRefreshRetiresOrDrains) {
   }
 }
 
+// keep_failed: an instance whose agent failed to register is kept running for inspection, not
+// terminated, by provision (which replaces it) and left alone by refresh while kept; the first
+// refresh after the keep terminates it.
+TEST_F(Deadlines, AFailedInstanceIsKeptForInspectionThenTerminated) {
+  const std::map<std::string, std::string> keep{{"RUNPOOL_KEEP_FAILED", "6s"}};
+  const std::string label = std::string("dl-kept-") + kFailsRegistration;
+  CtlResult p = ctl(provision_args(label, 1, {"--timeout", "90s"}), keep);
+  ASSERT_EQ(p.exit_code, 1) << describe(p) << consoles();
+  auto kept = table_->by_label(label);
+  ASSERT_EQ(kept.size(), 2u) << "the first and its replacement, both failed:\n" << describe(p);
+  for (const auto& k : kept) {
+    InstanceRecord r = record(k.instance_id);
+    EXPECT_GT(r.kept_until_ms, 0) << r.instance_id;
+    EXPECT_EQ(ec2_state(r.instance_id), "running") << r.instance_id << " is kept, not terminated";
+    EXPECT_TRUE(r.reg_token.empty()) << r.instance_id;
+  }
+  EXPECT_NE(p.err.find("kept for inspection until"), std::string::npos) << p.err;
+
+  Json::Value during = refresh(keep);
+  for (const auto& k : kept) {
+    EXPECT_TRUE(action(during, "terminate", k.instance_id).isNull()) << write_json(during);
+    EXPECT_EQ(ec2_state(k.instance_id), "running");
+  }
+
+  int64_t until = 0;
+  for (const auto& k : kept) until = std::max(until, record(k.instance_id).kept_until_ms);
+  ASSERT_TRUE(eventually([&] { return now_ms() > until + kClockMargin; }, 30s));
+  Json::Value after = refresh();  // keep_failed off by now: a kept instance still ends when its keep does
+  print_pass("after the keep", after);
+  for (const auto& k : kept) {
+    expect_action(after, "terminate", k.instance_id, "keep_failed.over");
+    EXPECT_TRUE(gone_in_ec2(k.instance_id)) << ec2_state(k.instance_id);
+  }
+}
+
 }  // namespace
 }  // namespace runpool::controller::e2e

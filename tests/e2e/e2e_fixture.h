@@ -59,6 +59,9 @@ inline bool eventually(const std::function<bool()>& pred, std::chrono::milliseco
 // The label a job of `config.sh` is never registered for: the test template's config.sh hangs
 // for labels containing it (an agent stuck in registration, e.g. GitHub unreachable).
 inline constexpr const char* kNeverRegisters = "never-registers";
+// The label whose registration fails: the test template's config.sh exits 1 for it (its agent
+// reports failed).
+inline constexpr const char* kFailsRegistration = "fails-registration";
 
 // The agent's default job uid range: each assignment's runner and jobs run as a new user from it.
 inline constexpr long kJobUidFirst = 1000000000;
@@ -105,6 +108,7 @@ class E2eTest : public ::testing::Test {
     const char* build = std::getenv("RUNPOOL_RUNNER_BUILD");
     use_runner_build(build && *build ? build : "stock");
     hang_registration_for(tmpl / "config.sh", kNeverRegisters);
+    fail_registration_for(tmpl / "config.sh", kFailsRegistration);
     Json::Value gh;
     gh["sessionIdleMs"] = 3000;
     if (auto f = time_factor()) {
@@ -378,9 +382,16 @@ class E2eTest : public ::testing::Test {
  private:
   // Makes the template's config.sh hang when asked to configure a label containing `marker`.
   static void hang_registration_for(const fs::path& config_sh, const std::string& marker) {
+    on_labels(config_sh, marker, "exec sleep 600");
+  }
+  static void fail_registration_for(const fs::path& config_sh, const std::string& marker) {
+    on_labels(config_sh, marker, "echo 'Http response code: Forbidden' >&2; exit 1");
+  }
+  // config.sh runs `command` first when its --labels contain `marker`.
+  static void on_labels(const fs::path& config_sh, const std::string& marker, const std::string& command) {
     std::string text = testing::slurp(config_sh.string());
     auto nl = text.find('\n');
-    text.insert(nl + 1, "case \" $* \" in *\" --labels \"*" + marker + "*) exec sleep 600 ;; esac\n");
+    text.insert(nl + 1, "case \" $* \" in *\" --labels \"*" + marker + "*) " + command + " ;; esac\n");
     std::ofstream(config_sh, std::ios::trunc) << text;
   }
 };

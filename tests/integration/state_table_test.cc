@@ -133,7 +133,7 @@ TEST_P(StateTableTest, TheJitConfigurationIsTakenByTheAgentOfItsGeneration) {
   EXPECT_TRUE(table_->get("i-jit1")->jit_config.empty());
 }
 
-TEST_P(StateTableTest, AgentNotBusyOrphanMarkAndBypass) {
+TEST_P(StateTableTest, AgentNotBusyAndTheOrphanBypassAndKeepMarks) {
   InstanceRecord shared = record("i-shared1", State::kRunning, 1, "self-hosted,linux,small");
   shared.shared = true;
   shared.os = "linux";
@@ -152,6 +152,11 @@ TEST_P(StateTableTest, AgentNotBusyOrphanMarkAndBypass) {
   EXPECT_TRUE(r->bypass_removal);
   ASSERT_TRUE(table_->transition("i-shared1", {.states = {State::kRunning}}, {.bypass_removal = false}));
   EXPECT_FALSE(table_->get("i-shared1")->bypass_removal);
+  // keep_failed's mark: set, read back, removed by 0.
+  ASSERT_TRUE(table_->transition("i-shared1", {.states = {State::kRunning}}, {.kept_until_ms = 1'700'000'360'000}));
+  EXPECT_EQ(table_->get("i-shared1")->kept_until_ms, 1'700'000'360'000);
+  ASSERT_TRUE(table_->transition("i-shared1", {.states = {State::kRunning}}, {.kept_until_ms = 0}));
+  EXPECT_EQ(table_->get("i-shared1")->kept_until_ms, 0) << "0 removes the mark";
 }
 
 TEST_P(StateTableTest, ScanSeesEveryRecordAndRemoveIsConditional) {
