@@ -1,10 +1,46 @@
 #!/usr/bin/env bash
 # One set-up step for a fresh Debian 12 machine: the Debian packages runpool builds and tests
-# with, the local cloud's npm packages from the committed lockfile, the Go modules of the
-# scale-set client check, and (as root) a minimal Debian root for the release tarball's check.
+# with, the local cloud's npm packages from the committed lockfile and the Go modules of the
+# scale-set client check. `--test-roots` (below) makes the Debian roots of the packaging checks.
 # Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# --test-roots: only the Debian roots the packaging checks run things in (scripts/test.sh makes them
+# beside the build), each made once with debootstrap and kept as a tarball under build-cache/.
+# Only root can make them (and only root runs those checks' chroot parts).
+#   debian-bookworm-minbase.tar: --variant=minbase, no curl, OpenSSL, jsoncpp or CA certificates;
+#     packaging.portable runs the release tarball in it.
+#   debian-bookworm-image-builder.tar: minbase with what a stock cloud image has that the image
+#     script relies on (curl, CA certificates, nftables, cloud-init); packaging.image runs
+#     build-image.sh in it.
+#   debian-bookworm-minbase-arm64.tar (RUNPOOL_RELEASE_ARM64=1): debootstrap's first stage only
+#     (--foreign: the packages unpacked, not configured, which would mean running arm64 programs),
+#     enough for a loader, glibc and libstdc++ of Debian's arm64 build.
+minbase() {  # minbase TARBALL [DEBOOTSTRAP OPTION...]
+  local rootfs=$1 tmp; shift
+  [ ! -f "$rootfs" ] && [ "$(id -u)" -eq 0 ] || return 0
+  echo "setup: debootstrap --variant=minbase $* bookworm ($rootfs)" >&2
+  mkdir -p build-cache
+  tmp=$(mktemp -d build-cache/minbase.XXXXXX)
+  debootstrap --variant=minbase "$@" bookworm "$tmp/root" "${RUNPOOL_DEBIAN_MIRROR:-http://deb.debian.org/debian}" \
+    >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; rm -rf "$tmp"; echo "setup: debootstrap failed" >&2; exit 1; }
+  tar -C "$tmp/root" --numeric-owner -cf "$rootfs.tmp" .
+  mv "$rootfs.tmp" "$rootfs"
+  rm -rf "$tmp"
+}
+if [ "${1:-}" = --test-roots ]; then
+  command -v debootstrap >/dev/null || { echo "setup: debootstrap is missing: run scripts/setup.sh first" >&2; exit 1; }
+  minbase build-cache/debian-bookworm-minbase.tar
+  # python3-cffi-backend: debootstrap does not resolve the virtual package cloud-init's
+  # python3-cryptography needs.
+  minbase build-cache/debian-bookworm-image-builder.tar \
+    --include=curl,ca-certificates,nftables,cloud-init,python3-cffi-backend
+  if [ "${RUNPOOL_RELEASE_ARM64:-0}" = 1 ]; then
+    minbase build-cache/debian-bookworm-minbase-arm64.tar --arch=arm64 --foreign
+  fi
+  exit 0
+fi
 
 packages=(
   cmake g++ pkg-config make
@@ -66,29 +102,6 @@ if ! cmp -s tests/localcloud/package-lock.json "$stamp" 2>/dev/null; then
   echo "setup: npm ci (local cloud)" >&2
   (cd tests/localcloud && npm ci --no-audit --no-fund --loglevel=error)
   cp tests/localcloud/package-lock.json "$stamp"
-fi
-
-# A minimal Debian 12 root (debootstrap --variant=minbase: no curl, OpenSSL, jsoncpp or CA
-# certificates) in which packaging.portable runs the release tarball, made once and kept as a
-# tarball under build-cache/. Only root can make it (and only root runs that check's chroot part).
-# With RUNPOOL_RELEASE_ARM64=1, an arm64 one too: debootstrap's first stage only (--foreign: the
-# packages unpacked, not configured, which would mean running arm64 programs), enough for a loader,
-# glibc and libstdc++ of Debian's arm64 build.
-minbase() {  # minbase TARBALL [DEBOOTSTRAP OPTION...]
-  local rootfs=$1 tmp; shift
-  [ ! -f "$rootfs" ] && [ "$(id -u)" -eq 0 ] || return 0
-  echo "setup: debootstrap --variant=minbase $* bookworm ($rootfs)" >&2
-  mkdir -p build-cache
-  tmp=$(mktemp -d build-cache/minbase.XXXXXX)
-  debootstrap --variant=minbase "$@" bookworm "$tmp/root" "${RUNPOOL_DEBIAN_MIRROR:-http://deb.debian.org/debian}" \
-    >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; echo "setup: debootstrap failed" >&2; exit 1; }
-  tar -C "$tmp/root" --numeric-owner -cf "$rootfs.tmp" .
-  mv "$rootfs.tmp" "$rootfs"
-  rm -rf "$tmp"
-}
-minbase build-cache/debian-bookworm-minbase.tar
-if [ "${RUNPOOL_RELEASE_ARM64:-0}" = 1 ]; then
-  minbase build-cache/debian-bookworm-minbase-arm64.tar --arch=arm64 --foreign
 fi
 
 # GitHub's scale-set client for the localcloud.scaleset_client check, exactly as go.sum pins it

@@ -9,8 +9,12 @@ build=${RUNPOOL_TEST_BUILD_DIR:-build-asan}
 # A unity build (README.md): a target's sources compiled a few at a time, half the time.
 # The benchmarks are not tests: scripts/bench.sh builds them in a build of their own
 # (RelWithDebInfo), and leaving them out of this one saves CI minutes of sanitizer compiles.
+# The packaging checks' Debian roots (debootstrap: mostly download) are made beside the build.
+scripts/setup.sh --test-roots &
+roots=$!
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DRUNPOOL_SANITIZE=ON -DCMAKE_UNITY_BUILD=ON -DRUNPOOL_BENCH=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)"
+wait "$roots" || { echo "test: scripts/setup.sh --test-roots failed" >&2; exit 1; }
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

@@ -37,6 +37,7 @@ expect_file "$unitdir/runpoolctl-serve@.service" -rw-r--r--
 expect_file "$unitdir/runpoolctl-refresh.service" -rw-r--r--
 expect_file "$unitdir/runpoolctl-refresh.timer" -rw-r--r--
 expect_file "$prefix/share/runpool/user-data.sh.in" -rw-r--r--
+expect_file "$prefix/share/runpool/build-image.sh" -rwxr-xr-x
 expect_file /etc/runpool/agent.conf -rw-------
 expect_file /etc/runpool/runpoolctl.conf -rw-r-----
 expect_file /usr/share/doc/runpool/copyright -rw-r--r--

@@ -64,7 +64,8 @@ for f in LICENSE bin/runpoolctl bin/runpool-agent etc/runpool/agent.conf etc/run
          "share/runpool/systemd/runpoolctl-serve@.service" share/runpool/systemd/runpoolctl-refresh.service \
          share/runpool/systemd/runpoolctl-refresh.timer \
          share/runpool/user-data.sh.in \
-         share/runpool/iam/controller-policy.json share/runpool/runpool.yaml share/doc/runpool/copyright; do
+         share/runpool/iam/controller-policy.json share/runpool/runpool.yaml share/runpool/build-image.sh \
+         share/doc/runpool/copyright; do
   [ -f "$top/$f" ] || fail "the tarball has no $f"
 done
 cmp -s "$src/LICENSE" "$top/LICENSE" || fail "LICENSE differs from the source's"
@@ -108,7 +109,7 @@ if [ "$(id -u)" != 0 ]; then
   exit 0
 fi
 rootfs=$src/build-cache/$rootfs_name.tar
-[ -f "$rootfs" ] || fail "no $rootfs: scripts/setup.sh (as root${run:+, with RUNPOOL_RELEASE_ARM64=1}) makes it"
+[ -f "$rootfs" ] || fail "no $rootfs: scripts/setup.sh --test-roots (as root${run:+, with RUNPOOL_RELEASE_ARM64=1}) makes it"
 root=$work/root
 chroot=$(command -v chroot) unshare=$(command -v unshare)
 mkdir -p "$root"
