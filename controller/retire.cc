@@ -49,7 +49,8 @@ RetireOutcome retire(Context& ctx, const std::vector<pool::InstanceRecord>& reco
           continue;
         }
       } catch (const std::exception& e) {
-        spdlog::error("instance {}: could not read its record: {}", original.instance_id, e.what());
+        spdlog::error("instance {}: keep_failed: could not read or keep its record ({}); terminating it as usual",
+                      original.instance_id, e.what());
         r = original;
       }
       if (!r) r = original;
