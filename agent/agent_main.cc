@@ -208,6 +208,8 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   hs.runner_group = s.runner_group;
   hs.path = s.runner_path;
   if (const char* lang = std::getenv("LANG"); lang && *lang) hs.lang = lang;
+  hs.proxy_env = proxy_environment([](const char* name) { return std::getenv(name); });
+  for (const auto& v : hs.proxy_env) spdlog::info("the runner gets {}", v.substr(0, v.find('=')));
   hs.config_sh_timeout = s.loop.config_sh_timeout;
   hs.cleanup_timeout = s.loop.cleanup_timeout;
   // Jobs cut off from IMDS (the role's credentials) unless job_imds_access: before every runner start.

@@ -128,10 +128,19 @@ UserIdentity LocalRunnerHost::need_runner_user() {
   return *u;
 }
 
+std::vector<std::string> proxy_environment(const std::function<const char*(const char*)>& getenv) {
+  std::vector<std::string> out;
+  for (const char* name : {"http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"}) {
+    if (const char* v = getenv(name); v && *v) out.push_back(std::string(name) + "=" + v);
+  }
+  return out;
+}
+
 std::vector<std::string> LocalRunnerHost::runner_env(const std::vector<std::string>& extra) const {
   const std::string& name = tenant_ ? tenant_->name : s_.user.name;
   std::vector<std::string> env = {"HOME=" + path("_home"), "PATH=" + s_.path, "LANG=" + s_.lang,
                                   "USER=" + name, "LOGNAME=" + name};
+  env.insert(env.end(), s_.proxy_env.begin(), s_.proxy_env.end());
   env.insert(env.end(), extra.begin(), extra.end());
   return env;
 }

@@ -21,6 +21,10 @@
 
 namespace runpool::agent {
 
+// The proxy variables of an environment, as NAME=value (http_proxy, https_proxy, no_proxy and
+// their upper-case forms; empty ones left out): a proxy the agent's unit sets reaches the runner.
+std::vector<std::string> proxy_environment(const std::function<const char*(const char*)>& getenv);
+
 struct RunnerHostSettings {
   std::string root;
   std::string template_dir;  // "" = none
@@ -52,6 +56,9 @@ struct RunnerHostSettings {
   std::string runner_group;  // --runnergroup (validated by the settings: never reads as an option)
   std::string path;
   std::string lang = "C.UTF-8";
+  // The agent's own proxy variables (proxy_environment()), given to the runner too: GitHub's
+  // runner and the tools of its jobs read the same https_proxy / no_proxy.
+  std::vector<std::string> proxy_env;
   Duration config_sh_timeout{std::chrono::minutes(2)};
   Duration cleanup_timeout{std::chrono::seconds(30)};
   // Whether clean() ends the runner user's processes. Always on an instance (one agent per host);

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -189,6 +190,33 @@ TEST_F(LocalRunnerHostTest, PrepareInstallsTheTemplateRootOwnedInAStickyRoot) {
   fs::remove(root / ".standin.json");
   host.prepare("");
   EXPECT_FALSE(fs::exists(root / ".standin.json"));
+}
+
+// A proxy the agent's unit sets reaches config.sh and the runner; nothing else of the agent's does.
+TEST_F(LocalRunnerHostTest, TheAgentsProxyVariablesReachTheRunner) {
+  std::map<std::string, std::string> agent_env = {{"https_proxy", "http://proxy.internal:3128"},
+                                                  {"NO_PROXY", "169.254.169.254,.internal"},
+                                                  {"http_proxy", ""},
+                                                  {"AWS_ACCESS_KEY_ID", "leak"}};
+  auto getenv = [&](const char* name) -> const char* {
+    auto it = agent_env.find(name);
+    return it == agent_env.end() ? nullptr : it->second.c_str();
+  };
+  EXPECT_EQ(proxy_environment(getenv),
+            (std::vector<std::string>{"https_proxy=http://proxy.internal:3128", "NO_PROXY=169.254.169.254,.internal"}))
+      << "set ones only, in a fixed order";
+
+  const fs::path root = base_ / "runner";
+  RunnerHostSettings s = settings(root);
+  s.proxy_env = proxy_environment(getenv);
+  LocalRunnerHost host(s, nullptr);
+  host.prepare("");
+  CommandResult r = host.configure({"https://github.com/o/r", "run-9", "ci-i-1-g3", Secret("tok")});
+  ASSERT_TRUE(r.ok()) << r.output;
+  std::string call = read_file(root / ".config-call");
+  EXPECT_NE(call.find("https_proxy=http://proxy.internal:3128"), std::string::npos) << call;
+  EXPECT_NE(call.find("NO_PROXY=169.254.169.254,.internal"), std::string::npos) << call;
+  EXPECT_EQ(call.find("AWS_"), std::string::npos) << call;
 }
 
 TEST_F(LocalRunnerHostTest, ConfigureRunsAsTheRunnerWithTheTokenInTheEnvironmentOnly) {
