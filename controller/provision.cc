@@ -235,7 +235,7 @@ class Provision {
     tracked_.erase(it);
     report_.dropped.push_back(DroppedInstance{instance_id, t.warm, problem});
     spdlog::warn("{}: letting it go and replacing it", problem);
-    let_go({t}, Duration{0}, problem);
+    mark_kept(let_go({t}, Duration{0}, problem));
   }
 
   // Instances not running when the provision ends with enough: let go like a failed provision's.
@@ -252,8 +252,14 @@ class Provision {
     }
     if (stragglers.empty()) return;
     spdlog::info("{} instance(s) not running in time: letting them go", stragglers.size());
-    let_go(stragglers, ctx_.settings.cancel_drain_wait, "not running in time for provision " + report_.label,
-           RetireCause::kUnregistered);
+    mark_kept(let_go(stragglers, ctx_.settings.cancel_drain_wait, "not running in time for provision " + report_.label,
+                     RetireCause::kUnregistered));
+  }
+
+  void mark_kept(const std::vector<std::string>& kept) {
+    for (auto& d : report_.dropped) {
+      if (std::find(kept.begin(), kept.end(), d.instance_id) != kept.end()) d.kept = true;
+    }
   }
 
   // Nothing stays assigned to a failed provision: launched instances are terminated, claimed ones
@@ -270,13 +276,14 @@ class Provision {
   static constexpr Duration kEc2LookInterval{std::chrono::seconds(5)};
 
   // Launched instances are terminated; claimed ones drain back to the pool, waiting up to `wait`
-  // for them (the rest finish under refresh).
-  void let_go(const std::vector<Tracked>& which, Duration wait, const std::string& why,
-              RetireCause cause = RetireCause::kOther) {
+  // for them (the rest finish under refresh). Returns the failed ones kept instead (keep_failed).
+  std::vector<std::string> let_go(const std::vector<Tracked>& which, Duration wait, const std::string& why,
+                                  RetireCause cause = RetireCause::kOther) {
     std::vector<pool::InstanceRecord> launched, claimed;
     for (const auto& t : which) (t.warm ? claimed : launched).push_back(t.record);
-    if (!launched.empty()) retire(ctx_, launched, why, cause);
-    if (claimed.empty()) return;
+    std::vector<std::string> kept;
+    if (!launched.empty()) kept = retire(ctx_, launched, why, cause).kept;
+    if (claimed.empty()) return kept;
     DrainOptions options;
     options.wait = wait;
     options.terminate_stragglers = false;  // refresh finishes them (drain deadline)
@@ -286,8 +293,8 @@ class Provision {
       d = drain_to_pool(ctx_, claimed, [&] { return ctx_.github.remove_token(); }, options);
     } catch (const std::exception& e) {
       spdlog::error("could not drain the claimed instances back ({}); terminating them", e.what());
-      retire(ctx_, claimed, why);
-      return;
+      for (const auto& id : retire(ctx_, claimed, why).kept) kept.push_back(id);
+      return kept;
     }
     if (!d.errors.empty()) {
       // Without a remove token (GitHub unreachable) nothing started draining: terminate instead.
@@ -299,10 +306,13 @@ class Provision {
           stuck.push_back(*cur);
         }
       }
-      if (!stuck.empty()) retire(ctx_, stuck, "could not be drained back");
+      if (!stuck.empty()) {
+        for (const auto& id : retire(ctx_, stuck, "could not be drained back").kept) kept.push_back(id);
+      }
     }
     spdlog::info("claimed instances: {} back in the pool, {} still draining (refresh finishes them)",
                  d.returned.size(), d.left.size());
+    return kept;
   }
 
   Tracked& find_tracked(const std::string& instance_id) {
@@ -502,7 +512,8 @@ std::string provision_text(const ProvisionReport& r) {
   }
   if (!r.dropped.empty()) out += "let go (claimed ones drain back to the pool, launched ones terminate):\n";
   for (const auto& d : r.dropped) {
-    out += fmt::format("  {:<20} {:<9} {}\n", d.instance_id, d.warm ? "warm" : "launched", d.why);
+    out += fmt::format("  {:<20} {:<9} {}{}\n", d.instance_id, d.warm ? "warm" : "launched", d.why,
+                       d.kept ? "; kept for inspection (keep_failed)" : "");
   }
   return out;
 }
@@ -535,6 +546,7 @@ Json::Value provision_json(const ProvisionReport& r) {
     j["instance_id"] = d.instance_id;
     j["source"] = d.warm ? "warm" : "launched";
     j["why"] = d.why;
+    j["kept"] = d.kept;
     v["dropped"].append(j);
   }
   return v;
@@ -571,7 +583,10 @@ std::string provision_summary(const ProvisionReport& r) {
   }
   if (!r.dropped.empty()) {
     out += "Let go:\n\n";
-    for (const auto& d : r.dropped) out += "- " + markdown_cell(d.instance_id) + ": " + markdown_cell(d.why) + "\n";
+    for (const auto& d : r.dropped) {
+      out += "- " + markdown_cell(d.instance_id) + ": " + markdown_cell(d.why) +
+             (d.kept ? " (kept for inspection: keep_failed)" : "") + "\n";
+    }
     out += "\n";
   }
   return out;

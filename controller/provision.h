@@ -57,6 +57,7 @@ struct DroppedInstance {
   std::string instance_id;
   bool warm = false;
   std::string why;
+  bool kept = false;  // failed, and kept for inspection instead of terminated (keep_failed)
 };
 
 struct ProvisionReport {

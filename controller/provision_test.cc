@@ -392,6 +392,7 @@ TEST(Provision, WithKeepFailedAFailedInstanceIsKeptNotTerminatedAndStillReplaced
   EXPECT_GE(kept.kept_until_ms, start + 2 * 3'600'000) << "kept two hours from when it was let go";
   EXPECT_LE(kept.kept_until_ms, to_epoch_ms(w.clock.now()) + 2 * 3'600'000);
   EXPECT_TRUE(kept.reg_token.empty());
+  EXPECT_NE(w.out.str().find("; kept for inspection (keep_failed)"), std::string::npos) << w.out.str();
 }
 
 // A provision that timed out waiting for registrations keeps what never registered: what did not
