@@ -6,16 +6,6 @@
 
 namespace runpool::pool {
 
-std::string_view keep_verdict_name(KeepVerdict v) {
-  switch (v) {
-    case KeepVerdict::kNotKept: return "not-kept";
-    case KeepVerdict::kKeep: return "keep";
-    case KeepVerdict::kKept: return "kept";
-    case KeepVerdict::kKeepOver: return "keep-over";
-  }
-  return "?";
-}
-
 KeepVerdict keep_verdict(const InstanceRecord& r, int64_t now_ms, int64_t keep_failed_ms, bool unregistered_failed) {
   if (r.state == State::kTerminating || r.state == State::kTerminated || r.state == State::kIdle) {
     return KeepVerdict::kNotKept;

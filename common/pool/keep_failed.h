@@ -19,7 +19,6 @@ enum class KeepVerdict {
   kKept,      // kept, and the keep is not over: leave it alone
   kKeepOver,  // kept, and the keep is over: terminate it now
 };
-std::string_view keep_verdict_name(KeepVerdict v);
 
 // `unregistered_failed`: the caller is about to terminate the instance because it did not
 // register in time (a created or claimed record without `registered` then counts as failed).

@@ -115,7 +115,8 @@ class RefreshPlanner {
     }
 
     // keep_failed: a kept instance waits out its keep, whatever else holds, then goes.
-    switch (keep_verdict(r, now, p_.keep_failed_ms, false)) {
+    const KeepVerdict keep = keep_verdict(r, now, p_.keep_failed_ms, false);
+    switch (keep) {
       case KeepVerdict::kKept:
         notes_.push_back(r.instance_id + ": " + kept_description(r));
         return;
@@ -129,7 +130,7 @@ class RefreshPlanner {
     }
     if (agent_reported(r, AgentSignal::kFailed)) {
       const std::string failed = state + ", agent reported failed" + (r.signal_detail.empty() ? "" : ": " + r.signal_detail);
-      if (keep_verdict(r, now, p_.keep_failed_ms, false) == KeepVerdict::kKeep) {
+      if (keep == KeepVerdict::kKeep) {
         add(records_, ActionKind::kKeep, r, "agent.failed.kept", failed + "; kept for inspection (keep_failed)");
       } else {
         add(records_, ActionKind::kTerminate, r, "agent.failed", failed);
