@@ -134,6 +134,16 @@ TEST_F(ScaleSetSession, AGoneSetOrSessionIsTyped) {
   http_.push(reply(401, "{}"));
   http_.push(reply(404, R"({"typeName":"X.RunnerScaleSetSessionNotFoundException, X","message":"no"})"));
   EXPECT_THROW(session_->get_message(0, 1), SessionExpiredError);
+  // As GitHub was reported to answer a refresh of a session it evicted.
+  http_.push(reply(401, "{}"));
+  http_.push(reply(404, R"({"typeName":"RunnerAdminException","message":"runner referenced a session ID that doesn't exist in redis"})"));
+  try {
+    session_->get_message(0, 1);
+    FAIL() << "no error";
+  } catch (const SessionExpiredError& e) {
+    EXPECT_EQ(e.status(), 404);
+    EXPECT_EQ(e.type_name(), "RunnerAdminException");
+  }
 }
 
 TEST_F(ScaleSetSession, AcknowledgesByDeletingTheMessage) {

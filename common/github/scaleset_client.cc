@@ -108,6 +108,12 @@ MessageSessionInfo ScaleSetClient::create_session(int64_t scale_set_id, const st
 MessageSessionInfo ScaleSetClient::refresh_session(int64_t scale_set_id, const std::string& session_id) {
   const std::string op = "RefreshMessageSession";
   GithubReply reply = call(op, "PATCH", set_path(scale_set_id) + "/sessions/" + url_encode(session_id));
+  // Whatever the 404 is called (GitHub was reported to answer RunnerAdminException "… session ID
+  // that doesn't exist"), the session is gone, unless the set is.
+  if (reply.status() == 404) {
+    ActionsServiceError e = actions_error_from(op, reply.http);
+    if (!e.is("RunnerScaleSetNotFoundException")) throw SessionExpiredError(e);
+  }
   if (!reply.ok()) throw_actions_error(op, reply);
   return parse_actions_reply(op, reply, parse_message_session);
 }

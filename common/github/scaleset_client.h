@@ -34,7 +34,8 @@ class ScaleSetClient {
 
   // SessionConflictError while another session is live; ScaleSetGoneError.
   MessageSessionInfo create_session(int64_t scale_set_id, const std::string& owner_name);
-  // A new queue token. SessionExpiredError when the session is no longer the set's.
+  // A new queue token. SessionExpiredError when the session is no longer the set's: any 404 but
+  // the set's own (ScaleSetGoneError).
   MessageSessionInfo refresh_session(int64_t scale_set_id, const std::string& session_id);
   // 204 → kDeleted; the session already expired or replaced (400) → kAlreadyGone.
   DeleteOutcome delete_session(int64_t scale_set_id, const std::string& session_id);

@@ -177,6 +177,13 @@ TEST_F(ScaleSetClientTest, SessionErrorsAreTyped) {
   EXPECT_THROW(client_.create_session(7, "h"), ScaleSetGoneError);
   http_.push(reply(404, as_error("RunnerScaleSetSessionNotFoundException")));
   EXPECT_THROW(client_.refresh_session(7, "s"), SessionExpiredError);
+  // GitHub's reported answer for a session it evicted: typed the same, by its status.
+  http_.push(reply(404, R"({"typeName":"RunnerAdminException","message":"runner referenced a session ID that doesn't exist in redis"})"));
+  EXPECT_THROW(client_.refresh_session(7, "s"), SessionExpiredError);
+  http_.push(reply(404, ""));
+  EXPECT_THROW(client_.refresh_session(7, "s"), SessionExpiredError);
+  http_.push(reply(404, as_error("RunnerScaleSetNotFoundException")));
+  EXPECT_THROW(client_.refresh_session(7, "s"), ScaleSetGoneError);
   // An empty queue URL (seen in an outage) is an error, as is a missing token.
   http_.push(reply(200, R"({"sessionId":"s","messageQueueUrl":"","messageQueueAccessToken":"SECRETQ"})"));
   try {

@@ -47,8 +47,10 @@ class ScaleSetGoneError : public ActionsServiceError {
   explicit ScaleSetGoneError(const ActionsServiceError& e) : ActionsServiceError(e) {}
 };
 
-// The session is no longer the set's (deleted, lapsed and replaced): a refresh answers 404
-// RunnerScaleSetSessionNotFoundException. Create a new session.
+// The session is no longer the set's (deleted, evicted, lapsed and replaced): a refresh answers
+// 404 (GitHub was reported to name it RunnerAdminException, "runner referenced a session ID that
+// doesn't exist"; any name is taken), a delete 400 RunnerScaleSetSessionExpiredException. Create
+// a new session.
 class SessionExpiredError : public ActionsServiceError {
  public:
   explicit SessionExpiredError(const ActionsServiceError& e) : ActionsServiceError(e) {}
