@@ -90,6 +90,7 @@ void AgentLoop::set_detail(AgentReport& r, int64_t generation, const std::string
 void AgentLoop::read_record() {
   try {
     record_ = table_.get(s_.instance_id);
+    open_sealed();
     reachable_ = true;
     health_.ok();
     if (record_) job_bound_ = job_bound_ms(*record_, s_.drain_signal_timeout);

@@ -15,11 +15,13 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "agent/agent_metrics.h"
 #include "agent/agent_settings.h"
 #include "agent/decisions.h"
 #include "agent/runner_host.h"
+#include "agent/sealed_record.h"
 #include "agent/table_health.h"
 #include "common/pool/state_table.h"
 
@@ -30,6 +32,8 @@ struct LoopSettings : LoopTimings {
   std::string instance_id;
   std::string pool;
   std::string agent_version;
+  // Where the instance's private seal key is kept, root-only (sealed_record.h); "": memory only.
+  std::string seal_key_file;
 };
 
 LoopSettings loop_settings(const AgentSettings& s, const std::string& instance_id, const std::string& version);
@@ -69,6 +73,8 @@ class AgentLoop {
 
   // agent_loop.cc: the tick, the record, resuming, reports, the status line
   void read_record();
+  // agent_loop_seal.cc: the instance's seal key taken from the record, and its tokens opened
+  void open_sealed();
   void resume();
   void act(const Decision& d);
   // Writes the agent's part of the record (common/pool/state_table.h: report). Never throws: what
@@ -145,6 +151,13 @@ class AgentLoop {
   bool reachable_ = false;
   bool was_reachable_ = true;
   std::optional<int64_t> job_bound_;  // the latest a job may run to, from the last record read
+  // The instance's seal key pair, once read from its file or taken from the record.
+  struct SealKeyHold {
+    std::optional<pool::SealKeys> keys;
+    bool file_read = false;
+    std::vector<std::string> last_refused;  // logged once until it changes
+  };
+  SealKeyHold seal_;
 
   // What this agent found when it started (resume()).
   struct Startup {

@@ -221,7 +221,9 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   LocalRunnerHost host(hs, [&] { watchdog.alive(); });
   Ec2SelfTerminator compute(ec2, id->instance_id);
   TableHealth health(system_clock());
-  AgentLoop loop(loop_settings(s, id->instance_id, version), table, host, compute, aws_clock, health);
+  LoopSettings ls = loop_settings(s, id->instance_id, version);
+  ls.seal_key_file = hs.root + ".seal-key";  // beside the runner root, in a directory only root writes
+  AgentLoop loop(std::move(ls), table, host, compute, aws_clock, health);
   loop.on_status([&](const std::string& line) { notifier.status(line); });
   std::unique_ptr<metrics::FileSink> metrics_file;
   if (!s.metrics_file.empty()) {

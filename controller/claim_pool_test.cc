@@ -64,8 +64,9 @@ TEST(ClaimPool, AScaleSetsConfigurationsAreMadeABatchAtOnce) {
   EXPECT_EQ(w.mint_calls[0][0], w.runner(0)) << "named for the claim's generation";
   for (const pool::InstanceRecord& r : c.claimed) {
     EXPECT_EQ(w.record(r.instance_id).state, State::kClaimed);
-    EXPECT_EQ(w.record(r.instance_id).jit_config.reveal(),
-              "jit:" + pool::runner_name(w.settings.pool, r.instance_id, 3));
+    pool::OpenedField jit = pool::open_field(testing::test_seal_keys(), 3, "jit_config", w.record(r.instance_id).jit_config);
+    EXPECT_EQ(jit.value.value_or(Secret()).reveal(), "jit:" + pool::runner_name(w.settings.pool, r.instance_id, 3))
+        << jit.error;
   }
   EXPECT_TRUE(w.discarded.empty());
   EXPECT_EQ(w.queue.bodies("small").size(), 2u) << "the two not needed stay in the pool";

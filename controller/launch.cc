@@ -24,6 +24,7 @@ bool write_record(Context& ctx, const LaunchOrder& order, const LaunchedInstance
   r.ami_id = launch_image(ctx.settings, order.resource_class);
   r.job_privileges = pool::job_privileges_name(ctx.settings.reuse_policy_for(order.resource_class).job_privileges);
   if (jit) r.jit_config = *jit;
+  pool::give_seal_keys(r, pool::make_seal_keys());
   if (ctx.table.create(r)) {
     *out = r;
     return true;

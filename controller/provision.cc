@@ -97,6 +97,7 @@ class Provision {
       r.os = ctx_.settings.os;
       r.ami_id = i.image_id.empty() ? launch_image(ctx_.settings, rc.name) : i.image_id;  // EC2's word first
       r.job_privileges = pool::job_privileges_name(ctx_.settings.reuse_policy_for(rc.name).job_privileges);
+      pool::give_seal_keys(r, pool::make_seal_keys());
       if (!ctx_.table.create(r)) continue;  // another attempt recorded it first
       spdlog::info("instance {} was launched for {} by an earlier attempt that left no record: keeping it",
                    i.instance_id, report_.label);

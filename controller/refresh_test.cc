@@ -141,8 +141,10 @@ class RefreshTest : public ::testing::Test {
   InstanceRecord put(int n, State s, int64_t generation_claims = 0, int64_t born = kRefreshNow - 3'600'000) {
     const std::string id = id_of(n);
     const pool::Timeouts& t = settings.timeouts;
-    EXPECT_TRUE(table.create(pool::launched_record(id, "ci", "run-1", "small", pool::UsageClass::kSpot, "c7i.large",
-                                                   Secret("reg"), "https://github.com/o/r", born, t)));
+    InstanceRecord launched = pool::launched_record(id, "ci", "run-1", "small", pool::UsageClass::kSpot, "c7i.large",
+                                                    Secret("reg"), "https://github.com/o/r", born, t);
+    pool::give_seal_keys(launched, testing::test_seal_keys());
+    EXPECT_TRUE(table.create(launched));
     compute.launch(id, born);
     auto step = [&](const pool::Step& st) { EXPECT_TRUE(table.transition(id, st.expect, st.change)); };
     auto agent = [&](pool::AgentSignal sig) {
@@ -371,7 +373,11 @@ TEST_F(RefreshTest, OneRemoveTokenForAllDrains) {
   EXPECT_EQ(runners.remove_tokens, 1);
   EXPECT_EQ(get(id_of(1)).state, State::kDraining);
   EXPECT_EQ(get(id_of(2)).state, State::kDraining);
-  EXPECT_EQ(get(id_of(2)).remove_token.reveal(), "remove-token");
+  for (int n : {1, 2}) {  // sealed to each instance, for its generation
+    const InstanceRecord r = get(id_of(n));
+    pool::OpenedField token = pool::open_field(testing::test_seal_keys(), r.generation, "remove_token", r.remove_token);
+    EXPECT_EQ(token.value.value_or(Secret()).reveal(), "remove-token") << token.error;
+  }
 }
 
 TEST_F(RefreshTest, SweptMessagesAreDealtWithBeforeTheRemoveTokenIsFetched) {

@@ -419,6 +419,13 @@ struct AgentSim {
   }
 };
 
+// The seal key pair of the tests' instances (common/pool/sealed_field.h), so a test can open what a
+// claim or a drain wrote.
+inline const pool::SealKeys& test_seal_keys() {
+  static const pool::SealKeys keys = pool::make_seal_keys();
+  return keys;
+}
+
 // An idle instance, as release leaves one: advertised in its class's queue.
 inline pool::InstanceRecord idle_record(const std::string& id, int64_t now_ms, int64_t generation = 2,
                                         const std::string& cls = "small",
@@ -438,6 +445,7 @@ inline pool::InstanceRecord idle_record(const std::string& id, int64_t now_ms, i
   r.heartbeat_ms = now_ms - 1'000;
   r.signal = pool::AgentSignal::kDrained;
   r.signal_generation = generation;
+  r.seal_key = test_seal_keys().public_key;  // launched with sealed tokens
   return r;
 }
 

@@ -45,7 +45,7 @@ fi
 packages=(
   cmake g++ pkg-config make
   libcurl4-openssl-dev libjsoncpp-dev libspdlog-dev libsystemd-dev libcli11-dev
-  libpugixml-dev libssl-dev libhowardhinnant-date-dev tzdata libgtest-dev libgmock-dev
+  libpugixml-dev libssl-dev libsodium-dev libhowardhinnant-date-dev tzdata libgtest-dev libgmock-dev
   nodejs npm util-linux procps shellcheck python3-yaml python3-venv cloud-init
   clang libclang-rt-14-dev nftables patchelf
   docker.io busybox-static sudo debootstrap
@@ -71,7 +71,7 @@ fi
 arm64_packages=(
   crossbuild-essential-arm64 qemu-user-static
   libcurl4-openssl-dev:arm64 libjsoncpp-dev:arm64 libspdlog-dev:arm64 libsystemd-dev:arm64
-  libpugixml-dev:arm64 libssl-dev:arm64 libhowardhinnant-date-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
+  libpugixml-dev:arm64 libssl-dev:arm64 libsodium-dev:arm64 libhowardhinnant-date-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
 )
 if [ "${RUNPOOL_RELEASE_ARM64:-0}" = 1 ]; then
   sudo_=""; [ "$(id -u)" -eq 0 ] || sudo_="sudo"

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/pool/sealed_field.h"
+
 namespace runpool::pool {
 namespace {
 
@@ -18,6 +20,7 @@ InstanceRecord idle_record() {
   r.instance_type = "c7i.xlarge";
   r.deadline_ms = kNow + 3'600'000;
   r.heartbeat_ms = kNow - 5'000;
+  r.seal_key = make_seal_keys().public_key;
   return r;
 }
 
@@ -51,6 +54,11 @@ TEST(JudgePoolMessage, AnInstanceDueForRetirementIsNeverClaimed) {
   EXPECT_EQ(judge_pool_message(message(), old, q).fate, MessageFate::kDrop);
   q.max_instance_age_ms = 7 * 86'400'000LL + 1;
   EXPECT_EQ(judge_pool_message(message(), old, q).fate, MessageFate::kClaim);
+  InstanceRecord unsealed = idle_record();
+  unsealed.seal_key.clear();
+  v = judge_pool_message(message(), unsealed, request());
+  EXPECT_EQ(v.fate, MessageFate::kDrop) << "its token would be written in clear";
+  EXPECT_NE(v.reason.find("launched before sealed tokens"), std::string::npos) << v.reason;
 }
 
 TEST(JudgePoolMessage, MissingRecordDrops) {

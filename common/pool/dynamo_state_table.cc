@@ -297,6 +297,7 @@ bool DynamoStateTable::report(const std::string& instance_id, const AgentReport&
   if (r.take_reg_token) b.remove(attr::kRegToken);
   if (r.take_remove_token) b.remove(attr::kRemoveToken);
   if (r.take_jit_config) b.remove(attr::kJitConfig);
+  if (r.take_open_key) b.remove(attr::kOpenKey);
   return conditional_update(db_, table_, key_of(instance_id), instance_id, b);
 }
 

@@ -72,6 +72,12 @@ struct InstanceRecord {
   // A scale-set assignment's just-in-time runner configuration (instead of reg_token: the agent
   // runs no config.sh, the runner takes one job); the agent removes it once read.
   Secret jit_config;
+  // The instance's seal key pair (common/pool/sealed_field.h), made at launch. Every token above
+  // written after launch is sealed to `seal_key`, which only the controller writes; `open_key`,
+  // its private half, is in the record only until the agent has taken it. "": a record from
+  // before sealing, whose tokens are plain.
+  std::string seal_key;
+  Secret open_key;
   bool advertise_pending = false;  // idle, but the pool message may not be sent yet
   // A shared pool's instance: registered once with the pool's static labels (held in `label`),
   // serving any workflow's jobs; after a drain it is terminated, never returned to the pool.

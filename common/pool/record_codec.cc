@@ -50,6 +50,8 @@ aws::Item encode_record(const InstanceRecord& r) {
   put_string(item, attr::kRegUrl, r.reg_url);
   put_string(item, attr::kRemoveToken, r.remove_token.reveal());
   put_string(item, attr::kJitConfig, r.jit_config.reveal());
+  put_string(item, attr::kSealKey, r.seal_key);
+  put_string(item, attr::kOpenKey, r.open_key.reveal());
   if (r.advertise_pending) item[attr::kAdvertisePending] = AttributeValue::boolean(true);
   if (r.shared) item[attr::kShared] = AttributeValue::boolean(true);
   put_string(item, attr::kOs, r.os);
@@ -104,6 +106,8 @@ InstanceRecord decode_record(const aws::Item& item) {
     r.reg_url = aws::find_string(item, attr::kRegUrl).value_or("");
     r.remove_token = Secret(aws::find_string(item, attr::kRemoveToken).value_or(""));
     r.jit_config = Secret(aws::find_string(item, attr::kJitConfig).value_or(""));
+    r.seal_key = aws::find_string(item, attr::kSealKey).value_or("");
+    r.open_key = Secret(aws::find_string(item, attr::kOpenKey).value_or(""));
     r.advertise_pending = aws::find_bool(item, attr::kAdvertisePending).value_or(false);
     r.shared = aws::find_bool(item, attr::kShared).value_or(false);
     r.os = aws::find_string(item, attr::kOs).value_or("");

@@ -52,6 +52,7 @@ void apply(InstanceRecord& r, const AgentReport& a) {
   if (a.take_reg_token) r.reg_token = Secret();
   if (a.take_remove_token) r.remove_token = Secret();
   if (a.take_jit_config) r.jit_config = Secret();
+  if (a.take_open_key) r.open_key = Secret();
 }
 
 }  // namespace runpool::pool

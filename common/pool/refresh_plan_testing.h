@@ -10,6 +10,7 @@
 
 #include "common/pool/pool_message.h"
 #include "common/pool/refresh_plan.h"
+#include "common/pool/sealed_field.h"
 
 namespace runpool::pool::refresh_testing {
 
@@ -35,6 +36,7 @@ inline InstanceRecord record(int n, State s, int64_t generation = 2) {
   r.generation = generation;
   r.label = s == State::kIdle || s == State::kTerminated ? "" : "run-1";
   r.resource_class = "small";
+  r.seal_key = make_seal_keys().public_key;  // launched with sealed tokens
   r.created_ms = kNow - 3'600'000;
   r.state_since_ms = kNow - 60'000;
   r.deadline_ms = kNow + 600'000;

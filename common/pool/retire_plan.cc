@@ -44,6 +44,8 @@ RetireDecision decide_retire(const InstanceRecord& r, const RetireCriteria& c, c
 
 std::string retirement_due(const InstanceRecord& r, int64_t now_ms, int64_t max_instance_age_ms) {
   if (r.retire_pending) return "marked for retirement";
+  // Its tokens would be written in clear, readable with the instance role's credentials alone.
+  if (r.seal_key.empty()) return "launched before sealed tokens";
   if (max_instance_age_ms > 0 && r.created_ms > 0 && now_ms - r.created_ms >= max_instance_age_ms) {
     return "older than max_instance_age";
   }

@@ -39,7 +39,8 @@ struct RetireDecision {
 RetireDecision decide_retire(const InstanceRecord& r, const RetireCriteria& c, const std::string& pool);
 
 // Whether a claim may take this instance or refresh must retire it instead: marked by retire, or
-// older than its class's max_instance_age (0: no limit). "" when it may serve.
+// older than its class's max_instance_age (0: no limit), or launched before sealed tokens (no
+// seal key: sealed_field.h). "" when it may serve.
 std::string retirement_due(const InstanceRecord& r, int64_t now_ms, int64_t max_instance_age_ms);
 
 }  // namespace runpool::pool

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/pool/sealed_field.h"
+
 namespace runpool::pool {
 namespace {
 
@@ -13,6 +15,7 @@ InstanceRecord rec(State s, std::string ami = "ami-new", std::string runner = "2
   r.ami_id = std::move(ami);
   r.runner_version = std::move(runner);
   r.agent_version = std::move(agent);
+  r.seal_key = make_seal_keys().public_key;
   return r;
 }
 
@@ -77,6 +80,9 @@ TEST(RetirePlan, RetirementDueWhenMarkedOrPastTheMaximumAge) {
   EXPECT_EQ(retirement_due(r, 1'000'000, 0), "marked for retirement");
   InstanceRecord unknown = rec(State::kIdle);
   EXPECT_EQ(retirement_due(unknown, 5'000'000, 1), "") << "no launch time: no age";
+  InstanceRecord unsealed = rec(State::kIdle);
+  unsealed.seal_key.clear();
+  EXPECT_EQ(retirement_due(unsealed, 1'000'000, 0), "launched before sealed tokens");
   EXPECT_EQ(retire_action_name(RetireAction::kMark), "mark");
 }
 

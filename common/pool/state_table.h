@@ -64,6 +64,7 @@ struct AgentReport {
   bool take_reg_token = false;
   bool take_remove_token = false;
   bool take_jit_config = false;
+  bool take_open_key = false;  // the instance's private seal key, taken once at boot (any generation)
   std::optional<int64_t> generation{};  // required when signal or a take is set
 };
 

@@ -1,5 +1,7 @@
 #include "common/pool/transitions.h"
 
+#include "common/pool/record_codec.h"
+
 namespace runpool::pool {
 
 namespace {
@@ -11,7 +13,20 @@ void drop_assignment_secrets(LifecycleChange& c) {
   c.jit_config = Secret();
 }
 
+// A token as the record holds it: sealed for `generation` when the instance has a seal key.
+Secret as_stored(const InstanceRecord& r, int64_t generation, const char* field, const Secret& value) {
+  if (value.empty() || r.seal_key.empty()) return value;
+  return seal_field(r.seal_key, generation, field, value);
+}
+
 }  // namespace
+
+void give_seal_keys(InstanceRecord& r, const SealKeys& keys) {
+  r.seal_key = keys.public_key;
+  r.open_key = keys.private_key;
+  r.reg_token = as_stored(r, r.generation, attr::kRegToken, r.reg_token);
+  r.jit_config = as_stored(r, r.generation, attr::kJitConfig, r.jit_config);
+}
 
 InstanceRecord launched_record(const std::string& instance_id, const std::string& pool, const std::string& label,
                                const std::string& resource_class, UsageClass usage, const std::string& type,
@@ -42,7 +57,7 @@ Step claim(const InstanceRecord& idle, const std::string& label, const Secret& r
   s.change.state = State::kClaimed;
   s.change.generation = idle.generation + 1;
   s.change.label = label;
-  s.change.reg_token = reg_token;
+  s.change.reg_token = as_stored(idle, idle.generation + 1, attr::kRegToken, reg_token);
   s.change.reg_url = reg_url;
   s.change.deadline_ms = now_ms + t.registration_ms;
   s.change.state_since_ms = now_ms;
@@ -54,7 +69,7 @@ Step claim(const InstanceRecord& idle, const std::string& label, const Secret& r
 Step claim_jit(const InstanceRecord& idle, const std::string& label, const Secret& jit_config, const std::string& reg_url,
                int64_t now_ms, const Timeouts& t) {
   Step s = claim(idle, label, Secret(), reg_url, now_ms, t);
-  s.change.jit_config = jit_config;
+  s.change.jit_config = as_stored(idle, idle.generation + 1, attr::kJitConfig, jit_config);
   return s;
 }
 
@@ -78,7 +93,7 @@ Step start_drain(const InstanceRecord& r, const Secret& remove_token, int64_t no
   s.expect.generation = r.generation;
   if (!r.label.empty()) s.expect.label = r.label;
   s.change.state = State::kDraining;
-  s.change.remove_token = remove_token;
+  s.change.remove_token = as_stored(r, r.generation, attr::kRemoveToken, remove_token);
   s.change.deadline_ms = now_ms + t.drain_ms;
   // A drain that started from running keeps the hard deadline it had, if sooner.
   int64_t hard = now_ms + t.drain_ms;
@@ -97,7 +112,7 @@ Step refresh_remove_token(const InstanceRecord& r, const Secret& remove_token) {
   Step s;
   s.expect.states = {State::kDraining};
   s.expect.generation = r.generation;
-  s.change.remove_token = remove_token;
+  s.change.remove_token = as_stored(r, r.generation, attr::kRemoveToken, remove_token);
   return s;
 }
 

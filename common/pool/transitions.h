@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/pool/instance_record.h"
+#include "common/pool/sealed_field.h"
 #include "common/pool/state_table.h"
 
 namespace runpool::pool {
@@ -34,6 +35,11 @@ InstanceRecord launched_record(const std::string& instance_id, const std::string
                                const std::string& resource_class, UsageClass usage, const std::string& type,
                                const Secret& reg_token, const std::string& reg_url, int64_t now_ms,
                                const Timeouts& t);
+
+// A fresh launch's record given its instance's key pair (sealed_field.h): both halves recorded,
+// and the registration token or JIT configuration it already carries sealed to it. Every step
+// below seals the tokens it writes to a record that has a seal key.
+void give_seal_keys(InstanceRecord& r, const SealKeys& keys);
 
 // idle(gen) → claimed(gen + 1) for `label`, with the registration credentials.
 Step claim(const InstanceRecord& idle, const std::string& label, const Secret& reg_token, const std::string& reg_url,

@@ -331,5 +331,41 @@ TEST(Transitions, RefreshRemoveTokenOnlyForADrainThatHandedItsTokenBack) {
   }
 }
 
+TEST(Transitions, EveryTokenWrittenToASealedRecordIsSealedForItsFieldAndGeneration) {
+  const SealKeys keys = make_seal_keys();
+  InstanceRecord r = launched_record("i-1", "ci", "run-1", "small", UsageClass::kSpot, "c7i.large", Secret("reg-1"),
+                                     "https://github.com/acme/app", 0, Timeouts{});
+  r.jit_config = Secret("jit-1");
+  give_seal_keys(r, keys);
+  EXPECT_EQ(r.seal_key, keys.public_key);
+  EXPECT_EQ(r.open_key, keys.private_key);
+  auto opens = [&](const Secret& stored, int64_t generation, const char* field, const char* value) {
+    OpenedField o = open_field(keys, generation, field, stored);
+    return o.value && o.value->reveal() == value;
+  };
+  EXPECT_TRUE(opens(r.reg_token, 1, "reg_token", "reg-1"));
+  EXPECT_TRUE(opens(r.jit_config, 1, "jit_config", "jit-1"));
+
+  r.state = State::kIdle;
+  r.generation = 4;
+  Step c = claim(r, "run-2", Secret("reg-5"), "https://github.com/acme/app", 0, Timeouts{});
+  EXPECT_TRUE(opens(*c.change.reg_token, 5, "reg_token", "reg-5")) << "sealed for the generation it starts";
+  EXPECT_FALSE(opens(*c.change.reg_token, 4, "reg_token", "reg-5"));
+  Step j = claim_jit(r, "run-2", Secret("jit-5"), "https://github.com/acme/app", 0, Timeouts{});
+  EXPECT_TRUE(opens(*j.change.jit_config, 5, "jit_config", "jit-5"));
+  EXPECT_TRUE(j.change.reg_token->empty());
+
+  r.state = State::kRunning;
+  Step d = start_drain(r, Secret("rm-4"), 0, Timeouts{});
+  EXPECT_TRUE(opens(*d.change.remove_token, 4, "remove_token", "rm-4"));
+  EXPECT_TRUE(start_drain(r, Secret(), 0, Timeouts{}).change.remove_token->empty()) << "nothing to seal";
+  r.state = State::kDraining;
+  EXPECT_TRUE(opens(*refresh_remove_token(r, Secret("rm-4b")).change.remove_token, 4, "remove_token", "rm-4b"));
+
+  InstanceRecord legacy = r;  // launched before sealed tokens: written as they are
+  legacy.seal_key.clear();
+  EXPECT_EQ(start_drain(legacy, Secret("rm"), 0, Timeouts{}).change.remove_token->reveal(), "rm");
+}
+
 }  // namespace
 }  // namespace runpool::pool

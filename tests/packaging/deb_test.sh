@@ -77,7 +77,7 @@ for bin in "$build/agent/runpool-agent" "$build/controller/runpoolctl"; do
 done
 # tzdata is no linked library: the idle schedule's time zones are read from it at run time; nor is
 # nftables: the agent runs its nft to cut jobs off from IMDS (docs/agent.md).
-for d in libcurl4 libjsoncpp25 libspdlog1.10 libsystemd0 libpugixml1v5 libssl3 libdate-tz3 tzdata nftables; do
+for d in libcurl4 libjsoncpp25 libspdlog1.10 libsystemd0 libpugixml1v5 libssl3 libsodium23 libdate-tz3 tzdata nftables; do
   [ -n "${declared[$d]:-}" ] || bad "Depends lacks $d"
 done
 
