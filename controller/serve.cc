@@ -27,7 +27,9 @@
 #include "controller/launch_plan.h"
 #include "controller/metrics_events.h"
 #include "controller/retire.h"
+#include "controller/serve_lease.h"
 #include "controller/session_demand.h"
+#include "controller/session_fault.h"
 
 namespace runpool::controller {
 
@@ -55,13 +57,12 @@ class Server {
         s_(ctx.settings),
         deps_(deps),
         set_name_(s_.scale_set()),
-        lease_name_(serve_lease_name(s_)),
-        times_{s_.serve_lease_ttl.count(), s_.serve_lease_ttl.count() * 2 / 3} {}
+        lease_(ctx, deps.leases, serve_lease_name(s_), deps.holder, [this] { wake(); }) {}
 
   int run() {
     spdlog::info("serving scale set '{}' of pool {} from class {} as {} (min armed {}, max runners {})", set_name_,
                  s_.pool, s_.scale_set_class(), deps_.holder, s_.scale_set_min_armed, s_.scale_set_max_runners);
-    std::thread keeper([this] { keep_lease_loop(); });
+    lease_.start();
     while (!ctx_.cancelled.load()) {
       if (!fenced()) {
         pause(std::chrono::milliseconds(200));
@@ -70,98 +71,20 @@ class Server {
       try {
         serve_held();
       } catch (const std::exception& e) {
-        spdlog::error("serving scale set '{}': {}; again in {}", set_name_, e.what(), format_duration(s_.serve_retry_wait));
-        pause(s_.serve_retry_wait);
+        // Looking the set up, creating it or opening its session failed.
+        const SessionVerdict v = failed(e);
+        spdlog::error("serving scale set '{}': {} ({})", set_name_, e.what(), v.why);
+        after_session(v);
       }
     }
     if (served_) emit_metrics();
-    stop_keeper_.store(true);
-    keeper.join();
+    lease_.stop();
     spdlog::info("serve stopped");
     return kExitOk;
   }
 
  private:
-  // ---- The lease, kept by a thread of its own so that no call the serving loop waits on (a
-  // launch, a claim's long poll) can delay a renewal.
-
-  void keep_lease_loop() {
-    while (!stop_keeper_.load()) {
-      int64_t next_ms = 0;
-      try {
-        keep_lease();
-        const int64_t now = ctx_.now_ms();
-        next_ms = mine_ ? mine_->expires_ms - times_.renew_before_ms - now : recheck_ms_ - now;
-      } catch (const std::exception& e) {
-        spdlog::warn("scale set '{}': the lease could not be read or written ({})", set_name_, e.what());
-        next_ms = s_.serve_retry_wait.count();
-      }
-      // Looked at again when due: at least every sixth of the lease's time, at most every 100 ms.
-      next_ms = std::clamp<int64_t>(next_ms, 100, std::max<int64_t>(100, times_.ttl_ms / 6));
-      const Steady end = std::chrono::steady_clock::now() + std::chrono::milliseconds(next_ms);
-      while (!stop_keeper_.load() && std::chrono::steady_clock::now() < end) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-    }
-    give_up_lease();
-  }
-
-  // Reads, decides and writes the lease.
-  void keep_lease() {
-    const int64_t now = ctx_.now_ms();
-    std::optional<pool::Lease> current = deps_.leases.get(lease_name_);
-    pool::LeaseDecision d = pool::decide_lease(lease_name_, current, deps_.holder, mine_, now, times_);
-    bool wrote = false;
-    switch (d.move) {
-      case pool::LeaseMove::kCreate: wrote = deps_.leases.create(d.next); break;
-      case pool::LeaseMove::kRenew: wrote = deps_.leases.replace(d.next, mine_->generation); break;
-      case pool::LeaseMove::kTakeOver: wrote = deps_.leases.replace(d.next, current->generation); break;
-      case pool::LeaseMove::kWait:
-        recheck_ms_ = d.recheck_ms;
-        if (!mine_ && (current ? current->holder : "") != last_seen_holder_) {
-          spdlog::info("standing by: {}", d.why);
-          last_seen_holder_ = current ? current->holder : "";
-        }
-        return;
-      case pool::LeaseMove::kLost:
-        spdlog::warn("lost the lease of scale set '{}': {}", set_name_, d.why);
-        set_mine(std::nullopt);
-        recheck_ms_ = now;
-        return;
-    }
-    if (!wrote) {
-      if (mine_) spdlog::warn("lost the lease of scale set '{}': another controller wrote it first", set_name_);
-      set_mine(std::nullopt);
-      recheck_ms_ = now;
-      return;
-    }
-    set_mine(d.next);
-    if (d.move != pool::LeaseMove::kRenew) {
-      spdlog::info("holding the lease of scale set '{}' (generation {}): {}", set_name_, d.next.generation, d.why);
-      last_seen_holder_ = deps_.holder;
-      wake();  // a standby starts serving now; a renewal changes nothing the serving loop waits for
-    }
-  }
-
-  void set_mine(std::optional<pool::Lease> lease) {
-    mine_ = std::move(lease);
-    fence_until_ms_.store(mine_ ? mine_->expires_ms - times_.ttl_ms / 3 : 0);
-  }
-
-  // Whether an action may be taken now: the lease is ours for at least a third of its time more.
-  bool fenced() const { return ctx_.now_ms() < fence_until_ms_.load(); }
-
-  void give_up_lease() {
-    if (!mine_) return;
-    pool::Lease released = *mine_;
-    released.expires_ms = 0;
-    try {
-      if (deps_.leases.replace(released, mine_->generation)) spdlog::info("gave up the lease of scale set '{}'", set_name_);
-    } catch (const std::exception& e) {
-      spdlog::warn("could not give up the lease ({}); a standby takes over when it expires", e.what());
-    }
-    set_mine(std::nullopt);
-  }
+  bool fenced() const { return lease_.fenced(); }
 
   // Sleeps up to `d`; false when a cancellation came. A message wakes it early.
   bool pause(Duration d) {
@@ -180,6 +103,54 @@ class Server {
       woken_ = true;
     }
     cv_.notify_all();
+  }
+
+  // ---- The session's failures (session_fault.h decides), counted across the session's thread and
+  // the serving loop until a good answer.
+
+  SessionVerdict failed(const std::exception& e) {
+    SessionFault fault;
+    fault.message = e.what();
+    if (auto* as = dynamic_cast<const github::ActionsServiceError*>(&e)) fault.type_name = as->type_name();
+    if (auto* gh = dynamic_cast<const github::GithubError*>(&e)) {
+      fault.status = gh->status();
+      fault.message = gh->message();
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ++failures_in_a_row_;
+    return decide_session_fault(fault, {failures_in_a_row_, ctx_.now_ms() - last_good_ms_});
+  }
+  // A good answer; `fresh_start`: serving (re)starts, counted from now unless failures run on.
+  void answered(bool fresh_start = false) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (fresh_start && failures_in_a_row_ > 0) return;
+    failures_in_a_row_ = 0;
+    last_good_ms_ = ctx_.now_ms();
+  }
+
+  // What the serving loop does once a session ended, or could not be opened.
+  void after_session(const SessionVerdict& v) {
+    switch (v.move) {
+      case SessionMove::kRetry: pause(s_.serve_retry_wait); break;
+      case SessionMove::kReopen: {
+        // At once the first time; paced when new sessions keep failing.
+        std::unique_lock<std::mutex> lock(mu_);
+        const bool again = failures_in_a_row_ > 1;
+        lock.unlock();
+        if (again) pause(s_.serve_retry_wait);
+        break;
+      }
+      case SessionMove::kStepBack:
+        // Holding the lease while unable to serve would keep a standby out for good.
+        spdlog::warn("scale set '{}': cannot serve ({}); giving the lease up for {} so that a standby serves",
+                     set_name_, v.why, format_duration(s_.serve_lease_ttl));
+        lease_.step_back(s_.serve_lease_ttl);
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          failures_in_a_row_ = 0;
+        }
+        break;
+    }
   }
 
   // ---- The scale set and its session
@@ -225,6 +196,7 @@ class Server {
   }
 
   void serve_held() {
+    answered(/*fresh_start=*/true);
     github::ScaleSet set = ensure_scale_set();
     set_id_ = set.id;
     served_ = true;
@@ -235,7 +207,8 @@ class Server {
       std::lock_guard<std::mutex> lock(mu_);
       demand_ = SessionDemand{};
       if (auto st = session->info().statistics) demand_.assigned_jobs = st->total_assigned_jobs;
-      session_broken_ = false;
+      session_end_.reset();
+      last_good_ms_ = ctx_.now_ms();  // not a good answer yet: failures in a row run on
     }
     find_finished_runners();
     deps_.stop_queue.store(false);
@@ -244,7 +217,7 @@ class Server {
     while (!ctx_.cancelled.load() && fenced()) {
       {
         std::lock_guard<std::mutex> lock(mu_);
-        if (session_broken_) break;
+        if (session_end_) break;
       }
       try {
         reconcile();
@@ -254,6 +227,13 @@ class Server {
       if (std::chrono::steady_clock::now() >= next_metrics_) emit_metrics();
       pause(s_.serve_reconcile_interval);
     }
+    std::optional<SessionVerdict> end;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      end = session_end_;
+    }
+    // The lease first: closing may take the caller's retries, and no action waits for it.
+    if (end && end->move == SessionMove::kStepBack) after_session(*end);
     stop_listening_.store(true);
     deps_.stop_queue.store(true);
     listener.join();
@@ -263,6 +243,7 @@ class Server {
     } catch (const std::exception& e) {
       spdlog::warn("could not close the session ({}); it lapses on its own", e.what());
     }
+    if (end && end->move != SessionMove::kStepBack) after_session(*end);
   }
 
   // The session's thread: long poll, acquire what is offered, note the rest, acknowledge.
@@ -271,7 +252,10 @@ class Server {
     while (!stop_listening_.load()) {
       try {
         std::optional<github::ScaleSetMessage> m = session.get_message(last, s_.scale_set_max_runners);
-        if (!m) continue;
+        if (!m) {
+          answered();
+          continue;
+        }
         // Unacknowledged, it comes again: to this holder's next poll, or to a successor's.
         if (!fenced()) {
           std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -297,15 +281,14 @@ class Server {
                        j.queued_to_started_ms ? fmt::format(": queued → started {} ms", *j.queued_to_started_ms) : "");
         }
         session.delete_message(m->message_id);
+        answered();  // only now: a poll that works beside an acknowledgement that fails is no good answer
         last = m->message_id;
         wake();
-      } catch (const github::SessionExpiredError& e) {
-        return broken(e.what());
-      } catch (const github::ScaleSetGoneError& e) {
-        return broken(e.what());
       } catch (const std::exception& e) {
         if (stop_listening_.load()) return;
-        spdlog::warn("scale set '{}': the message poll failed ({}); again in {}", set_name_, e.what(),
+        const SessionVerdict v = failed(e);
+        if (v.move != SessionMove::kRetry) return ended(e.what(), v);
+        spdlog::warn("scale set '{}': the message poll failed ({}; {}); again in {}", set_name_, e.what(), v.why,
                      format_duration(s_.serve_retry_wait));
         const Steady end = std::chrono::steady_clock::now() + s_.serve_retry_wait;
         while (!stop_listening_.load() && std::chrono::steady_clock::now() < end) {
@@ -315,11 +298,12 @@ class Server {
     }
   }
 
-  void broken(const std::string& why) {
-    spdlog::warn("scale set '{}': the session ended ({}); opening a new one", set_name_, why);
+  void ended(const std::string& what, const SessionVerdict& v) {
+    spdlog::warn("scale set '{}': the session ended: {} ({}; {})", set_name_, what, v.why,
+                 v.move == SessionMove::kReopen ? "looking the set up again for a new one" : "stepping back");
     {
       std::lock_guard<std::mutex> lock(mu_);
-      session_broken_ = true;
+      session_end_ = v;
     }
     wake();
   }
@@ -590,15 +574,6 @@ class Server {
   const Settings& s_;
   ServeDeps& deps_;
   const std::string set_name_;
-  const std::string lease_name_;
-  const pool::LeaseTimes times_;
-
-  // The lease thread's own; the others read fence_until_ms_.
-  std::optional<pool::Lease> mine_;
-  int64_t recheck_ms_ = 0;
-  std::string last_seen_holder_ = "\n";
-  std::atomic<int64_t> fence_until_ms_{0};
-  std::atomic<bool> stop_keeper_{false};
   int64_t set_id_ = 0;
   bool served_ = false;
   std::map<std::string, pool::InstanceRecord> recent_;
@@ -609,10 +584,13 @@ class Server {
   std::mutex mu_;  // guards the fields below, shared with the session's thread
   std::condition_variable cv_;
   bool woken_ = false;
-  bool session_broken_ = false;
+  std::optional<SessionVerdict> session_end_;  // set by the session's thread: why the session ended
+  int failures_in_a_row_ = 0;                  // the session's failures since its last good answer
+  int64_t last_good_ms_ = 0;
   SessionDemand demand_;
   std::vector<int64_t> started_ms_;  // queued → started of each job started since the last emission
   std::atomic<bool> stop_listening_{false};
+  ServeLease lease_;  // last: its thread wakes the serving loop through the fields above
 };
 
 }  // namespace

@@ -13,10 +13,18 @@
 //            claim idle instances with a JIT configuration in their record, launch the rest,
 //            remove armed runners beyond the demand (only those GitHub lets go: no job on its way).
 //
-// One holder at a time: the lease (common/pool/lease.h) in the state table; every action is
-// taken only while the lease has at least a third of its time left, so a standby that takes over
-// after expiry never acts beside a paused holder. The decisions are pure functions
-// (pool::decide_lease, pool::plan_upkeep, pool::plan_demand, absorb); this file carries them out.
+// One holder at a time: the lease (common/pool/lease.h, kept by serve_lease.h) in the state table;
+// every action is taken only while the lease has at least a third of its time left, so a standby
+// that takes over after expiry never acts beside a paused holder.
+//
+// A failed session call is judged by decide_session_fault (session_fault.h): any 404 (the service
+// no longer knows the session, or the set is gone) ends the session, and serve looks the set up
+// again by name (creating it if it was deleted) and opens a new one; other failures are retried
+// until a bound, past which serve gives the lease up and keeps away from it for one lease time,
+// so a standby serves in its place (with none, it takes the lease back and tries again).
+//
+// The decisions are pure functions (pool::decide_lease, decide_session_fault, pool::plan_upkeep,
+// pool::plan_demand, absorb); this file carries them out.
 #pragma once
 
 #include <atomic>
