@@ -69,8 +69,9 @@ inline constexpr long kJobUidLast = 1099999999;
 inline bool is_job_uid(long uid) { return uid >= kJobUidFirst && uid <= kJobUidLast; }
 
 // RUNPOOL_TIME_FACTOR=f runs the suites at GitHub's real timings scaled by f, their ratios kept:
-// the broker's long poll 50 s·f, job lock 10 min·f, session conflict 4 min·f (the GitHub stand-in's
-// `timeFactor`), the runner's own retries likewise, and the agent's poll wait one long poll. Unset:
+// the broker's long poll 50 s·f, job lock 10 min·f, session conflict 4 min·f, a scale set's session
+// lapse 4 min·f (assumed: GitHub's is unknown) (the GitHub stand-in's `timeFactor`), the runner's
+// own retries likewise, and the agent's poll wait one long poll. Unset:
 // the quick CI timings (1 s polls, a 3 s lock).
 inline std::optional<double> time_factor() {
   const char* v = std::getenv("RUNPOOL_TIME_FACTOR");

@@ -15,10 +15,15 @@ class ServeTestOf : public Base {
  protected:
   void SetUp() override {
     Base::SetUp();
-    Json::Value gh;
-    gh["scaleSetPollMs"] = 1000;
-    gh["scaleSetSessionIdleMs"] = 4000;
-    this->cloud_.control("POST", "/_control/github/settings", gh);
+    // Quick timings, unless RUNPOOL_TIME_FACTOR scaled GitHub's (a 50 s·f poll, a 4 min·f session
+    // lapse). The lapse is how long a successor waits out a killed holder's session, after the
+    // lease's 6 s.
+    if (!time_factor()) {
+      Json::Value gh;
+      gh["scaleSetPollMs"] = 1000;
+      gh["scaleSetSessionIdleMs"] = 4000;
+      this->cloud_.control("POST", "/_control/github/settings", gh);
+    }
   }
   std::string more_config() const override {
     return Base::more_config() + "\nscale_set_name = " + set_name() +
@@ -87,19 +92,25 @@ class ServeTestOf : public Base {
     return out;
   }
 
-  // The lease's fencing generation (0: no lease item).
-  int64_t lease_generation() {
+  // The lease as the table has it, and its fencing generation (0: no lease item).
+  std::optional<pool::Lease> lease() {
     pool::DynamoLeaseStore leases(this->aws_.db, this->pool_->table());
-    auto lease = leases.get(serve_lease_name());
-    return lease ? lease->generation : 0;
+    return leases.get(serve_lease_name());
   }
+  int64_t lease_generation() {
+    auto l = lease();
+    return l ? l->generation : 0;
+  }
+  std::string control_path_of_set(int64_t id) const { return "/_control/github/scalesets/" + std::to_string(id); }
 
-  // Stops serve as systemd does (SIGTERM): it gives up its session and lease and exits 0.
-  static void stop(CtlProcess& serve) {
+  // Stops serve as systemd does (SIGTERM): it gives up its session and lease and exits 0. Its
+  // output.
+  static CtlResult stop(CtlProcess& serve) {
     serve.signal(SIGTERM);
     CtlResult r = serve.wait(30s);
     EXPECT_EQ(r.exit_code, 0) << describe(r);
     if (std::getenv("RUNPOOL_SHOW_SERVE")) std::printf("%s\n", r.err.c_str());
+    return r;
   }
 };
 

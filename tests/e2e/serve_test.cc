@@ -5,6 +5,9 @@
 // scale set: one serves, the other stands by and takes over when the first dies.
 #include "tests/e2e/serve_fixture.h"
 
+#include <cstdio>
+#include <ctime>
+
 namespace runpool::controller::e2e {
 namespace {
 
@@ -114,6 +117,97 @@ TEST_F(Serve, OutagesExpiredTokensAndADeletedScaleSetLoseNoJob) {
   run_job("after-the-set-was-deleted");
   EXPECT_GT(scale_set_id(), set_id) << "created again";
   stop(*serve);
+  EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
+}
+
+// GitHub forgets serve's session (its broker was reported to evict sessions): the open poll and the
+// queue token answer 401, the refresh 404 — named RunnerAdminException, as reported from GitHub, or
+// RunnerScaleSetSessionNotFoundException. Either way serve ends the session, looks the set up
+// again and opens a new one, without a restart and without handing the lease over; no job is lost.
+TEST_F(Serve, ASessionGitHubForgetsIsReplacedWhateverIts404IsCalled) {
+  auto serve = start_ctl({"serve"});
+  run_job("before");
+  const int64_t set_id = scale_set_id();
+  ASSERT_GT(set_id, 0) << write_json(cloud_.control("GET", "/_control/github/scalesets"));
+  for (const std::string shape : {"RunnerAdminException", "RunnerScaleSetSessionNotFoundException"}) {
+    Json::Value settings;
+    settings["scaleSetLostSession"] = shape;
+    cloud_.control("POST", "/_control/github/settings", settings);
+    const std::string dropped = cloud_.control("POST", control_path_of_set(set_id) + "/drop-session")["sessionId"].asString();
+    ASSERT_FALSE(dropped.empty());
+    ASSERT_TRUE(eventually(
+        [&] {
+          const Json::Value session = cloud_.control("GET", control_path_of_set(set_id))["session"];
+          return session.isObject() && session["sessionId"].asString() != dropped;
+        },
+        30s))
+        << shape << ": a new session" << consoles();
+    Json::Value j = run_job("after-" + shape);
+    EXPECT_EQ(j["dispatches"].size(), 1u) << write_json(j);
+  }
+  EXPECT_EQ(scale_set_id(), set_id) << "the same set, looked up again";
+  EXPECT_EQ(lease_generation(), 1) << "held throughout: never handed over";
+  const CtlResult r = stop(*serve);
+  EXPECT_NE(r.err.find("RunnerAdminException"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("looking the set up again"), std::string::npos) << r.err;
+  EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
+}
+
+// The time of the first line of a runpoolctl log containing `needle` (ms since the epoch; -1: none).
+int64_t log_time_ms(const std::string& log, const std::string& needle) {
+  const size_t at = log.find(needle);
+  if (at == std::string::npos) return -1;
+  const size_t line = log.rfind('\n', at) == std::string::npos ? 0 : log.rfind('\n', at) + 1;
+  std::tm tm{};
+  int ms = 0;
+  if (std::sscanf(log.c_str() + line, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7) {
+    return -1;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<int64_t>(timegm(&tm)) * 1000 + ms;
+}
+
+// The session's polls keep failing (503 through every retry): past the bound, the holder gives
+// the session and the lease up, and the standby beside it takes the lease within the lease's time,
+// opens its own session and serves the next job; the first keeps away, standing by.
+TEST_F(Serve, RepeatedSessionFailuresHandTheLeaseToTheStandby) {
+  auto first = start_ctl({"serve"});
+  run_job("before");
+  const std::optional<pool::Lease> held = lease();
+  ASSERT_TRUE(held && held->generation == 1);
+  auto second = start_ctl({"serve"});
+
+  // Three failed polls of three attempts each: the bound (session_fault.h), with some to spare.
+  Json::Value fault;
+  fault["operation"] = "getMessage";
+  fault["status"] = 503;
+  fault["count"] = 12;
+  fault["retryAfterSeconds"] = 0;
+  cloud_.control("POST", "/_control/github/scalesets/faults", fault);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto l = lease();
+        return l && l->holder != held->holder && l->generation == 2;
+      },
+      60s))
+      << "the standby holds the lease" << consoles();
+  std::printf("the standby held the lease %.1f s after the polls began to fail\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+
+  Json::Value j = run_job("after-the-handover");
+  EXPECT_EQ(j["dispatches"].size(), 1u) << write_json(j);
+  EXPECT_EQ(lease_generation(), 2) << "the first did not take it back";
+  const CtlResult a = stop(*first);
+  const CtlResult b = stop(*second);
+  const int64_t gave_up = log_time_ms(a.err, "giving the lease up");
+  const int64_t taken = log_time_ms(b.err, "(generation 2)");
+  ASSERT_GT(gave_up, 0) << a.err;
+  ASSERT_GT(taken, 0) << b.err;
+  EXPECT_LT(taken - gave_up, 6000) << "taken over within the lease's time (serve_lease_ttl 6s)";
+  std::printf("given up → taken over: %lld ms\n", static_cast<long long>(taken - gave_up));
   EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
 }
 
