@@ -25,7 +25,12 @@ const DEFAULT_SETTINGS = {
   adminTokenTtlMs: 3600000,        // runner-registration's admin token (a JWT; real lifetime unknown)
   // Runner scale sets (scalesets.js); the real values are unknown unless said.
   scaleSetPollMs: 3000,            // an empty message long poll is held this long, then 202 (real: ~50 s)
-  scaleSetSessionIdleMs: 8000,     // a message session with no poll or call for this long has lapsed
+  scaleSetSessionIdleMs: 8000,     // a message session with no poll or call for this long has lapsed (real: unknown)
+  // The 404 a call on a session the service no longer knows answers (its refresh; queue calls
+  // answer 401 first): 'RunnerAdminException' as GitHub was reported to answer, or
+  // 'RunnerScaleSetSessionNotFoundException', a name no authority attests, kept so that a client
+  // is tested against both.
+  scaleSetLostSession: 'RunnerAdminException',
   queueTokenTtlMs: 3000000,        // a session's message-queue token (real: ~50 min reported)
   scaleSetAssignTimeoutMs: 20000,  // a job the set acquired that no runner takes: canceled and requeued
   scaleSetRequeueDelayMs: 1000,    // requeue n is offered again n times this later
@@ -36,6 +41,7 @@ const DEFAULT_SETTINGS = {
   jitKeyPem: '',
 };
 const VERSION_RE = /^\d+\.\d+\.\d+$/;
+const LOST_SESSION_TYPES = ['RunnerAdminException', 'RunnerScaleSetSessionNotFoundException'];
 
 const SYSTEM_LABELS = ['self-hosted', 'Linux', 'X64'];
 const lc = (s) => String(s).toLowerCase();
@@ -68,13 +74,19 @@ class Model {
 
   // `timeFactor` f sets the timings a real runner meets, scaled together so a fast tier keeps their
   // ratios: long polls (the runner's and a scale set's) 50 s·f, job lock 10 min·f, session conflict
-  // 4 min·f (keys given with it win).
+  // 4 min·f, a scale set's session lapse 4 min·f (keys given with it win). GitHub's lapse of a scale
+  // set's session is unknown: taken to be as long as the runner (actions/runner) retries its own
+  // session's conflict, 4 min, the one figure GitHub's code gives for how long a dead listener's
+  // session may linger.
   setSettings(patch) {
     if (patch && 'timeFactor' in patch) {
       const { timeFactor: f, ...rest } = patch;
       if (typeof f !== 'number' || !Number.isFinite(f) || f <= 0) throw new Error('timeFactor must be a number > 0');
       const ms = (real) => Math.max(1, Math.round(real * f));
-      patch = { pollMs: ms(50000), lockExpiryMs: ms(600000), sessionConflictMs: ms(240000), scaleSetPollMs: ms(50000), ...rest };
+      patch = {
+        pollMs: ms(50000), lockExpiryMs: ms(600000), sessionConflictMs: ms(240000), scaleSetPollMs: ms(50000),
+        scaleSetSessionIdleMs: ms(240000), ...rest,
+      };
     }
     for (const [k, v] of Object.entries(patch || {})) {
       if (!(k in DEFAULT_SETTINGS)) throw new Error(`unknown setting ${JSON.stringify(k)}`);
@@ -90,6 +102,11 @@ class Model {
           try { key = crypto.createPrivateKey(v); } catch (e) { throw new Error(`${k} is not a private key: ${e.message}`); }
           if (key.asymmetricKeyType !== 'rsa') throw new Error(`${k} must be an RSA key`);
         }
+        this.settings[k] = v;
+        continue;
+      }
+      if (k === 'scaleSetLostSession') {
+        if (!LOST_SESSION_TYPES.includes(v)) throw new Error(`${k} must be one of ${LOST_SESSION_TYPES.join(', ')}`);
         this.settings[k] = v;
         continue;
       }

@@ -27,6 +27,17 @@ class AsError extends Error {
 }
 const bad = (message) => new AsError(400, 'ArgumentException', message, 'System');
 const setNotFound = (id) => new AsError(404, 'RunnerScaleSetNotFoundException', `No runner scale set found with identifier ${id}.`);
+// A call on a session the service no longer knows (deleted, evicted, replaced): 404, under the name
+// `scaleSetLostSession` chooses. As GitHub was reported to answer (actions/scaleset pull request
+// 123): typeName `RunnerAdminException`, unqualified, with the message below.
+function sessionGone(type, id) {
+  if (type !== 'RunnerAdminException') {
+    return new AsError(404, type, `Cannot refresh a message session ID that doesn't exist: ${id}.`);
+  }
+  const e = new AsError(404, type, "runner referenced a session ID that doesn't exist in redis");
+  e.body.typeName = type;
+  return e;
+}
 const unauthorized = () => new AsError(401, 'VssUnauthorizedException', 'The access token is not valid or has expired.', 'GitHub.Services.Common');
 const STATUS_TEXT = { 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable' };
 const isBool = (v) => typeof v === 'boolean';
@@ -155,9 +166,7 @@ function createScaleSetService({ model, broker, holds = null, log = () => {} }) 
     ['PATCH', `${SETS}/{set_id}/sessions/{session}`, 'refreshSession', (ctx) => {
       const set = findSet(ctx, admin(ctx));
       const s = set.session;
-      if (!s || s.id !== ctx.params.session || s.phantomUntil) {
-        throw new AsError(404, 'RunnerScaleSetSessionNotFoundException', `Cannot refresh a message session ID that doesn't exist: ${ctx.params.session}.`);
-      }
+      if (!s || s.id !== ctx.params.session || s.phantomUntil) throw sessionGone(st().scaleSetLostSession, ctx.params.session);
       sets.sessions.issueToken(set, s);
       return { status: 200, body: sessionView(set, s) };
     }],

@@ -66,6 +66,15 @@ function createScaleSetControl({ service, model }) {
     ['DELETE', /^\/scalesets\/(\d+)$/, withSet((set) => { sets.remove(set, { force: true }); return ok({ deleted: set.id }); })],
     // The session's queue token expires now: its next queue call answers 401 (then refresh).
     ['POST', /^\/scalesets\/(\d+)\/expire-queue-token$/, withSet((set) => (sets.sessions.expireToken(set) ? ok({ id: set.id }) : bad('the set has no session', 409)))],
+    // The service forgets the set's session, as GitHub's broker was reported to evict sessions: its
+    // open polls and its queue token answer 401, its refresh 404 (`scaleSetLostSession`), its
+    // delete 400; a new session may be created at once.
+    ['POST', /^\/scalesets\/(\d+)\/drop-session$/, withSet((set) => {
+      const s = set.session;
+      if (!s || s.phantomUntil) return bad('the set has no session', 409);
+      sets.sessions.end(set, 401);
+      return ok({ id: set.id, sessionId: s.id });
+    })],
     // An orphaned session (a listener that died without deleting it) live for `ms` (default
     // scaleSetSessionIdleMs): session creates answer 409 until it lapses.
     ['POST', /^\/scalesets\/(\d+)\/session-conflict$/, withSet((set, b) => {

@@ -226,6 +226,56 @@ test('sessions: one per set (409), refresh gives a new queue token, delete, stal
   assert.equal((await poll(s3)).status, 404);
 });
 
+test('a session the service forgets: its queue 401, its refresh 404 in either shape, its delete 400, a new one at once', async (t) => {
+  const c = await client('acme');
+  const set = await c.createSet({ name: 'lost-set' });
+  const sessions = `/_apis/runtime/runnerscalesets/${set.id}/sessions`;
+  t.after(() => ctl('POST', '/settings', { scaleSetLostSession: 'RunnerAdminException' }));
+
+  // By default as GitHub was reported to answer a session its broker evicted.
+  assert.equal((await ctl('GET', '/settings')).scaleSetLostSession, 'RunnerAdminException');
+  const s1 = await c.session(set.id);
+  const held = poll(s1);
+  await sleep(50);
+  assert.deepEqual(await ctl('POST', `/scalesets/${set.id}/drop-session`), { id: set.id, sessionId: s1.sessionId });
+  assert.equal((await held).status, 401, 'the open poll ends');
+  assert.equal((await poll(s1)).status, 401);
+  let r = await c.as('PATCH', `${sessions}/${s1.sessionId}`);
+  assert.equal(r.status, 404);
+  assert.deepEqual(r.json, { typeName: 'RunnerAdminException', message: "runner referenced a session ID that doesn't exist in redis" });
+  assert.equal((await c.as('DELETE', `${sessions}/${s1.sessionId}`)).status, 400);
+  assert.equal((await ctl('GET', `/scalesets/${set.id}`)).session, null);
+
+  // The other shape, by setting; a new session is created at once (no conflict).
+  await ctl('POST', '/settings', { scaleSetLostSession: 'RunnerScaleSetSessionNotFoundException' });
+  const s2 = await c.session(set.id, 'listener-2');
+  await ctl('POST', `/scalesets/${set.id}/drop-session`);
+  r = await c.as('PATCH', `${sessions}/${s2.sessionId}`);
+  assert.equal(r.status, 404);
+  assert.equal(r.json.typeName, `${RT}.RunnerScaleSetSessionNotFoundException, ${RT}`);
+  // A replaced session's refresh answers the same.
+  const s3 = await c.session(set.id, 'listener-3');
+  await sleep(SETTINGS.scaleSetSessionIdleMs + 100);
+  const s4 = await c.session(set.id, 'listener-4');
+  r = await c.as('PATCH', `${sessions}/${s3.sessionId}`);
+  assert.deepEqual([r.status, r.json.typeName], [404, `${RT}.RunnerScaleSetSessionNotFoundException, ${RT}`]);
+  assert.equal((await poll(s4)).status, 202);
+
+  // Nothing to drop without a session; an unknown shape is refused.
+  await ctl('POST', `/scalesets/${set.id}/drop-session`);
+  assert.equal((await gh.control('POST', `/scalesets/${set.id}/drop-session`)).status, 409);
+  assert.ok((await gh.control('POST', '/settings', { scaleSetLostSession: 'NotFoundException' })).status >= 400);
+});
+
+test('time factor: a scale set\'s long poll and session lapse scale with the rest', async (t) => {
+  const before = await ctl('GET', '/settings');
+  t.after(() => ctl('POST', '/settings', before));
+  const s = await ctl('POST', '/settings', { timeFactor: 0.01 });
+  assert.deepEqual([s.scaleSetPollMs, s.scaleSetSessionIdleMs, s.sessionConflictMs], [500, 2400, 2400]);
+  const given = await ctl('POST', '/settings', { timeFactor: 0.01, scaleSetSessionIdleMs: 700 });
+  assert.equal(given.scaleSetSessionIdleMs, 700, 'a key given with it wins');
+});
+
 test('the queue: 202 after the hold, JobAvailable at once, redelivery until acknowledged, 50 per batch', async () => {
   const c = await client('acme');
   const set = await c.createSet({ name: 'q-set', labels: [{ name: 'q-set' }, { name: 'linux' }] });
