@@ -14,6 +14,9 @@
 #include <cstdio>
 
 #include "common/aws/imds.h"
+#include "common/pool/record_codec.h"
+#include "common/pool/record_key.h"
+#include "common/pool/sealed_field.h"
 #include "tests/e2e/e2e_fixture.h"
 #include "tests/e2e/job_probes.h"
 #include "tests/e2e/secret_scan.h"
@@ -344,6 +347,93 @@ TEST_F(Security, NoSecretReachesAJobALogOrAnArgvAndTheRunnerIsUnprivileged) {
   std::printf("workflows: 1 cold (2 instances) + %d warm; dump jobs %d, watchers %d\n", warm, 2 + warm, 2 + warm);
 }
 
+
+// A job that reached IMDS keeps the instance role's credentials after its job ends (they stay
+// valid for hours) and polls its instance's record through the next tenant's assignment, as a
+// thief would: every token it ever sees is sealed, no token GitHub issued is in anything it read,
+// and the instance's private key is gone from the record before any job could have run.
+class StolenCredentials : public E2eTest {
+ protected:
+  // What the thief read: every item, as text, and the sealed values among them.
+  struct Loot {
+    std::vector<std::string> items;
+    std::set<std::string> sealed;  // "<attribute>" of each sealed value seen
+    int open_keys = 0;
+    int plain_tokens = 0;
+  };
+  void poll_as_thief(const aws::RoleCredentials& stolen, const std::string& id, std::atomic<bool>& stop, Loot& loot) {
+    CurlHttpClient http;
+    aws::StaticCredentialsProvider creds(aws::AwsCredentials{stolen.access_key_id, stolen.secret_access_key,
+                                                             stolen.session_token, std::nullopt});
+    aws::AwsCaller caller(http, creds, system_clock(), {"dynamodb", cloud_.dynamodb(), cloud_.region()});
+    aws::DynamoDbClient db(caller);
+    aws::Item key;
+    key[pool::attr::kInstanceId] = aws::AttributeValue::string(pool::record_key(cloud_.instance_role_id(), id));
+    // Bounded: ten minutes of polls at most, far beyond the assignment it watches.
+    for (int i = 0; i < 12'000 && !stop.load(); ++i) {
+      auto item = db.get_item({.table = pool_->table(), .key = key, .consistent_read = true});
+      if (item) {
+        std::string text;
+        for (const auto& [name, v] : *item) {
+          const std::string value = v.type() == aws::AttributeValue::Type::kString ? v.as_string() : "";
+          text += name + "=" + value + "\n";
+          if (name == pool::attr::kOpenKey) ++loot.open_keys;
+          if (name == pool::attr::kRegToken || name == pool::attr::kRemoveToken || name == pool::attr::kJitConfig) {
+            if (pool::is_sealed(Secret(value))) {
+              loot.sealed.insert(name);
+            } else {
+              ++loot.plain_tokens;
+            }
+          }
+        }
+        loot.items.push_back(std::move(text));
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+};
+
+TEST_F(StolenCredentials, TheNextAssignmentsTokensAreSealedToTheInstance) {
+  std::vector<std::string> first = ids_of(provision("thief-1", 1));
+  ASSERT_EQ(first.size(), 1u);
+  const std::string id = first[0];
+  // The first tenant's job reaches IMDS: the stolen credentials.
+  Json::Value summary = cloud_.control("GET", "/_control/ec2/instances/" + id);
+  CurlHttpClient imds_http;
+  aws::ImdsOptions o;
+  o.endpoint = summary["imdsUrl"].asString();
+  const aws::RoleCredentials stolen = aws::ImdsClient(imds_http, system_clock(), o).role_credentials();
+  EXPECT_EQ(finished_job(queue_job("thief-1", "thief-job"))["result"].asString(), "Succeeded") << consoles();
+  EXPECT_TRUE(record(id).open_key.empty()) << "the private key left the record before the first job";
+  ASSERT_EQ(release("thief-1")["returned"].size(), 1u) << consoles();
+
+  std::atomic<bool> stop{false};
+  Loot loot;
+  std::thread thief([&] { poll_as_thief(stolen, id, stop, loot); });
+  // The next tenant: a warm claim of the same instance (a registration token), its job, its
+  // release (a remove token while the stock runner drains).
+  Json::Value next = provision("thief-2", 1);
+  EXPECT_EQ(ids_of(next), std::vector<std::string>{id}) << write_json(next);
+  EXPECT_EQ(finished_job(queue_job("thief-2", "tenant-job"))["result"].asString(), "Succeeded") << consoles();
+  release("thief-2");
+  stop = true;
+  thief.join();
+
+  SecretSet secrets;
+  const Json::Value issued = cloud_.control("GET", "/_control/github/secrets");
+  for (const auto& t : issued["runnerTokens"]) secrets.add(t["kind"].asString() + " token", t["token"].asString());
+  ScanReport read;
+  for (const auto& text : loot.items) read.scan(secrets, "an item read with the stolen credentials", text);
+  for (const auto& leak : read.leaks) ADD_FAILURE() << "leak: " << leak;
+  EXPECT_GE(secrets.secrets(), 3u) << "registration tokens of both tenants and a remove token";
+  EXPECT_GT(loot.items.size(), 10u);
+  EXPECT_TRUE(loot.sealed.count(pool::attr::kRegToken)) << "the thief never saw the claim's token: it proves nothing";
+  EXPECT_EQ(loot.plain_tokens, 0) << "a token in clear was readable with the instance role's credentials";
+  EXPECT_EQ(loot.open_keys, 0) << "the instance's private key was readable with its credentials";
+  std::printf("the thief read the record %zu times; sealed values seen in:", loot.items.size());
+  for (const auto& a : loot.sealed) std::printf(" %s", a.c_str());
+  std::printf("\n");
+}
 
 // The same with the stock runner: its drain deregisters (config.sh remove, with the remove token)
 // while the Listener idles, so what a job left running is ended around the Listener.
