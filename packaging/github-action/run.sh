@@ -23,21 +23,19 @@ if [ "${JOB_UNTRUSTED_PULL_REQUEST:-}" = true ]; then
 fi
 unset JOB_UNTRUSTED_PULL_REQUEST
 
-# runpoolctl: the runpoolctl input when given (an explicit binary wins), else the release that
-# runpoolctl-version names, installed (checksum verified) into the runner's tool cache and put on
-# PATH for this step and the job's later steps, else runpoolctl on PATH.
+# runpoolctl: the runpoolctl input when given (an explicit binary wins, e.g. `runpoolctl` for the one
+# on PATH), else a release installed by install.sh into the runner's tool cache, its SHA-256 checked
+# (by default the release this action belongs to, pinned in release-pin) and put on PATH for this
+# step and the job's later steps.
 if [ -n "${INPUT_RUNPOOLCTL:-}" ]; then
   bin=$INPUT_RUNPOOLCTL
-elif [ -n "${INPUT_RUNPOOLCTL_VERSION:-}" ]; then
-  dir=$("$(dirname "$0")/install.sh")
+else
+  dir=$("${BASH_SOURCE[0]%/*}/install.sh")
   export PATH=$dir:$PATH
   [ -z "${GITHUB_PATH:-}" ] || echo "$dir" >>"$GITHUB_PATH"
   bin=$dir/runpoolctl
-else
-  [ -z "${INPUT_RUNPOOLCTL_URL:-}" ] || { echo "::error::runpoolctl-url needs runpoolctl-version" >&2; exit 2; }
-  bin=runpoolctl
 fi
-unset INPUT_RUNPOOLCTL_VERSION INPUT_RUNPOOLCTL_URL
+unset INPUT_RUNPOOLCTL_VERSION INPUT_RUNPOOLCTL_URL INPUT_RUNPOOLCTL_SHA256 JOB_ACTION_REPOSITORY
 args=()
 [ -z "${INPUT_CONFIG:-}" ] || args+=(--config "$INPUT_CONFIG")
 

@@ -42,7 +42,7 @@ def env_name(i):
 
 # The workflow's GitHub, from the github context (GHES, GHE.com): runpoolctl's fallback URLs.
 JOB_ENV = {"JOB_GITHUB_API_URL": "${{ github.api_url }}", "JOB_GITHUB_SERVER_URL": "${{ github.server_url }}",
-           "JOB_CHECK_RUN_ID": "${{ job.check_run_id }}",
+           "JOB_CHECK_RUN_ID": "${{ job.check_run_id }}", "JOB_ACTION_REPOSITORY": "${{ github.action_repository }}",
            "JOB_UNTRUSTED_PULL_REQUEST": "${{ github.event.pull_request != null && (github.event.pull_request.head.repo"
                                          ".full_name != github.repository || github.actor == 'dependabot[bot]') }}"}
 for name in inputs:
