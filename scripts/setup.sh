@@ -105,9 +105,13 @@ if ! cmp -s tests/localcloud/package-lock.json "$stamp" 2>/dev/null; then
 fi
 
 # GitHub's scale-set client for the localcloud.scaleset_client check, exactly as go.sum pins it
-# (a no-op once it is in the module cache). Without Go that check fails, so say so here.
+# (a no-op once it is in the module cache), and actionlint for the packaging.actionlint check, built
+# at the version tests/actionlint/go.sum pins into build-cache/bin (a no-op when it is up to date).
+# Without Go those checks fail, so say so here.
 if command -v go >/dev/null; then
   (cd tests/scaleset_client && GOFLAGS=-mod=readonly GOTOOLCHAIN=local go mod download)
+  (cd tests/actionlint && GOFLAGS=-mod=readonly GOTOOLCHAIN=local GOBIN="$PWD/../../build-cache/bin" \
+    go install github.com/rhysd/actionlint/cmd/actionlint)
 else
-  echo "setup: go not found: the localcloud.scaleset_client test needs Go 1.25 or newer" >&2
+  echo "setup: go not found: the localcloud.scaleset_client and packaging.actionlint tests need Go 1.25 or newer" >&2
 fi
