@@ -32,6 +32,7 @@ set -euo pipefail
 die() { echo "::error::runpoolctl install: $*" >&2; exit 1; }
 hex64='^[0-9a-f]{64}$'
 
+[ "$(uname -s)" = Linux ] || die "runpoolctl releases are for Linux, and this runner runs $(uname -s)"
 case "$(uname -m)" in
   x86_64 | amd64) arch=x86_64 ;;
   aarch64 | arm64) arch=arm64 ;;

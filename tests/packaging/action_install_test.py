@@ -12,7 +12,8 @@ holds only the programs install.sh says it needs.
 Checked: the pinned release is downloaded from the action's repository (github.action_repository,
 passed as JOB_ACTION_REPOSITORY), verified against the pinned digest, installed into the tool cache,
 put on PATH and $GITHUB_PATH, run (`--version` in the log, then the command), and reused by a later
-step; a tarball that is not the pinned one is refused even when the SHA256SUMS beside it agrees;
+step; a runner of the other architecture (a uname that says so) gets its own tarball and digest, a
+macOS one a clear error; a tarball that is not the pinned one is refused even when the SHA256SUMS beside it agrees;
 runpoolctl-sha256 wins over the pin, and a wrong one is refused; a cache entry of other bytes is
 replaced; a missing release-pin, a pin that names no release and an unknown repository are clear
 errors; runpoolctl-version without a digest falls back to SHA256SUMS with a warning (tampered,
@@ -74,6 +75,7 @@ def pack(stage_root, version, arch, extra=None):
     else:  # the other architecture's: never downloaded here, only hashed
         with open(os.path.join(stage, "bin", "runpoolctl"), "w") as f:
             f.write(f"#!/bin/sh\necho {arch}\n")
+        os.chmod(os.path.join(stage, "bin", "runpoolctl"), 0o755)
     with open(os.path.join(stage, "LICENSE"), "w") as f:
         f.write("licence\n")
     for n, text in (extra or {}).items():
@@ -156,16 +158,26 @@ with tempfile.TemporaryDirectory() as tmp:
     check(p.returncode != 0 and "missing" in p.stderr and open(os.path.join(action, "release-pin")).read() == pin_text,
           f"pin-release.sh without the tarballs must fail and keep the pin: {p.stderr.strip()}")
 
-    def run(action_dir=action, cache="cache", repository=REPO, **inputs):
+    def fake_uname(system, machine):
+        """A PATH like bindir whose uname says another system or machine."""
+        d = os.path.join(tmp, f"bin-{system}-{machine}")
+        shutil.copytree(bindir, d, symlinks=True)
+        os.remove(os.path.join(d, "uname"))
+        with open(os.path.join(d, "uname"), "w") as f:
+            f.write(f'#!/bin/sh\ncase "$1" in -s) echo {system} ;; -m) echo {machine} ;; esac\n')
+        os.chmod(os.path.join(d, "uname"), 0o755)
+        return d
+
+    def run(action_dir=action, cache="cache", repository=REPO, path=bindir, **inputs):
         e = {k: v for k, v in os.environ.items()
              if not k.startswith(("INPUT_", "GITHUB_", "RUNPOOL_", "JOB_", "AWS_", "RUNNER_"))}
         e = {k: v for k, v in e.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
-        e["PATH"] = bindir  # nothing else: no runpoolctl, nothing install.sh does not list
+        e["PATH"] = path  # nothing else: no runpoolctl, nothing install.sh does not list
         e.update(RUNNER_TOOL_CACHE=os.path.join(tmp, cache), GITHUB_PATH=github_path, GITHUB_SERVER_URL=origin,
                  JOB_ACTION_REPOSITORY=repository, INPUT_COMMAND="status", INPUT_CONFIG=conf)
         e.update({"INPUT_" + k.upper(): v for k, v in inputs.items()})
         before = len(Handler.requests)
-        p = subprocess.run([os.path.join(bindir, "bash"), os.path.join(action_dir, "run.sh")], env=e,
+        p = subprocess.run([os.path.join(path, "bash"), os.path.join(action_dir, "run.sh")], env=e,
                            capture_output=True, text=True, timeout=60)
         return p.returncode, p.stderr, Handler.requests[before:]
 
@@ -204,6 +216,14 @@ with tempfile.TemporaryDirectory() as tmp:
     # A later step: from the cache, no download.
     rc, err, reqs = run()
     check(reqs == [] and "tool cache" in err and ran(rc, err), f"a cached release: downloads {reqs}, exit {rc}: {err.strip()}")
+
+    # The other architecture's runner gets its own tarball, checked against its own pinned digest
+    # (that tarball's runpoolctl is a script that prints the architecture); no release for macOS.
+    rc, err, reqs = run(cache="c-other", path=fake_uname("Linux", {"x86_64": "x86_64", "arm64": "aarch64"}[OTHER]))
+    check(rc == 0 and reqs == [tarball_path.replace(ARCH, OTHER)] and f"SHA-256 {sha256(other)}" in err
+          and f"runpoolctl 9.9.9 ({OTHER})" in err, f"an {OTHER} runner: exit {rc}, downloads {reqs}: {err.strip()}")
+    rc, err, reqs = run(cache="c-mac", path=fake_uname("Darwin", "arm64"))
+    check(rc == 1 and "for Linux" in err and reqs == [], f"a macOS runner: exit {rc}, downloads {reqs}: {err.strip()}")
 
     # A mirror serving other bytes under the pinned name, its SHA256SUMS agreeing: refused.
     rc, err, reqs = run(cache="c-mirror", runpoolctl_url=mirror)
