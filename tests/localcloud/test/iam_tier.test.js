@@ -141,7 +141,7 @@ test('a recording of the controller and an agent is allowed by runpool\'s polici
   for (const c of report.forbidden.cases) {
     for (const [set, x] of Object.entries(c.sets)) assert.equal(x.verdict, 'denied', `${c.name} (${set}): ${JSON.stringify(x)}`);
   }
-  assert.equal(report.forbidden.cases.length, 20);
+  assert.equal(report.forbidden.cases.length, 21);
   assert.equal(report.ok, true);
   const cli = await evaluateCli([]);
   assert.equal(cli.code, 0, cli.stdout);
