@@ -166,6 +166,7 @@ void AgentLoop::deregister_and_clean(const InstanceRecord& r) {
         drain_.remove_failed_at.reset();
       }
       DeregisterFacts f;
+      f.just_in_time = as_.ephemeral;
       f.has_remove_token = has_token;
       f.attempts = drain_.remove_attempts;
       f.max_attempts = s_.deregister_attempts;
@@ -202,7 +203,11 @@ void AgentLoop::deregister_and_clean(const InstanceRecord& r) {
           if (!drain_.last_remove_output.empty()) why += ": " + clip(drain_.last_remove_output, 200);
           drain_.deregister_detail = pool::runner_left_detail(id->name, id->id, why);
           drain_.deregister_failed = true;
-          spdlog::error("{}", drain_.deregister_detail);
+          if (as_.ephemeral) {
+            spdlog::info("{}", drain_.deregister_detail);  // by design, not a failure
+          } else {
+            spdlog::error("{}", drain_.deregister_detail);
+          }
           host_.remove_local();
           drain_.deregistered = true;
           break;

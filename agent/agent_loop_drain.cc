@@ -119,6 +119,7 @@ void AgentLoop::drain_progress() {
   DrainFacts f = drain_facts();
   f.listener_running = listener_ != nullptr;
   f.has_remove_token = remove_token_available();
+  f.just_in_time = as_.ephemeral;
   f.deregistered = drain_.deregistered;
   f.remove_exhausted = drain_.remove_attempts >= s_.deregister_attempts;
   if (drain_.remove_failed_at) f.since_remove_attempt = since(*drain_.remove_failed_at);

@@ -340,7 +340,7 @@ DrainStep drain_step(const DrainFacts& f) {
   // A job the broker handed to the open poll before the labels went shows up within one poll.
   if (!f.deregistered && f.since_drain_start < f.poll_wait) return DrainStep::kWait;
   if (!f.deregistered) {
-    if (!f.has_remove_token || f.remove_exhausted) return DrainStep::kInterrupt;
+    if (f.just_in_time || !f.has_remove_token || f.remove_exhausted) return DrainStep::kInterrupt;
     if (f.since_remove_attempt && *f.since_remove_attempt < f.remove_retry) return DrainStep::kWait;
     return DrainStep::kDeregister;
   }
@@ -391,6 +391,7 @@ std::string_view deregister_step_name(DeregisterStep s) {
 
 DeregisterDecision deregister_step(const DeregisterFacts& f) {
   const std::string tries = std::to_string(f.attempts) + "/" + std::to_string(f.max_attempts);
+  if (f.just_in_time) return {DeregisterStep::kGiveUp, std::string(kJustInTimeLeftToController)};
   if (f.attempts >= f.max_attempts) {
     return {DeregisterStep::kGiveUp, "config.sh remove failed " + std::to_string(f.attempts) + " time(s)" +
                                          (f.last_failure ? " (last: " + std::string(remove_failure_name(*f.last_failure)) + ")" : "")};

@@ -165,6 +165,9 @@ struct DrainFacts {
   bool listener_running = false;
   bool busy = false;
   bool has_remove_token = false;   // the record holds a remove token for this assignment
+  // Started from a JIT configuration: its `.runner` has no gitHubUrl, so `config.sh remove
+  // --token` would take the runner's legacy path and fail; runpoolctl removes it by id instead.
+  bool just_in_time = false;
   bool deregistered = false;       // stock: config.sh remove succeeded
   bool remove_exhausted = false;   // stock: deregister_attempts spent; stop the Listener without it
   std::optional<Duration> since_remove_attempt{};  // the last failed attempt
@@ -224,7 +227,12 @@ enum class RemoveFailure {
 RemoveFailure classify_remove_failure(const std::string& output, bool timed_out);
 std::string_view remove_failure_name(RemoveFailure f);
 
+// Why a just-in-time runner stopped while idle is left registered (the drained report's detail).
+inline constexpr std::string_view kJustInTimeLeftToController =
+    "a just-in-time runner is not removed by config.sh (its .runner has no gitHubUrl): runpoolctl removes it by id";
+
 struct DeregisterFacts {
+  bool just_in_time = false;      // never `config.sh remove` (DrainFacts::just_in_time)
   bool has_remove_token = false;  // the record holds a remove token for this assignment
   int attempts = 0;               // failed `config.sh remove` runs so far (drain included)
   int max_attempts = 5;           // deregister_attempts

@@ -583,6 +583,28 @@ TEST(DrainStep, StockWaitsOutOneLongPollBeforeDeregistering) {
   EXPECT_EQ(drain_step(f), DrainStep::kInterrupt);
 }
 
+TEST(DrainStep, AJustInTimeRunnerIsStoppedNeverRemovedWithConfigSh) {
+  DrainFacts f = drain(DrainStrategy::kStock);
+  f.just_in_time = true;
+  f.has_remove_token = true;  // refresh's drain hands one over all the same
+  f.poll_wait = Duration{700};
+  f.since_drain_start = Duration{699};
+  EXPECT_EQ(drain_step(f), DrainStep::kWait) << "the poll's dispatch still comes first";
+  f.since_drain_start = Duration{700};
+  EXPECT_EQ(drain_step(f), DrainStep::kInterrupt);
+  f.busy = true;
+  EXPECT_EQ(drain_step(f), DrainStep::kWait) << "its job runs to its end";
+
+  DeregisterFacts d;
+  d.just_in_time = true;
+  d.has_remove_token = true;
+  DeregisterDecision dd = deregister_step(d);
+  EXPECT_EQ(dd.step, DeregisterStep::kGiveUp);
+  EXPECT_EQ(dd.reason, kJustInTimeLeftToController);
+  d.just_in_time = false;
+  EXPECT_EQ(deregister_step(d).step, DeregisterStep::kRemove);
+}
+
 TEST(DrainStep, DrainSignalWaitsForTheListenerThenFallsBackWhenIgnored) {
   DrainFacts f = drain(DrainStrategy::kDrainSignal);
   EXPECT_EQ(drain_step(f), DrainStep::kWait);

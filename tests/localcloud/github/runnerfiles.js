@@ -26,11 +26,13 @@ function publicKeyFrom(pk) {
   return crypto.createPublicKey({ key: { kty: 'RSA', n: url(pk.modulus), e: url(pk.exponent) }, format: 'jwk' });
 }
 
+// A JIT configuration's `.runner` carries no gitHubUrl: the service writes the runner's settings
+// without it, so the runner knows only its pipelines URL (actions/runner v2.336.0,
+// ConfigurationManager.cs 571-576 takes the legacy path for exactly that case).
 function runnerSettings({ runner, origin }) {
   const s = {
     agentId: runner.id, agentName: runner.name, poolId: runner.runnerGroupId || 1, poolName: runner.runnerGroupName || 'Default',
-    serverUrl: serverUrlOf(origin), gitHubUrl: gitHubUrlOf(origin, runner.owner, runner.repo),
-    workFolder: runner.workFolder || '_work',
+    serverUrl: serverUrlOf(origin), workFolder: runner.workFolder || '_work',
   };
   if (runner.ephemeral) s.ephemeral = true;
   if (runner.disableUpdate) s.disableUpdate = true;

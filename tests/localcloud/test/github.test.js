@@ -62,7 +62,7 @@ test('JIT config: runner, decodable files, 409 on a taken name, 422 on bad input
   assert.equal(runner.agentId, r.data.runner.id);
   assert.equal(runner.workFolder, '_w');
   assert.equal(runner.ephemeral, true);
-  assert.equal(runner.gitHubUrl, `${gh.url}/acme/app`);
+  assert.equal(runner.gitHubUrl, undefined, 'a JIT .runner names no gitHubUrl');
   const rsa = JSON.parse(Buffer.from(files['.credentials_rsaparams'], 'base64').toString());
   assert.ok(rsa.modulus && rsa.d && rsa.inverseQ);
 
@@ -328,7 +328,7 @@ test('enterprise runners: /enterprises/{enterprise}/actions/runners with a PAT; 
   const j = await o.request(`POST ${E}/generate-jitconfig`, { enterprise, name: 'ent-1', runner_group_id: 1, labels: ['e'] });
   assert.equal(j.status, 201);
   const files = JSON.parse(Buffer.from(j.data.encoded_jit_config, 'base64').toString());
-  assert.equal(JSON.parse(Buffer.from(files['.runner'], 'base64').toString()).gitHubUrl, `${gh.url}/enterprises/octo-corp`);
+  assert.equal(JSON.parse(Buffer.from(files['.runner'], 'base64').toString()).serverUrl, `${gh.url}/_services/pipelines`);
   const list = await o.request(`GET ${E}`, { enterprise });
   assert.deepEqual(list.data.runners.map((r) => r.name), ['ent-1']);
   const id = j.data.runner.id;

@@ -406,6 +406,23 @@ test('JIT: ACTIONS_RUNNER_INPUT_JITCONFIG runs one job then the runner is gone; 
   assert.match(none.out, /Runner is not configured\./);
 });
 
+test('JIT: config.sh remove --token fails on a JIT runner (no gitHubUrl: the legacy path); deleting it by id works', async () => {
+  const jit = (await octo.rest.actions.generateRunnerJitconfigForRepo({ owner: 'acme', repo: 'app', name: 'jit-rm', runner_group_id: 1, labels: ['jit-rm'] })).data;
+  const root = await newRoot('jitrm');
+  const l = listen(root, { env: { ACTIONS_RUNNER_INPUT_JITCONFIG: jit.encoded_jit_config } });
+  await listening(l);
+  l.p.kill('SIGINT');
+  assert.equal(await l.exit(3000), 0);
+  const settings = JSON.parse(fs.readFileSync(path.join(root, '.runner'), 'utf8').slice(1));
+  assert.equal(settings.gitHubUrl, undefined);
+  const rm = await sh(path.join(root, 'config.sh'), ['remove', '--token', await runnerToken('remove')], { ACTIONS_RUNNER_INPUT_UNATTENDED: 'true', RUNNER_ALLOW_RUNASROOT: '1' });
+  assert.equal(rm.code, 1, rm.stdout);
+  assert.match(rm.stdout + rm.stderr, /Failed: Removing runner from the server/);
+  assert.equal((await rest(jit.runner.id)).name, 'jit-rm', 'still registered');
+  await octo.rest.actions.deleteSelfHostedRunnerFromRepo({ owner: 'acme', repo: 'app', runner_id: jit.runner.id });
+  await assert.rejects(rest(jit.runner.id), (e) => e.status === 404);
+});
+
 test('run.sh runs the Listener and stops when it exits 0', async () => {
   const root = await newRoot('wrap1');
   assert.equal((await configure(root, 'wrap1', { labels: 'wrap1' })).code, 0);

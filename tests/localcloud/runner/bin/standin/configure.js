@@ -120,7 +120,11 @@ async function remove(cmd, log) {
         const settings = files.loadSettings();
         const token = cmd.get('token');
         if (!token) throw new Error(invalid('token'));
-        const t = await tenant(log, settings.gitHubUrl, token, 'remove');
+        // Without a gitHubUrl (a JIT runner's settings) the real runner takes its legacy path: the
+        // token is used as a pipelines OAuth access token on the serverUrl, which refuses it
+        // (actions/runner v2.336.0 ConfigurationManager.cs 571-576, CredentialProvider.cs 32-51).
+        const t = settings.gitHubUrl ? await tenant(log, settings.gitHubUrl, token, 'remove')
+          : { serverUrl: settings.serverUrl, auth: `Bearer ${token}` };
         const found = await call('GET', `${t.serverUrl}/agents?name=${encodeURIComponent(settings.agentName)}`, { auth: t.auth });
         if (found.status !== 200) throw new Error(`Failed to list runners: ${found.status}`);
         if (!found.body.value.length) log.out(`Does not exist. Skipping ${action}`);

@@ -22,6 +22,7 @@ const readStdin = () => new Promise((resolve, reject) => {
 
 function repoOf(job, settings) {
   if (job.repo) return job.repo;
+  if (!settings.gitHubUrl) return 'workspace';  // a JIT runner's settings name no repository
   const segs = new URL(settings.gitHubUrl).pathname.split('/').filter(Boolean);
   return segs[1] || segs[0] || 'workspace';
 }
