@@ -8,6 +8,11 @@
 //
 // What is kept is made root's while stored: hard links (which would carry a file elsewhere along
 // out of the sweep), devices, FIFOs and sockets are dropped, set-uid and set-gid bits cleared.
+//
+// Every component below the runner root is the job's to change: each step is made relative to a
+// directory descriptor, never through a symbolic link (safe_path.h). A cache whose way from the
+// root has a link, or that holds another file system or mount, is not kept (nor restored): it is
+// left for the sweep, with a warning.
 #pragma once
 
 #include <optional>

@@ -3,10 +3,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 
 #include <gtest/gtest.h>
+
+#include "common/metrics/testing.h"
 
 namespace runpool::agent {
 namespace {
@@ -91,6 +96,122 @@ TEST_F(JobCacheOnDisk, NoScopeKeepsNothing) {
   EXPECT_EQ(cache.keep(root_.string(), ""), 0);
   EXPECT_TRUE(fs::exists(root_ / "_work" / "_tool")) << "left for the sweep";
   EXPECT_FALSE(fs::exists(dir_ / "runner.caches"));
+}
+
+
+// A place only root may read or write, with a sentinel file where a followed link would lead any
+// of the cache's components (`_tool`, `.cache/pip`, `pip`): what the agent must never move, chown,
+// delete or read through.
+class JobCacheLinks : public JobCacheOnDisk, public ::testing::WithParamInterface<const char*> {
+ protected:
+  void SetUp() override {
+    JobCacheOnDisk::SetUp();
+    if (IsSkipped()) return;
+    fs::create_directories(root_ / "_home" / ".cache" / "pip" / "wheels");
+    std::ofstream(root_ / "_home" / ".cache" / "pip" / "wheels" / "w.whl") << "w";
+    for (auto& e : fs::recursive_directory_iterator(root_ / "_home")) lchown(e.path().c_str(), kFirst, kFirst);
+    lchown((root_ / "_home").c_str(), kFirst, kFirst);
+    lchown((root_ / "_work").c_str(), kFirst, kFirst);
+    outside_ = dir_ / "root-only";
+    for (const char* d : {"", "_tool", ".cache/pip", "pip"}) {
+      fs::create_directories(outside_ / d);
+      std::ofstream(outside_ / d / "sentinel") << "root's " << d;
+      chmod((outside_ / d / "sentinel").c_str(), 04755);
+    }
+    chmod(outside_.c_str(), 0700);
+    before_ = snapshot(outside_);
+  }
+  // Path → owner, mode, content: everything of the root-only place.
+  static std::map<std::string, std::string> snapshot(const fs::path& top) {
+    std::map<std::string, std::string> out;
+    for (auto& e : fs::recursive_directory_iterator(top)) {
+      struct stat st {};
+      lstat(e.path().c_str(), &st);
+      std::ostringstream v;
+      v << st.st_uid << " " << std::oct << st.st_mode << " ";
+      if (S_ISREG(st.st_mode)) v << std::ifstream(e.path()).rdbuf();
+      out[e.path().lexically_relative(top).string()] = v.str();
+    }
+    return out;
+  }
+  // Swaps the job-writable `component` for a link to the root-only place.
+  void link(const fs::path& root, const std::string& component) {
+    fs::remove_all(root / component);
+    fs::create_directory_symlink(outside_, root / component);
+    lchown((root / component).c_str(), kFirst, kFirst);
+  }
+  // Any entry named like the sentinel under `top`.
+  static bool has_sentinel(const fs::path& top) {
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(top, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->path().filename() == "sentinel") return true;
+    }
+    return false;
+  }
+  fs::path outside_;
+  std::map<std::string, std::string> before_;
+};
+
+TEST_P(JobCacheLinks, KeepNeverFollowsALinkedComponent) {
+  JobCache cache((dir_ / "runner.caches").string(), {"_work/_tool", "_home/.cache/pip"});
+  link(root_, GetParam());
+  metrics::testing::CapturedLog log;
+  const int kept = cache.keep(root_.string(), "acme/app");
+  EXPECT_EQ(kept, 1) << "the other cache, whose way has no link, is kept";
+  EXPECT_EQ(snapshot(outside_), before_) << "nothing of the root-only place moved, chowned or deleted";
+  EXPECT_FALSE(has_sentinel(dir_ / "runner.caches")) << "nothing of it reached the store";
+  EXPECT_NE(log.text().find("not kept"), std::string::npos) << log.text();
+
+  UserIdentity next{"next", kSecond, kSecond, {kSecond}};
+  fs::remove_all(root_ / "_work");  // the runner root as the next assignment finds it
+  fs::remove_all(root_ / "_home");
+  EXPECT_EQ(cache.restore(root_.string(), "acme/app", next), 1);
+  EXPECT_EQ(snapshot(outside_), before_);
+  EXPECT_FALSE(has_sentinel(root_)) << "nothing of it reached the next job user";
+}
+
+TEST_P(JobCacheLinks, RestoreNeverFollowsALinkedComponent) {
+  JobCache cache((dir_ / "runner.caches").string(), {"_work/_tool", "_home/.cache/pip"});
+  ASSERT_EQ(cache.keep(root_.string(), "acme/app"), 2);
+  // What a job user could have left in the root for the next (a cleaning that missed it).
+  fs::create_directories(root_ / "_home" / ".cache");
+  link(root_, GetParam());
+  metrics::testing::CapturedLog log;
+  UserIdentity next{"next", kSecond, kSecond, {kSecond}};
+  // A link in the cache's own place is replaced (the link removed, not followed); one on the way to
+  // it drops that cache.
+  const std::string component = GetParam();
+  const bool own_place = component == "_work/_tool" || component == "_home/.cache/pip";
+  EXPECT_EQ(cache.restore(root_.string(), "acme/app", next), own_place ? 2 : 1);
+  EXPECT_EQ(snapshot(outside_), before_) << "nothing moved into, chowned or deleted in the root-only place";
+  if (!own_place) {
+    EXPECT_NE(log.text().find("not restored"), std::string::npos) << log.text();
+  }
+  EXPECT_FALSE(has_sentinel(root_));
+  EXPECT_FALSE(fs::exists(dir_ / "runner.caches")) << "the dropped cache went with the store";
+}
+
+INSTANTIATE_TEST_SUITE_P(Components, JobCacheLinks,
+                         ::testing::Values("_work", "_work/_tool", "_home", "_home/.cache", "_home/.cache/pip"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return n;
+                         });
+
+TEST_F(JobCacheOnDisk, AStoreLeftAsALinkIsNotFollowed) {
+  // The store is beside the root, in root's directory; were it ever a link, neither emptying nor
+  // filling it goes through.
+  char tmpl[] = "/tmp/runpool-cache-victim-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const fs::path victim = tmpl;
+  std::ofstream(victim / "sentinel") << "x";
+  fs::create_directory_symlink(victim, dir_ / "runner.caches");
+  JobCache cache((dir_ / "runner.caches").string(), {"_work/_tool"});
+  EXPECT_EQ(cache.keep(root_.string(), "acme/app"), 1);
+  EXPECT_TRUE(fs::exists(victim / "sentinel"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(victim), fs::directory_iterator()), 1);
+  fs::remove_all(victim);
 }
 
 }  // namespace
