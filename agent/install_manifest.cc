@@ -1,28 +1,46 @@
 #include "agent/install_manifest.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include <filesystem>
+#include <cstring>
+#include <vector>
+
+#include "agent/safe_path.h"
 
 namespace runpool::agent {
-
-namespace fs = std::filesystem;
 
 namespace {
 
 int64_t ns(const struct timespec& t) { return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; }
 
-void walk(const fs::path& dir, const std::string& prefix, const std::function<bool(const std::string&, uid_t)>& skip,
+// Relative to the directory `dir`, never through a link: an entry a job owns is skipped before it
+// is opened, and one replaced by a link meanwhile is not opened either.
+void walk(int dir, const std::string& prefix, const std::function<bool(const std::string&, uid_t)>& skip,
           InstallManifest& out, int depth) {
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string rel = prefix + it->path().filename().string();
+  int dup_fd = fcntl(dir, F_DUPFD_CLOEXEC, 0);
+  DIR* d = dup_fd >= 0 ? fdopendir(dup_fd) : nullptr;
+  if (!d) {
+    if (dup_fd >= 0) close(dup_fd);
+    return;
+  }
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
+  }
+  closedir(d);
+  for (const auto& name : names) {
+    const std::string rel = prefix + name;
     struct stat st {};
-    if (lstat(it->path().c_str(), &st) != 0) continue;
+    if (fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (skip && skip(rel, st.st_uid)) continue;
     out[rel] = ManifestEntry{st.st_mode, st.st_uid, st.st_gid, static_cast<int64_t>(st.st_size), ns(st.st_ctim),
                              ns(st.st_mtim)};
-    if (S_ISDIR(st.st_mode) && depth < 64) walk(it->path(), rel + "/", skip, out, depth + 1);
+    if (!S_ISDIR(st.st_mode) || depth >= 64) continue;
+    Fd sub(openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (sub.ok()) walk(sub.get(), rel + "/", skip, out, depth + 1);
   }
 }
 
@@ -30,7 +48,8 @@ void walk(const fs::path& dir, const std::string& prefix, const std::function<bo
 
 InstallManifest take_manifest(const std::string& root, const std::function<bool(const std::string&, uid_t)>& skip) {
   InstallManifest out;
-  walk(root, "", skip, out, 0);
+  Fd fd(open_trusted_dir(root));
+  if (fd.ok()) walk(fd.get(), "", skip, out, 0);
   return out;
 }
 

@@ -40,6 +40,19 @@ TEST_F(InstallManifestTest, SameWhenNothingChanged) {
   EXPECT_EQ(manifest_difference(before, take()), std::nullopt);
 }
 
+TEST_F(InstallManifestTest, ALinkIsAnEntryNeverWalkedThrough) {
+  fs::create_directories(root_ + "-outside");
+  std::ofstream(root_ + "-outside/sentinel") << "x";
+  auto before = take();
+  fs::remove_all(root_ + "/bin");
+  fs::create_directory_symlink(root_ + "-outside", root_ + "/bin");
+  auto now = take();
+  fs::remove_all(root_ + "-outside");
+  EXPECT_TRUE(S_ISLNK(now["bin"].mode));
+  EXPECT_FALSE(now.contains("bin/sentinel"));
+  EXPECT_EQ(manifest_difference(before, now).value_or("").rfind("bin: changed (mode", 0), 0u);
+}
+
 TEST_F(InstallManifestTest, SaysWhatChanged) {
   auto before = take();
   std::ofstream(root_ + "/bin/Runner.Listener", std::ios::app) << "backdoor";
