@@ -129,6 +129,7 @@ class AgentLoop {
   void init_drain_state();
   DrainFacts drain_facts() const;
   void drain_progress();
+  void end_detached_processes();  // in a drain: what jobs left beside the idle Listener
   void deregister_during_drain();
   bool remove_token_available() const;
   bool usable_remove_token(const pool::InstanceRecord& r) const;
@@ -154,6 +155,8 @@ class AgentLoop {
   // The instance's seal key pair, once read from its file or taken from the record.
   struct SealKeyHold {
     std::optional<pool::SealKeys> keys;
+    bool kept = false;  // in its file (or there is no file: memory only)
+    std::string store_error;  // the last failure to keep it, logged once
     bool file_read = false;
     std::vector<std::string> last_refused;  // logged once until it changes
   };

@@ -27,25 +27,30 @@ void AgentLoop::open_sealed() {
   if (!seal_.file_read) {
     try {
       seal_.keys = read_key_file(s_.seal_key_file);
+      seal_.kept = seal_.keys.has_value();
       seal_.file_read = true;
     } catch (const std::exception& e) {
       spdlog::error("the instance's seal key: {}", e.what());
       seal_.file_read = true;  // the record may still hold it; otherwise every token is refused
     }
   }
-  KeyStep k = key_step(seal_.keys, *record_);
+  KeyStep k = key_step(seal_.keys, seal_.kept, *record_);
   if (!k.warning.empty()) spdlog::warn("{}", k.warning);
-  bool kept = true;
-  if (k.store && !s_.seal_key_file.empty()) {
+  if (k.store) {
     try {
-      write_state_file(s_.seal_key_file, k.keys->public_key + "\n" + k.keys->private_key.reveal() + "\n");
+      if (!s_.seal_key_file.empty()) {
+        write_state_file(s_.seal_key_file, k.keys->public_key + "\n" + k.keys->private_key.reveal() + "\n");
+      }
+      seal_.kept = true;
     } catch (const std::exception& e) {
-      kept = false;  // left in the record, so that an agent started again can still take it
-      spdlog::error("cannot keep the instance's seal key: {}", e.what());
+      // Left in the record (an agent started again can still take it), and tried again next read.
+      seal_.kept = false;
+      if (seal_.store_error != e.what()) spdlog::warn("cannot keep the instance's seal key yet: {}", e.what());
+      seal_.store_error = e.what();
     }
   }
   seal_.keys = k.keys;
-  if (k.take_open_key && kept) {
+  if (k.take_open_key && seal_.kept) {
     pool::AgentReport r;
     r.take_open_key = true;
     if (report(r, "take_open_key") == Reported::kApplied) spdlog::info("the instance's seal key is taken from the record");

@@ -4,11 +4,12 @@
 
 namespace runpool::agent {
 
-KeyStep key_step(const std::optional<pool::SealKeys>& held, const pool::InstanceRecord& r) {
+KeyStep key_step(const std::optional<pool::SealKeys>& held, bool held_kept, const pool::InstanceRecord& r) {
   KeyStep k;
   k.keys = held;
   if (r.seal_key.empty()) return k;  // a record from before sealing
   if (held && held->public_key == r.seal_key) {
+    k.store = !held_kept;
     k.take_open_key = !r.open_key.empty();  // taken once already, by an agent that stopped before removing it
     return k;
   }

@@ -18,9 +18,11 @@ struct KeyStep {
   bool take_open_key = false;          // remove the record's open_key (taken, or not the seal key's half)
   std::string warning;                 // something in the record to log (never a key)
 };
-// `held`: the keys the agent already holds (memory or its file). The record's open_key is adopted
-// only when it is the private half of the record's seal_key, which the instance role cannot write.
-KeyStep key_step(const std::optional<pool::SealKeys>& held, const pool::InstanceRecord& r);
+// `held`: the keys the agent already holds (memory or its file); `held_kept`: they are in its file.
+// The record's open_key is adopted only when it is the private half of the record's seal_key, which
+// the instance role cannot write, and taken from the record only once kept (a failed write is
+// tried again at the next read, the key still in the record for an agent started meanwhile).
+KeyStep key_step(const std::optional<pool::SealKeys>& held, bool held_kept, const pool::InstanceRecord& r);
 
 struct OpenedRecord {
   pool::InstanceRecord record;        // reg_token, remove_token and jit_config in clear, or empty

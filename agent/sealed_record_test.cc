@@ -22,6 +22,7 @@ TEST(KeyStep, AdoptsOnlyTheSealKeysOwnPrivateHalf) {
   struct Case {
     const char* name;
     std::optional<SealKeys> held;
+    bool held_kept;
     pool::InstanceRecord record;
     bool store;
     bool take;
@@ -33,16 +34,17 @@ TEST(KeyStep, AdoptsOnlyTheSealKeysOwnPrivateHalf) {
   pool::InstanceRecord legacy;
   legacy.generation = 3;
   const Case cases[] = {
-      {"first read at boot", std::nullopt, record_with(mine, true), true, true, mine.public_key, false},
-      {"already held, record still has it", mine, record_with(mine, true), false, true, mine.public_key, false},
-      {"already held, taken", mine, record_with(mine, false), false, false, mine.public_key, false},
-      {"nothing held, nothing offered", std::nullopt, record_with(mine, false), false, false, std::nullopt, false},
-      {"a forged open key is removed, not adopted", std::nullopt, forged, false, true, std::nullopt, true},
-      {"a forged open key beside the held one is removed", mine, forged, false, true, mine.public_key, false},
-      {"a record from before sealing", std::nullopt, legacy, false, false, std::nullopt, false},
+      {"first read at boot", std::nullopt, false, record_with(mine, true), true, true, mine.public_key, false},
+      {"already held, record still has it", mine, true, record_with(mine, true), false, true, mine.public_key, false},
+      {"held but its file failed: kept again", mine, false, record_with(mine, true), true, true, mine.public_key, false},
+      {"already held, taken", mine, true, record_with(mine, false), false, false, mine.public_key, false},
+      {"nothing held, nothing offered", std::nullopt, false, record_with(mine, false), false, false, std::nullopt, false},
+      {"a forged open key is removed, not adopted", std::nullopt, false, forged, false, true, std::nullopt, true},
+      {"a forged open key beside the held one is removed", mine, true, forged, false, true, mine.public_key, false},
+      {"a record from before sealing", std::nullopt, false, legacy, false, false, std::nullopt, false},
   };
   for (const Case& c : cases) {
-    KeyStep k = key_step(c.held, c.record);
+    KeyStep k = key_step(c.held, c.held_kept, c.record);
     EXPECT_EQ(k.store, c.store) << c.name;
     EXPECT_EQ(k.take_open_key, c.take) << c.name;
     EXPECT_EQ(k.keys.has_value(), c.keys_public.has_value()) << c.name;
