@@ -10,8 +10,12 @@
 #include <grp.h>
 #include <sched.h>
 #include <sys/stat.h>
+#include <sys/ioctl.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/btrfs.h>
+#include <linux/magic.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -21,6 +25,10 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+
+#include "agent/mount_baseline.h"
+#include "agent/safe_path.h"
+#include "agent/state_file.h"
 
 namespace runpool::agent {
 
@@ -86,6 +94,13 @@ std::vector<MountEntry> parse_mountinfo(std::string_view text) {
     auto dash = std::find(f.begin(), f.end(), "-");
     if (f.size() < 7 || dash == f.end() || dash - f.begin() < 6 || f.end() - dash < 3) continue;
     MountEntry m;
+    try {
+      m.id = std::stoi(f[0]);
+    } catch (const std::exception&) {
+      continue;
+    }
+    m.device = f[2];
+    m.source_root = unescape_mount_field(f[3]);
     m.point = unescape_mount_field(f[4]);
     if (m.point.empty() || m.point[0] != '/') continue;
     m.fs_type = *(dash + 1);
@@ -202,38 +217,48 @@ constexpr int kParkDepth = 48;
 // error reported, not a crash.
 constexpr int kMaxSearchDepth = 512;
 
+// A btrfs subvolume's root directory: inode 256 (BTRFS_FIRST_FREE_OBJECTID) on a btrfs.
+bool is_btrfs_subvolume(int fd) {
+  struct statfs sf {};
+  struct stat st {};
+  return fstatfs(fd, &sf) == 0 && sf.f_type == BTRFS_SUPER_MAGIC && fstat(fd, &st) == 0 && st.st_ino == 256;
+}
+
 class Walker {
  public:
-  Walker(uid_t uid, SweepReport& report, const std::function<void()>& alive) : uid_(uid), r_(report), alive_(alive) {}
+  // `mount_points`: the mount table's points, for a kernel that does not say an entry's mount.
+  Walker(uid_t uid, SweepReport& report, const std::function<void()>& alive, std::set<std::string> mount_points = {})
+      : uid_(uid), r_(report), alive_(alive), mount_points_(std::move(mount_points)) {}
 
   void walk(const std::string& root) {
-    int fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno != ENOENT) error(root, "open");
+    // The root's every component a plain directory: a mount point's path comes from the kernel,
+    // a configured root is the operator's; a link on the way is refused, not followed.
+    Fd slash(open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    Fd fd(root == "/" ? fcntl(slash.get(), F_DUPFD_CLOEXEC, 0)
+                      : open_beneath(slash.get(), root.substr(1), O_RDONLY | O_DIRECTORY));
+    if (!fd.ok()) {
+      if (errno != ENOENT) error(root, errno == ELOOP || errno == ENOTDIR ? "a symbolic link on its way" : "open");
       return;
     }
-    struct stat st {};
-    if (fstat(fd, &st) != 0) {
+    auto st = stat_at(fd.get(), "");
+    if (!st) {
       error(root, "stat");
-      close(fd);
       return;
     }
-    dev_ = st.st_dev;
-    top_fd_ = fd;
+    top_fd_ = fd.get();
     top_ = root;
-    if (st.st_uid == uid_ && root != "/") {
+    if (st->uid == uid_ && root != "/") {
       // The root itself is the tenant's (a walked mount it made writable to itself): its contents go.
-      empty_dir(fd, root, 0);
+      empty_dir(fd.get(), root, 0);
     } else {
-      search(fd, root, 0);
+      search(fd.get(), root, 0);
     }
     // Trees moved up from too deep, each emptied from the top again (and moved up again if deeper).
     while (!parked_.empty()) {
       std::string name = parked_.back();
       parked_.pop_back();
-      remove_dir(top_fd_, name, join(top_, name), 0);
+      remove_dir(top_fd_, name, join(top_, name), 0, false);
     }
-    close(fd);
   }
 
  private:
@@ -269,64 +294,92 @@ class Walker {
     return names;
   }
 
-  // Calls `f(name, path, st)` for each entry of the directory `fd` still there, on this file
-  // system; an entry that is another file system's mount point is skipped (`mount_is_error`: and reported).
+  enum class Boundary { kNone, kMount, kSubvolume, kUnknown };
+
+  // What separates the entry `name` (`st`) of the directory `fd` (`here`) from it.
+  Boundary boundary(int fd, const std::string& name, const std::string& path, const EntryStat& here,
+                    const EntryStat& st) {
+    const bool known_mount = here.mount_id && st.mount_id;
+    if (st.mount_root || (known_mount && *here.mount_id != *st.mount_id) ||
+        (!known_mount && mount_points_.contains(path))) {
+      return Boundary::kMount;
+    }
+    // The same mount: a file reports its own device on some file systems (overlay); a directory
+    // with another device is a subvolume, or something this sweep does not know.
+    if (st.dev == here.dev || !S_ISDIR(st.mode)) return Boundary::kNone;
+    Fd sub(openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    return sub.ok() && is_btrfs_subvolume(sub.get()) ? Boundary::kSubvolume : Boundary::kUnknown;
+  }
+
+  // Calls `f(name, path, st, subvolume)` for each entry of the directory `fd` still there. A mount
+  // point is skipped (the plan walks it, or says why not); inside the job user's own files
+  // (`inside_tenant`) it is an error, as is a boundary the sweep cannot tell.
   template <typename F>
-  void each_entry(int fd, const std::string& path, bool mount_is_error, F&& f) {
+  void each_entry(int fd, const std::string& path, bool inside_tenant, F&& f) {
+    auto here = stat_at(fd, "");
+    if (!here) {
+      error(path, "stat");
+      return;
+    }
     for (const auto& name : list(fd, path)) {
       pulse();
       const std::string child = join(path, name);
-      struct stat st {};
-      if (fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      auto st = stat_at(fd, name);
+      if (!st) {
         if (errno != ENOENT) error(child, "stat");
         continue;
       }
-      if (st.st_dev != dev_) {
-        // Another file system's mount point: walked on its own (or not at all) when searching;
-        // inside the job user's own files, something it cannot have made.
-        if (mount_is_error) {
+      const Boundary b = boundary(fd, name, child, *here, *st);
+      if (b == Boundary::kMount) {
+        if (inside_tenant) {
           errno = EBUSY;
           error(child, "a mount point inside the job user's files");
         }
         continue;
       }
-      f(name, child, st);
+      if (b == Boundary::kUnknown) {
+        errno = EXDEV;
+        error(child, "another file system on the same mount, neither a mount point nor a btrfs subvolume");
+        continue;
+      }
+      f(name, child, *st, b == Boundary::kSubvolume);
     }
   }
 
   void search(int fd, const std::string& path, int depth) {
-    each_entry(fd, path, false, [&](const std::string& name, const std::string& child, const struct stat& st) {
-      if (st.st_uid == uid_) {
-        remove_entry(fd, name, child, st, depth);
+    each_entry(fd, path, false, [&](const std::string& name, const std::string& child, const EntryStat& st, bool subvolume) {
+      if (st.uid == uid_) {
+        remove_entry(fd, name, child, st, depth, subvolume);
         return;
       }
-      if (!S_ISDIR(st.st_mode)) return;
+      if (!S_ISDIR(st.mode)) return;
       if (depth >= kMaxSearchDepth) {
         errno = ELOOP;
         error(child, "too deep to search");
         return;
       }
-      int sub = openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (sub < 0) {
+      // Another's directory, a subvolume too: searched, never skipped.
+      Fd sub(openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!sub.ok()) {
         if (errno != ENOENT) error(child, "open");
         return;
       }
-      search(sub, child, depth + 1);
-      close(sub);
+      search(sub.get(), child, depth + 1);
     });
   }
 
   // Deletes everything in the directory `fd` (all of it is the tenant's: it owns the directory).
   void empty_dir(int fd, const std::string& path, int depth) {
-    each_entry(fd, path, true, [&](const std::string& name, const std::string& child, const struct stat& st) {
-      remove_entry(fd, name, child, st, depth);
+    each_entry(fd, path, true, [&](const std::string& name, const std::string& child, const EntryStat& st, bool subvolume) {
+      remove_entry(fd, name, child, st, depth, subvolume);
     });
   }
 
   // Removes the entry `name` of the directory `fd` (at `depth`), a whole tree if it is a directory.
-  void remove_entry(int fd, const std::string& name, const std::string& path, const struct stat& st, int depth) {
-    if (S_ISDIR(st.st_mode)) {
-      remove_dir(fd, name, path, depth + 1);
+  void remove_entry(int fd, const std::string& name, const std::string& path, const EntryStat& st, int depth,
+                    bool subvolume) {
+    if (S_ISDIR(st.mode)) {
+      remove_dir(fd, name, path, depth + 1, subvolume);
     } else if (unlinkat(fd, name.c_str(), 0) == 0) {
       ++r_.files;
     } else if (errno != ENOENT) {
@@ -334,8 +387,20 @@ class Walker {
     }
   }
 
-  void remove_dir(int parent, const std::string& name, const std::string& path, int depth) {
-    if (depth >= kParkDepth) {
+  void remove_dir(int parent, const std::string& name, const std::string& path, int depth, bool subvolume) {
+    if (subvolume) {
+      // Deleted whole by its parent's descriptor (root's right, CAP_SYS_ADMIN), whatever is in it;
+      // one holding another subvolume is emptied first, below.
+      struct btrfs_ioctl_vol_args args {};
+      if (name.size() < sizeof args.name) {
+        std::memcpy(args.name, name.c_str(), name.size());
+        if (ioctl(parent, BTRFS_IOC_SNAP_DESTROY, &args) == 0) {
+          ++r_.files;
+          return;
+        }
+      }
+    }
+    if (depth >= kParkDepth && !subvolume) {
       const std::string parked = ".runpool-sweep-" + std::to_string(getpid()) + "-" + std::to_string(++parked_count_);
       if (renameat(parent, name.c_str(), top_fd_, parked.c_str()) == 0) {
         parked_.push_back(parked);
@@ -344,24 +409,25 @@ class Walker {
       error(path, "move up");
       return;
     }
-    int fd = openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
+    Fd fd(openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.ok()) {
       if (errno != ENOENT) error(path, "open");
       return;
     }
-    empty_dir(fd, path, depth);
-    close(fd);
+    empty_dir(fd.get(), path, depth);
+    fd = Fd();
+    // An empty subvolume goes with rmdir too (Linux 4.18).
     if (unlinkat(parent, name.c_str(), AT_REMOVEDIR) == 0) {
       ++r_.files;
     } else if (errno != ENOENT) {
-      error(path, "rmdir");
+      error(path, subvolume ? "delete the btrfs subvolume" : "rmdir");
     }
   }
 
   uid_t uid_;
   SweepReport& r_;
   const std::function<void()>& alive_;
-  dev_t dev_ = 0;
+  std::set<std::string> mount_points_;
   int top_fd_ = -1;
   std::string top_;
   std::vector<std::string> parked_;
@@ -425,8 +491,19 @@ SweepReport sweep_tenant(uid_t uid, const SweepOptions& o, const std::function<v
       report.errors.push_back(point + ": detach: " + std::strerror(errno));
     }
   }
-  for (const auto& root : plan.walk) Walker(uid, report, alive).walk(root);
   const auto mounts = parse_mountinfo(read_file(o.mountinfo));
+  std::set<std::string> points;
+  for (const auto& m : mounts) points.insert(m.point);
+  for (const auto& root : plan.walk) Walker(uid, report, alive, points).walk(root);
+  // A mount the assignment did not start with (its own FUSE mounts detached above).
+  std::optional<std::string> start = o.mount_baseline.empty() ? std::nullopt : read_state_file(o.mount_baseline);
+  if (!start && !o.start_mountinfo.empty()) start = o.start_mountinfo;
+  if (start) {
+    if (auto added = mounts_added(parse_mountinfo(*start), mounts, o.roots, uid); !added.empty()) {
+      report.errors.push_back("mounted during the assignment under a swept root (what it covers or holds was not "
+                              "looked at): " + describe_mounts(added));
+    }
+  }
   if (o.check_mqueue &&
       std::none_of(mounts.begin(), mounts.end(), [](const MountEntry& m) { return m.fs_type == "mqueue"; })) {
     sweep_unmounted_mqueue(uid, report, alive);
@@ -467,6 +544,10 @@ SweepReport sweep_tenant(uid_t uid, const SweepOptions& o, const std::function<v
     // `loginctl enable-linger` keeps a user's systemd manager running with no session.
     const std::string mark = o.linger_dir + "/" + o.user_name;
     if (unlink(mark.c_str()) == 0) ++report.files;
+  }
+  // Complete: the next assignment keeps its own start.
+  if (report.errors.empty() && !o.mount_baseline.empty() && unlink(o.mount_baseline.c_str()) != 0 && errno != ENOENT) {
+    report.errors.push_back(o.mount_baseline + ": remove: " + std::strerror(errno));
   }
   return report;
 }

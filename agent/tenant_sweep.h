@@ -24,6 +24,9 @@
 namespace runpool::agent {
 
 struct MountEntry {
+  int id = 0;               // the mount's id
+  std::string device;       // "major:minor" of its file system
+  std::string source_root;  // what of that file system is mounted ("/" unless a bind mount or a subvolume)
   std::string point;    // unescaped (mountinfo writes a space as \040)
   std::string fs_type;  // "ext4", "tmpfs", "fuse.sshfs", …
   bool read_only = false;
@@ -73,11 +76,21 @@ struct SweepOptions {
   // POSIX message queues exist whether or not their filesystem is mounted: with none mounted, the
   // sweep mounts one privately to look (needs CAP_SYS_ADMIN; failing is an error, not a pass).
   bool check_mqueue = true;
+  // The mount table at the assignment's start (mount_baseline.h), kept in this file; "" or no file:
+  // `start_mountinfo`, the table's text when the agent started. With neither, new mounts are not
+  // looked for. A mount under a root that neither has fails the sweep.
+  std::string mount_baseline;
+  std::string start_mountinfo;
 };
 
 // Removes what `uid` owns, as planned above. Its processes must be gone (else it could create
-// more while the walk runs). Never follows a symbolic link and never crosses into another
-// filesystem; a tree nested too deep for open descriptors is moved up and finished later.
+// more while the walk runs). Never follows a symbolic link; a tree nested too deep for open
+// descriptors is moved up and finished later. File-system boundaries below a root are never
+// skipped unseen: a btrfs subvolume (its own st_dev on the same mount) is searched like a
+// directory, and removed (BTRFS_IOC_SNAP_DESTROY) when it is the uid's or inside its files; a
+// mount is walked on its own if the plan has it, and a mount the assignment did not start with (see
+// SweepOptions), a mount inside the uid's files, or a boundary the sweep cannot tell is an error.
+// The baseline file is removed once a sweep is complete.
 // `alive` is called as it goes (the watchdog's pulse). Throws std::invalid_argument for uid 0.
 SweepReport sweep_tenant(uid_t uid, const SweepOptions& options, const std::function<void()>& alive);
 

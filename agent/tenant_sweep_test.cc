@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -48,6 +49,9 @@ TEST(TenantSweep, ParsesMountinfo) {
   ASSERT_TRUE(mounts[11].fuse_owner);
   EXPECT_EQ(*mounts[11].fuse_owner, 1000000007u);
   EXPECT_FALSE(mounts[0].fuse_owner);
+  EXPECT_EQ(mounts[0].id, 22);
+  EXPECT_EQ(mounts[0].device, "259:1");
+  EXPECT_EQ(mounts[0].source_root, "/");
 }
 
 TEST(TenantSweep, WalksLocalWritableMountsAndDetachesTheUidsFuseMounts) {
@@ -87,6 +91,13 @@ TEST(TenantSweep, FindsSysvObjectsByOwnerOrCreator) {
   EXPECT_EQ(sysv_objects_of(SysvObject::Kind::kSem, sem, 1000000007).size(), 1u);
   EXPECT_TRUE(sysv_objects_of(SysvObject::Kind::kMsg, "", 1).empty());
   EXPECT_TRUE(sysv_objects_of(SysvObject::Kind::kMsg, "no header here\n1 2 3\n", 1).empty());
+}
+
+std::string read_mountinfo_of_self() {
+  std::ifstream in("/proc/self/mountinfo");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 class TenantSweepOnDisk : public ::testing::Test {
@@ -209,6 +220,47 @@ TEST_F(TenantSweepOnDisk, RemovesTheUidsPosixMessageQueuesMountedOrNot) {
     mq_close(again);
     mq_unlink(name.c_str());
   }
+}
+
+TEST_F(TenantSweepOnDisk, AMountTheAssignmentDidNotStartWithFailsTheSweep) {
+  // The mount tables as files: the start's, and now one more under the swept root.
+  const std::string self = read_mountinfo_of_self();
+  std::ofstream(dir_ + "/start") << self;
+  std::ofstream(dir_ + "/now") << self << "999999 1 0:999 / " << dir_ << "/sub rw - tmpfs tmpfs rw\n";
+  file(fs::path(dir_) / "planted", kUid);
+  SweepOptions o = opts();
+  o.mountinfo = dir_ + "/now";
+  o.mount_baseline = dir_ + "/start";
+  SweepReport r = sweep_tenant(kUid, o, nullptr);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("a tmpfs at " + dir_ + "/sub"), std::string::npos) << r.errors[0];
+  EXPECT_TRUE(fs::exists(dir_ + "/start")) << "kept for the next try";
+  EXPECT_FALSE(fs::exists(dir_ + "/planted")) << "what could be removed still was";
+
+  // Without the file: the agent's start stands in.
+  o.mount_baseline = dir_ + "/none";
+  o.start_mountinfo = self;
+  r = sweep_tenant(kUid, o, nullptr);
+  EXPECT_EQ(r.errors.size(), 1u);
+
+  // The same table as at the start: complete, and the start's table is done with.
+  o.mountinfo = dir_ + "/start";
+  o.mount_baseline = dir_ + "/start";
+  r = sweep_tenant(kUid, o, nullptr);
+  EXPECT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_FALSE(fs::exists(dir_ + "/start"));
+}
+
+TEST_F(TenantSweepOnDisk, ARootWithALinkOnItsWayIsAnErrorNotFollowed) {
+  dir(fs::path(dir_) / "real", 0);
+  file(fs::path(dir_) / "real/planted", kUid);
+  fs::create_directory_symlink(fs::path(dir_) / "real", fs::path(dir_) / "link");
+  SweepOptions o = opts();
+  o.roots = {dir_ + "/link/"};
+  SweepReport r = sweep_tenant(kUid, o, nullptr);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("a symbolic link on its way"), std::string::npos) << r.errors[0];
+  EXPECT_TRUE(fs::exists(fs::path(dir_) / "real/planted"));
 }
 
 TEST(TenantSweep, RefusesRoot) { EXPECT_THROW(sweep_tenant(0, SweepOptions{}, nullptr), std::invalid_argument); }

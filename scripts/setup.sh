@@ -48,7 +48,7 @@ packages=(
   libpugixml-dev libssl-dev libsodium-dev libhowardhinnant-date-dev tzdata libgtest-dev libgmock-dev
   nodejs npm util-linux procps shellcheck python3-yaml python3-venv cloud-init
   clang libclang-rt-14-dev nftables patchelf
-  docker.io busybox-static sudo debootstrap
+  docker.io busybox-static sudo debootstrap btrfs-progs
 )
 missing=()
 for p in "${packages[@]}"; do
