@@ -115,7 +115,28 @@ DrainFacts AgentLoop::drain_facts() const {
   return f;
 }
 
+// A process a job left beside the Listener runs as the runner's user and can write job requests
+// into its logs, for ever: the drain would wait on them. It is ended once no job is in hand, and
+// the requests told until then that no Worker followed are settled.
+void AgentLoop::end_detached_processes() {
+  if (!listener_ || drain_.deregistered) return;
+  int ended = 0;
+  try {
+    ended = host_.end_detached();
+  } catch (const std::exception& e) {
+    spdlog::warn("{}", e.what());
+    return;
+  }
+  if (ended == 0) return;
+  spdlog::warn("ended {} processes jobs left running beside the idle Listener; job requests told meanwhile without "
+               "a Worker are over", ended);
+  for (const auto& e : listener_->poll_events()) observe(e);  // what they wrote before they ended
+  job_track_ = settle_unconfirmed_request(job_track_);
+  update_busy();
+}
+
 void AgentLoop::drain_progress() {
+  end_detached_processes();
   DrainFacts f = drain_facts();
   f.listener_running = listener_ != nullptr;
   f.has_remove_token = remove_token_available();

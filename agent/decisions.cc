@@ -511,6 +511,20 @@ JobTrack apply_job_signal(JobTrack t, JobSignal s, Duration now, const std::stri
   return t;
 }
 
+namespace {
+
+// No request open; every one seen counted as answered.
+JobTrack settled(JobTrack t) {
+  t.requested_at.reset();
+  t.worker_seen = false;
+  t.worker_gone_at.reset();
+  t.job.clear();
+  t.runs = std::max(t.runs, t.requests);
+  return t;
+}
+
+}  // namespace
+
 BusyDecision decide_busy(const BusyFacts& f) {
   BusyDecision d;
   d.track = f.track;
@@ -543,12 +557,13 @@ BusyDecision decide_busy(const BusyFacts& f) {
     return d;
   }
   // Over without a completion line: settled, so that its request is not counted open again.
-  d.track.requested_at.reset();
-  d.track.worker_seen = false;
-  d.track.worker_gone_at.reset();
-  d.track.job.clear();
-  d.track.runs = std::max(d.track.runs, d.track.requests);
+  d.track = settled(d.track);
   return d;
+}
+
+JobTrack settle_unconfirmed_request(JobTrack t) {
+  if (!t.requested_at || t.worker_seen) return t;
+  return settled(t);
 }
 
 }  // namespace runpool::agent

@@ -373,4 +373,9 @@ struct BusyDecision {
 
 BusyDecision decide_busy(const BusyFacts& facts);
 
+// The open request settled as over unless a Worker followed it. For requests told while processes a
+// job left beside the Listener ran: the runner's user, they could write the runner's logs, and a
+// request they forged would otherwise keep busy up to job_start_bound after they are gone.
+JobTrack settle_unconfirmed_request(JobTrack track);
+
 }  // namespace runpool::agent

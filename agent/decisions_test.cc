@@ -998,6 +998,20 @@ TEST(Busy, FromTheRequestOnBeforeAnythingShowsOnStdout) {
   EXPECT_TRUE(busy_at(t, seconds(10) + kBound - Duration(1)).busy);
 }
 
+TEST(Busy, RequestsNoWorkerFollowedAreSettledWhenTheirTellersMayHaveForgedThem) {
+  const JobTrack forged = apply_job_signal(apply_job_signal({}, JobSignal::kRequested, seconds(1)), JobSignal::kRequested,
+                                           seconds(2));
+  JobTrack t = settle_unconfirmed_request(forged);
+  EXPECT_FALSE(t.requested_at);
+  EXPECT_EQ(t.runs, t.requests) << "counted as answered: a late read of the same line opens nothing";
+  EXPECT_FALSE(busy_at(t, seconds(3)).busy);
+  // A request a Worker followed is a job in hand, and nothing open stays as it is.
+  JobTrack real = apply_job_signal({}, JobSignal::kRequested, seconds(1));
+  real = busy_at(real, seconds(2), true).track;
+  EXPECT_EQ(settle_unconfirmed_request(real), real);
+  EXPECT_EQ(settle_unconfirmed_request(JobTrack{}), JobTrack{});
+}
+
 TEST(Busy, CompletedEndsIt) {
   JobTrack t = apply_job_signal({}, JobSignal::kRequested, seconds(1));
   t = apply_job_signal(t, JobSignal::kRunning, seconds(2), "build");

@@ -32,36 +32,13 @@ const std::vector<std::string>& runner_config_files() {
   return files;
 }
 
-Leftovers find_leftovers(const std::vector<UserProcess>& procs, pid_t listener) {
-  std::set<pid_t> tree = {listener};
-  // Parents may come after their children in the list: grow the tree until it stops growing.
-  for (bool grew = true; grew;) {
-    grew = false;
-    for (const auto& p : procs) {
-      if (!tree.contains(p.pid) && tree.contains(p.ppid)) grew = tree.insert(p.pid).second;
-    }
-  }
-  Leftovers out;
-  for (const auto& p : procs) {
-    if (!tree.contains(p.pid)) out.kill.push_back(p.pid);
-    else if (p.pid != listener) out.job_in_hand = true;
-  }
-  return out;
-}
-
 namespace {
 
-// The parent of `pid` from /proc/<pid>/stat (0 when gone): the field after the ")" that ends comm.
-pid_t parent_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(stat.substr(close + 1));
-  char state = 0;
-  long ppid = 0;
-  rest >> state >> ppid;
-  return static_cast<pid_t>(ppid);
+// The runner user's processes with their parents.
+std::vector<UserProcess> user_processes(uid_t uid) {
+  std::vector<UserProcess> procs;
+  for (pid_t p : processes_of_user(uid)) procs.push_back({p, process_parent(p)});
+  return procs;
 }
 
 void must(bool ok, const std::string& what) {
@@ -367,11 +344,28 @@ std::unique_ptr<ListenerProcess> LocalRunnerHost::adopt_listener() {
 
 bool LocalRunnerHost::worker_running() {
   auto user = runner_user();
-  if (!user) return false;
-  for (pid_t p : processes_of_user(user->uid)) {
-    if (process_cmdline(p).find("Runner.Worker") != std::string::npos) return true;
+  return user && listener_has_worker(user->uid, listener_pid_);
+}
+
+int LocalRunnerHost::end_detached() {
+  auto user = runner_user();
+  if (!s_.end_processes || !user || listener_pid_ <= 0) return 0;
+  std::set<pid_t> ended;
+  // In rounds (a process may fork while it is killed), bounded; each round reads the tree anew.
+  for (int round = 0; round < 50; ++round) {
+    const std::vector<UserProcess> procs = user_processes(user->uid);
+    const bool ours = std::any_of(procs.begin(), procs.end(), [&](const UserProcess& p) { return p.pid == listener_pid_; });
+    if (!ours) return static_cast<int>(ended.size());  // no Listener of ours: nothing to tell apart
+    const Leftovers left = find_leftovers(procs, listener_pid_);
+    if (left.job_in_hand || left.kill.empty()) return static_cast<int>(ended.size());
+    for (pid_t p : left.kill) {
+      ::kill(p, SIGKILL);
+      ended.insert(p);
+    }
+    if (alive_) alive_();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return false;
+  throw std::runtime_error("processes of " + user->name + " beside the Listener would not end");
 }
 
 void LocalRunnerHost::end_leftovers() {
@@ -386,9 +380,7 @@ void LocalRunnerHost::end_leftovers() {
   // goes, in rounds (a process may fork while it is killed), bounded. A Worker that appeared
   // meanwhile (a job came after all) is spared, and the deregistration waits.
   for (int round = 0; round < 50; ++round) {
-    std::vector<UserProcess> procs;
-    for (pid_t p : processes_of_user(user->uid)) procs.push_back({p, parent_of(p)});
-    Leftovers left = find_leftovers(procs, listener_pid_);
+    Leftovers left = find_leftovers(user_processes(user->uid), listener_pid_);
     if (left.kill.empty()) {
       if (left.job_in_hand) throw std::runtime_error("a Runner.Worker runs: the runner is still running a job");
       return;

@@ -14,6 +14,7 @@
 #include "agent/docker_engine.h"
 #include "agent/install_manifest.h"
 #include "agent/job_cache.h"
+#include "agent/listener_tree.h"
 #include "agent/process.h"
 #include "agent/runner_host.h"
 #include "agent/tenant_sweep.h"
@@ -85,6 +86,7 @@ class LocalRunnerHost final : public RunnerHost {
   void mark_ephemeral(int64_t generation) override;
   std::optional<int64_t> ephemeral_mark() override;
   bool worker_running() override;
+  int end_detached() override;
   void end_user_processes() override;
   void clean() override;
 
@@ -124,20 +126,5 @@ class LocalRunnerHost final : public RunnerHost {
 
 // The config and credential files configuration writes (and a new identity must not find).
 const std::vector<std::string>& runner_config_files();
-
-struct UserProcess {
-  pid_t pid = 0;
-  pid_t ppid = 0;
-};
-
-struct Leftovers {
-  std::vector<pid_t> kill;   // processes outside the Listener's tree: what earlier jobs left
-  bool job_in_hand = false;  // the Listener has a child (its Runner.Worker, or one being spawned)
-};
-
-// Which of the runner user's processes are leftovers while `listener` runs. The Listener's tree is
-// its Worker and the job's processes: never leftovers (a Worker means busy). A process a job
-// detached is reparented away from that tree, so it is one.
-Leftovers find_leftovers(const std::vector<UserProcess>& procs, pid_t listener);
 
 }  // namespace runpool::agent

@@ -387,32 +387,6 @@ TEST_F(LocalRunnerHostTest, CleanRemovesEverythingTheRunnerLeftAndKeepsTheInstal
   EXPECT_FALSE(host.configured());
 }
 
-// Leftover cleaning while the Listener runs: its tree (the Worker and the job) is never a leftover.
-TEST(FindLeftovers, OnlyProcessesOutsideTheListenersTreeGo) {
-  // 10 Listener, 11 its Worker, 12 the job's shell, 13 its child; 20 a process a job detached
-  // (reparented to 1), 21 its child.
-  std::vector<UserProcess> procs = {{13, 12}, {20, 1}, {11, 10}, {21, 20}, {10, 1}, {12, 11}};
-  Leftovers l = find_leftovers(procs, 10);
-  EXPECT_EQ(l.kill, (std::vector<pid_t>{20, 21}));
-  EXPECT_TRUE(l.job_in_hand);
-}
-
-TEST(FindLeftovers, AnIdleListenerHasNoJobInHand) {
-  Leftovers l = find_leftovers({{10, 1}, {30, 1}}, 10);
-  EXPECT_EQ(l.kill, (std::vector<pid_t>{30}));
-  EXPECT_FALSE(l.job_in_hand);
-  l = find_leftovers({{10, 1}}, 10);
-  EXPECT_TRUE(l.kill.empty());
-  EXPECT_FALSE(l.job_in_hand);
-}
-
-TEST(FindLeftovers, AChildBeingSpawnedIsSparedBeforeItIsAWorker) {
-  // Between fork and exec the child still shows the Listener's command line: its parent decides.
-  Leftovers l = find_leftovers({{10, 1}, {11, 10}}, 10);
-  EXPECT_TRUE(l.kill.empty());
-  EXPECT_TRUE(l.job_in_hand);
-}
-
 }  // namespace
 }  // namespace runpool::agent
 

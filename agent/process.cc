@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/keyctl.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
@@ -49,6 +50,7 @@ const char* stage_name(int stage) {
     case 3: return "setgid";
     case 4: return "setuid";
     case 5: return "exec";
+    case 6: return "session keyring";
     default: return "start";
   }
 }
@@ -58,12 +60,19 @@ void append_tail(std::string& out, const std::string& more, size_t tail) {
   if (out.size() > tail) out.erase(0, out.size() - tail);
 }
 
-bool is_zombie(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+// /proc/<pid>/stat past the ")" that ends comm (a comm may hold ")" and spaces): "S ppid …";
+// "" when gone.
+std::string stat_after_comm(pid_t pid, const std::string& proc) {
+  std::ifstream in(proc + "/" + std::to_string(pid) + "/stat");
   std::string line;
-  if (!std::getline(in, line)) return true;  // gone
+  if (!std::getline(in, line)) return "";
   auto close = line.rfind(')');
-  return close == std::string::npos || close + 2 >= line.size() || line[close + 2] == 'Z' || line[close + 2] == 'X';
+  return close == std::string::npos ? "" : line.substr(close + 1);
+}
+
+bool is_zombie(pid_t pid, const std::string& proc) {
+  const std::string rest = stat_after_comm(pid, proc);
+  return rest.size() < 2 || rest[1] == 'Z' || rest[1] == 'X';  // gone counts as dead
 }
 
 // An unlinked file the child appends to (fds[1]) and the agent reads from the start through a
@@ -176,6 +185,8 @@ Child spawn(const SpawnOptions& o) {
       if (setuid(o.user->uid) != 0) child_fail(status_pipe[1], 4);
       if (o.user->uid != 0 && (setuid(0) == 0 || geteuid() == 0)) child_fail(status_pipe[1], 4);
     }
+    // After setuid: the new keyring is the user's. A kernel without keys (ENOSYS) has none to share.
+    if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 && errno != ENOSYS) child_fail(status_pipe[1], 6);
     execve(argv[0], argv.data(), envp.data());
     child_fail(status_pipe[1], 5);
   }
@@ -284,23 +295,23 @@ CommandOutcome run_command(const SpawnOptions& o, Duration timeout, const std::f
   return result;
 }
 
-std::vector<pid_t> processes_of_user(uid_t uid) {
+std::vector<pid_t> processes_of_user(uid_t uid, const std::string& proc) {
   std::vector<pid_t> out;
-  DIR* d = opendir("/proc");
+  DIR* d = opendir(proc.c_str());
   if (!d) return out;
   const pid_t self = getpid();
   while (struct dirent* e = readdir(d)) {
     char* end = nullptr;
     long pid = std::strtol(e->d_name, &end, 10);
     if (!end || *end != '\0' || pid <= 0 || pid == self) continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/status");
+    std::ifstream in(proc + "/" + e->d_name + "/status");
     std::string line;
     while (std::getline(in, line)) {
       if (line.rfind("Uid:", 0) != 0) continue;
       std::istringstream fields(line.substr(4));
       long real = -1, effective = -1;
       fields >> real >> effective;
-      if ((real == static_cast<long>(uid) || effective == static_cast<long>(uid)) && !is_zombie(pid)) {
+      if ((real == static_cast<long>(uid) || effective == static_cast<long>(uid)) && !is_zombie(pid, proc)) {
         out.push_back(static_cast<pid_t>(pid));
       }
       break;
@@ -310,14 +321,31 @@ std::vector<pid_t> processes_of_user(uid_t uid) {
   return out;
 }
 
-std::string process_cmdline(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+std::string process_cmdline(pid_t pid, const std::string& proc) {
+  std::ifstream in(proc + "/" + std::to_string(pid) + "/cmdline", std::ios::binary);
   std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   while (!s.empty() && s.back() == '\0') s.pop_back();
   for (char& c : s) {
     if (c == '\0') c = ' ';
   }
   return s;
+}
+
+pid_t process_parent(pid_t pid, const std::string& proc) {
+  std::istringstream rest(stat_after_comm(pid, proc));
+  char state = 0;
+  long ppid = 0;
+  if (!(rest >> state >> ppid) || ppid < 0) return 0;
+  return static_cast<pid_t>(ppid);
+}
+
+bool descends_from(pid_t pid, pid_t ancestor, const std::string& proc, int max_links) {
+  if (ancestor <= 0) return false;
+  for (int i = 0; i < max_links && pid > 1; ++i) {
+    pid = process_parent(pid, proc);
+    if (pid == ancestor) return true;
+  }
+  return false;
 }
 
 size_t end_processes_of_user(const UserIdentity& user, Duration grace, const std::function<void()>& alive) {

@@ -46,8 +46,10 @@ struct Child {
   bool output_in_files = false;  // the fds read files (EOF: nothing new yet), not pipes
 };
 
-// Starts the process in a new process group (its pid is the group id). Throws std::runtime_error
-// when it cannot be started (exec failure included, with errno's text).
+// Starts the process in a new process group (its pid is the group id) and a new session keyring
+// of its own (never the agent's: under systemd every child would share the service's, and with it
+// every key one job adds). Throws std::runtime_error when it cannot be started (exec failure
+// included, with errno's text).
 Child spawn(const SpawnOptions& options);
 
 // Reads what is available from a non-blocking descriptor into `buffer`; false at EOF or error.
@@ -68,10 +70,16 @@ struct CommandOutcome {
 CommandOutcome run_command(const SpawnOptions& options, Duration timeout, const std::function<void()>& alive,
                            size_t tail_bytes = 4096, const std::function<bool()>& cancelled = {});
 
-// Every process (but this one) whose real or effective uid is `uid`, from /proc.
-std::vector<pid_t> processes_of_user(uid_t uid);
+// The /proc scans read `proc` ("/proc"; tests give a tree of <pid>/{status,stat,cmdline} files).
+// Every process (but this one) whose real or effective uid is `uid`.
+std::vector<pid_t> processes_of_user(uid_t uid, const std::string& proc = "/proc");
 // /proc/<pid>/cmdline with NULs as spaces; "" when gone.
-std::string process_cmdline(pid_t pid);
+std::string process_cmdline(pid_t pid, const std::string& proc = "/proc");
+// The parent of `pid` from /proc/<pid>/stat (0 when gone or unreadable).
+pid_t process_parent(pid_t pid, const std::string& proc = "/proc");
+// Whether `ancestor` is the parent of `pid`, or its parent's parent, … — at most `max_links`
+// links up (a bound: the walk reads a tree that changes under it).
+bool descends_from(pid_t pid, pid_t ancestor, const std::string& proc = "/proc", int max_links = 64);
 
 // Ends every process of `user`: SIGTERM to each, then, once `grace` passed or they are gone,
 // SIGKILL from a helper that takes the user's identity and calls kill(-1) — which reaches every

@@ -1,10 +1,15 @@
 // The process helpers against real short-lived local processes.
 #include "agent/process.h"
 
+#include <linux/keyctl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -143,6 +148,27 @@ TEST(Process, FindsProcessesByUserAndCommandLine) {
   EXPECT_EQ(process_cmdline(c.pid), "");
   close(c.stdout_fd);
   close(c.stderr_fd);
+}
+
+// keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0) as a child reports it.
+TEST(Process, EveryChildStartsInASessionKeyringOfItsOwn) {
+  if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3 to report a child's keyring";
+  // The agent's own session keyring, as systemd gives a service one.
+  const long mine = syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "runpool-process-test");
+  ASSERT_GT(mine, 0) << std::strerror(errno);
+  auto child_keyring = [] {
+    SpawnOptions o;
+    o.argv = {"/usr/bin/python3", "-c",
+              "import ctypes; print(ctypes.CDLL(None).syscall(250, 0, -3, 0))"};
+    o.env = {"PATH=/usr/bin:/bin"};
+    CommandOutcome r = run_command(o, 20s, nullptr);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return std::atol(r.output.c_str());
+  };
+  const long first = child_keyring(), second = child_keyring();
+  EXPECT_GT(first, 0);
+  EXPECT_NE(first, mine) << "a child must not share the agent's session keyring";
+  EXPECT_NE(first, second) << "nor one child another's";
 }
 
 TEST(Process, RefusesToEndEveryProcessOfRoot) {

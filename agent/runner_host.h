@@ -88,7 +88,12 @@ class RunnerHost {
   virtual void mark_ephemeral(int64_t generation) = 0;
   // The last generation so marked (nullopt: none).
   virtual std::optional<int64_t> ephemeral_mark() = 0;
-  virtual bool worker_running() = 0;  // a Runner.Worker process exists
+  virtual bool worker_running() = 0;  // a Runner.Worker runs in the Listener's process tree
+  // Ends what jobs left running outside the Listener's tree, unless that tree holds a job in hand
+  // (a job's own processes are in it while it runs). Such a process runs as the runner's user and
+  // can write what the runner writes — a job request in its logs — to keep the drain waiting.
+  // Returns how many it ended.
+  virtual int end_detached() = 0;
   // Ends every process of the runner user: SIGTERM, then SIGKILL after the cleanup bound.
   virtual void end_user_processes() = 0;
   // Between assignments: end the user's processes, delete configuration, credentials, .drain,

@@ -7,6 +7,7 @@
 
 #include <deque>
 #include <memory>
+#include <utility>
 
 #include "agent/agent_loop.h"
 #include "common/pool/memory_state_table.h"
@@ -108,6 +109,11 @@ class FakeHost final : public RunnerHost {
   void mark_ephemeral(int64_t generation) override { marked_ephemeral = generation; }
   std::optional<int64_t> ephemeral_mark() override { return marked_ephemeral; }
   bool worker_running() override { return worker; }
+  int end_detached() override {
+    ++detached_ends;
+    if (worker) return 0;
+    return std::exchange(detached, 0);
+  }
   void end_user_processes() override { ++ends; }
   void clean() override {
     ++cleans;
@@ -143,6 +149,8 @@ class FakeHost final : public RunnerHost {
   std::optional<int64_t> marked_ephemeral;  // mark_ephemeral()'s file, kept across agents
   int adopts = 0;
   bool worker = false;
+  int detached = 0;  // processes jobs left beside the Listener (end_detached() ends them)
+  int detached_ends = 0;
 };
 
 class FakeSelfTerminator final : public SelfTerminator {
