@@ -7,6 +7,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -201,6 +203,11 @@ int run_agent(const AgentSettings& s, const std::string& version) {
       hs.cache_scope = s.job_cache_scope;
     }
     hs.sweep.roots.push_back(hs.root);  // whatever the roots, the runner root is swept
+    // Mounts under the roots are compared with the assignment's start (kept beside the root), or
+    // with this start when an agent restarted mid-assignment has none.
+    hs.sweep.mount_baseline = hs.root + ".mounts";
+    std::ifstream mountinfo(hs.sweep.mountinfo, std::ios::binary);
+    hs.sweep.start_mountinfo.assign(std::istreambuf_iterator<char>(mountinfo), std::istreambuf_iterator<char>());
   } else {
     hs.user = *user;
   }

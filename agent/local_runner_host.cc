@@ -19,6 +19,8 @@
 #include <spdlog/spdlog.h>
 
 #include "agent/local_listener.h"
+#include "agent/mount_baseline.h"
+#include "agent/safe_path.h"
 #include "agent/state_file.h"
 #include "common/pool/reuse_policy.h"
 
@@ -45,20 +47,21 @@ void must(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error(what + ": " + std::strerror(errno));
 }
 
+// Removes `p`, an entry of the runner root or of its parent (both root's), relative to its
+// directory: never through a link a job planted in the tree, never into another file system.
 void remove_path(const fs::path& p) {
-  std::error_code ec;
-  fs::remove_all(p, ec);
-  if (ec) throw std::runtime_error("cannot remove " + p.string() + ": " + ec.message());
+  Fd dir(open_trusted_dir(p.parent_path().string()));
+  if (!dir.ok() && errno == ENOENT) return;
+  must(dir.ok(), "open " + p.parent_path().string());
+  remove_at_or_throw(dir.get(), p.filename().string(), p.string());
 }
 
 // Creates `p` (if missing) as a directory owned by the user; an existing non-directory (or a
-// symlink the runner planted) is replaced.
+// symlink the runner planted) is replaced, never followed.
 void user_dir(const fs::path& p, const UserIdentity& u, mode_t mode) {
-  struct stat st {};
-  if (lstat(p.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) remove_path(p);
-  if (mkdir(p.c_str(), mode) != 0 && errno != EEXIST) must(false, "mkdir " + p.string());
-  must(lchown(p.c_str(), u.uid, u.gid) == 0, "chown " + p.string());
-  must(chmod(p.c_str(), mode) == 0, "chmod " + p.string());
+  Fd dir(open_trusted_dir(p.parent_path().string()));
+  must(dir.ok(), "open " + p.parent_path().string());
+  make_owned_dir_at(dir.get(), p.filename().string(), u.uid, u.gid, mode);
 }
 
 // Can `u` reach (search) every directory from / down to `dir`'s parent?
@@ -137,6 +140,8 @@ void LocalRunnerHost::prepare(const std::string& job_privileges) {
     throw std::runtime_error("job privileges sudo: this machine has no sudo (install it in the image; "
                              "/etc/sudoers.d must exist)");
   }
+  // The mounts before any job of the assignment runs: one added meanwhile fails its sweep.
+  if (s_.tenants) record_mount_baseline(s_.sweep.mount_baseline);
   if (s_.tenants && !runner_user()) {
     tenant_ = s_.tenants->create(docker ? std::vector<std::string>{"docker"} : std::vector<std::string>{});
     tenant_read_ = true;
