@@ -1,6 +1,7 @@
 // Follows the runner's `_diag/Runner_*.log` files: the "Acknowledging runner request" line there is
 // the first sign of a job (busy starts with it), before anything shows on stdout. Each Listener
 // start writes a new file; lines already in the directory when the tail starts are skipped.
+// The directory is the runner user's: nothing in it is read through a link (safe_path.h).
 #pragma once
 
 #include <cstdint>
@@ -25,7 +26,7 @@ class DiagTail {
     uint64_t inode = 0;   // a replaced file (new inode) starts over
     std::string partial;  // a line not yet ended by '\n'
   };
-  std::vector<std::string> matching_files() const;
+  std::vector<std::string> matching_files(int dir) const;
 
   std::string dir_;
   std::string prefix_;

@@ -1,5 +1,7 @@
 #include "agent/diag_tail.h"
 
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -48,6 +50,22 @@ TEST_F(DiagTailTest, ADirectoryThatAppearsLaterOrIsReplacedIsFollowed) {
   fs::create_directory(dir_ + "/_diag");
   append("_diag/Runner_1.log", "\n");
   EXPECT_EQ(tail.poll(), std::vector<std::string>{""}) << "a shorter file starts over";
+}
+
+TEST_F(DiagTailTest, NothingIsReadThroughALinkOrFromAFifo) {
+  // Root's files the runner user could name: its _diag a link, a log a link, a log a FIFO.
+  fs::create_directories(dir_ + "/root-only");
+  std::ofstream(dir_ + "/root-only/Runner_1.log") << "secret\n";
+  fs::create_directory(dir_ + "/_diag");
+  DiagTail tail(dir_ + "/_diag");
+  fs::create_symlink(dir_ + "/root-only/Runner_1.log", dir_ + "/_diag/Runner_2.log");
+  ASSERT_EQ(mkfifo((dir_ + "/_diag/Runner_3.log").c_str(), 0600), 0);
+  append("_diag/Runner_4.log", "the runner's\n");
+  EXPECT_EQ(tail.poll(), std::vector<std::string>{"the runner's"}) << "a FIFO never blocks the tail";
+  fs::remove_all(dir_ + "/_diag");
+  fs::create_directory_symlink(dir_ + "/root-only", dir_ + "/_diag");
+  EXPECT_TRUE(tail.poll().empty());
+  EXPECT_TRUE(DiagTail(dir_ + "/_diag").poll().empty());
 }
 
 }  // namespace
