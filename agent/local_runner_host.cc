@@ -216,13 +216,18 @@ std::optional<int64_t> LocalRunnerHost::ephemeral_mark() {
 }
 
 std::optional<RunnerIdentity> LocalRunnerHost::configured() {
-  std::string file = path(".runner_migrated");
-  if (!fs::exists(file)) file = path(".runner");
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_runner_file(ss.str());
+  // The runner user writes these: read from the root's descriptor, never through a link, a
+  // regular file only.
+  Fd root(open_trusted_dir(s_.root));
+  if (!root.ok()) return std::nullopt;
+  const char* name = stat_at(root.get(), ".runner_migrated") ? ".runner_migrated" : ".runner";
+  Fd fd(openat(root.get(), name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!fd.ok() || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  std::string text(static_cast<size_t>(std::min<off_t>(st.st_size, 1 << 20)), '\0');
+  const ssize_t n = pread(fd.get(), text.data(), text.size(), 0);
+  text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return parse_runner_file(text);
 }
 
 CommandResult LocalRunnerHost::run_as_runner(const std::vector<std::string>& argv,

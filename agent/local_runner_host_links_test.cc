@@ -128,6 +128,20 @@ TEST_P(RunnerRootLinks, NeitherTheEndOfAnAssignmentNorTheNextStartGoesThroughThe
   EXPECT_EQ(snapshot(), before_);
 }
 
+TEST_F(RunnerRootLinks, TheRunnersIdentityIsNotReadThroughALink) {
+  const fs::path root = base_ / "runner";
+  LocalRunnerHost host(settings(root), nullptr);
+  host.prepare("");
+  std::ofstream(outside_ / "runner.json") << R"({"agentId": 7, "agentName": "root's"})";
+  fs::create_symlink(outside_ / "runner.json", root / ".runner");
+  EXPECT_FALSE(host.configured());
+  fs::remove(root / ".runner");
+  std::ofstream(root / ".runner") << R"({"agentId": 7, "agentName": "the runner's"})";
+  ASSERT_TRUE(host.configured());
+  EXPECT_EQ(host.configured()->name, "the runner's");
+  host.clean();
+}
+
 INSTANTIATE_TEST_SUITE_P(Components, RunnerRootLinks, ::testing::Values("_work", "_work/_tool", "_home", "_diag"),
                          [](const auto& info) {
                            std::string n = info.param;
