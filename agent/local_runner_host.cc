@@ -140,9 +140,10 @@ void LocalRunnerHost::prepare(const std::string& job_privileges) {
     throw std::runtime_error("job privileges sudo: this machine has no sudo (install it in the image; "
                              "/etc/sudoers.d must exist)");
   }
-  // The mounts before any job of the assignment runs: one added meanwhile fails its sweep.
-  if (s_.tenants) record_mount_baseline(s_.sweep.mount_baseline);
   if (s_.tenants && !runner_user()) {
+    // No job user, so none ran since the last sweep: the mounts now are the assignment's start
+    // (a mount added from here on fails its sweep).
+    record_mount_baseline(s_.sweep.mount_baseline);
     tenant_ = s_.tenants->create(docker ? std::vector<std::string>{"docker"} : std::vector<std::string>{});
     tenant_read_ = true;
   }

@@ -24,8 +24,9 @@ std::vector<MountEntry> mounts_added(const std::vector<MountEntry>& start, const
 // "a tmpfs at /tmp/x, a btrfs at /var/tmp/y": for an error message.
 std::string describe_mounts(const std::vector<MountEntry>& mounts);
 
-// Keeps the mount table (`mountinfo`'s text) in `file` unless one is kept already (this
-// assignment's start). Throws std::runtime_error when it cannot.
+// Keeps the mount table (`mountinfo`'s text) in `file`, replacing any kept before: called when an
+// assignment's job user is about to be made, when no job user has run since the last sweep.
+// Throws std::runtime_error when it cannot.
 void record_mount_baseline(const std::string& file, const std::string& mountinfo = "/proc/self/mountinfo");
 
 }  // namespace runpool::agent
