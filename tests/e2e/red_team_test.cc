@@ -10,7 +10,10 @@
 // job left outside the runner root: proof that they see what they look for, and the reason that
 // configuration is one trust domain. The same holds between two jobs of a runner scale set
 // served by `runpoolctl serve`. Each prints its figure.
+#include <linux/keyctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <map>
@@ -22,6 +25,11 @@
 
 namespace runpool::controller::e2e {
 namespace {
+
+// systemd starts the agent in a session keyring of its own (KeyringMode=private), which every
+// process it starts would inherit. Here too: a new one for this binary before the local cloud (and
+// with it every agent) starts, so that the session-keyring vector meets what an instance has.
+const bool g_session_keyring = syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) > 0;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -52,9 +60,27 @@ std::string sha256_line(const fs::path& file) {
 
 struct Vector {
   std::string level;   // the privilege it needs
-  std::string attack;  // planted | blocked | unavailable
+  std::string attack;  // planted | blocked | unavailable | unproven (said planted, not seen in place)
   std::string probe;   // survived | gone | "" (not probed)
 };
+
+// Whether a process of `uid` with `tag` in its command line runs on this machine (the instances'
+// PID namespaces included: they are this /proc's too).
+bool process_running(const std::string& uid, const std::string& tag) {
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    struct stat st {};
+    if (stat(e.path().c_str(), &st) != 0 || std::to_string(st.st_uid) != uid) continue;
+    std::string cmd = slurp(e.path() / "cmdline");
+    for (char& c : cmd) c = c ? c : ' ';
+    const std::string stat_line = slurp(e.path() / "stat");
+    const auto close = stat_line.rfind(')');
+    const bool zombie = close == std::string::npos || stat_line.compare(close, 3, ") Z") == 0;
+    if (!zombie && cmd.find(tag) != std::string::npos) return true;
+  }
+  return false;
+}
 
 class RedTeam : public E2eTest {
  public:
@@ -123,6 +149,14 @@ class RedTeam : public E2eTest {
       }
       o.attacker_uid = trim(slurp(fs::path(results_) / "attacker-uid"));
       root = trim(slurp(fs::path(results_) / "runner-root"));
+      // A process the attack left counts as planted only if it still runs now that its job is
+      // over (the runner ended what it could reach), before the cleaning.
+      for (const auto& l : lines(fs::path(results_) / "processes")) {
+        auto f = fields(l);
+        if (f.size() == 2 && o.vectors.contains(f[0]) && !process_running(o.attacker_uid, f[1])) {
+          o.vectors[f[0]].attack = "unproven";
+        }
+      }
     });
     EXPECT_EQ(a["result"].asString(), "Succeeded") << write_json(a) << consoles();
     if (attacked.empty()) {
@@ -153,10 +187,12 @@ class RedTeam : public E2eTest {
       o.found_processes = slurp(fs::path(results_) / "found-processes");
     });
     EXPECT_EQ(p["result"].asString(), "Succeeded") << write_json(p) << consoles();
-    EXPECT_EQ(probed, attacked) << "the probe must run on the attacker's instance, warm";
+    EXPECT_EQ(probed, attacked) << "the probe must run on the attacker's instance, warm" << consoles();
 
+    EXPECT_TRUE(g_session_keyring) << "the agents run in no session keyring of their own";
     std::string table;
     for (const auto& [name, v] : o.vectors) {
+      EXPECT_NE(v.attack, "unproven") << name << ": said planted, not seen in place before the cleaning";
       o.planted += v.attack == "planted";
       o.blocked += v.attack == "blocked";
       o.unavailable += v.attack == "unavailable";
@@ -183,7 +219,15 @@ class RedTeamPerAssignment : public RedTeam {
 
 // Every vector the attack planted is gone for the next tenant, who runs as another job user.
 void expect_nothing_survived(const RedTeam::Outcome& o) {
-  EXPECT_GE(o.planted, 30) << "the attack planted fewer vectors than it should";
+  EXPECT_GE(o.planted, 45) << "the attack planted fewer vectors than it should";
+  // What any instance gives a job the means for: planted, or the attack proves nothing.
+  for (const char* v : {"tmp-file", "deep-tree", "odd-names", "many-files", "backdated-file", "unix-socket-file",
+                        "runner-env-preload", "bashrc-preload", "process-setsid", "process-double-fork-renamed",
+                        "process-ignores-sigterm", "process-respawner", "process-stopped", "fake-runner-worker",
+                        "busy-forger", "inotify-watcher", "abstract-socket", "posix-mqueue", "user-keyring",
+                        "session-keyring"}) {
+    EXPECT_EQ(o.vectors.contains(v) ? o.vectors.at(v).attack : "", "planted") << v;
+  }
   EXPECT_TRUE(is_job_uid(std::stol(o.attacker_uid.empty() ? "0" : o.attacker_uid))) << o.attacker_uid;
   EXPECT_TRUE(is_job_uid(std::stol(o.prober_uid.empty() ? "0" : o.prober_uid))) << o.prober_uid;
   EXPECT_NE(o.attacker_uid, o.prober_uid) << "each tenant has a user of its own";

@@ -43,6 +43,12 @@ probe symlink-trap test -L "/tmp/$T-link"
 probe setuid-copy test -e "/tmp/$T-suid"
 probe every-world-writable-dir named ".$T-ww"
 probe disk-fill test -e "/tmp/$T-fill"
+long=$(printf "%s-%0240d" "$T" 0)
+probe odd-names sh -c "test -e '/var/tmp/-$T-dash' || test -e '/var/tmp/$long' || find /var/tmp -maxdepth 1 -name '$T?newline' | grep -q ."
+probe many-files test -e "/var/tmp/$T-many"
+probe backdated-file test -e "/var/tmp/$T-old"
+probe unix-socket-file test -e "/tmp/$T-sock"
+probe hardlink-to-root-file test -e "/tmp/$T-hardlink"
 
 probe runner-root-file test -e "$root/$T-planted"
 probe runner-env-preload sh -c "grep -qs $T '$root/.env' || env | grep -q $T"
@@ -70,6 +76,12 @@ probe process-setsid proc_matching "$T-setsid"
 probe process-double-fork-renamed sh -c "grep -q -- '$T-renamed' '$R/found-processes' || awk -v u=$U1 '\$2 == u' '$R/found-processes' | grep -q kworker"
 probe process-ignores-sigterm proc_matching "$T-noterm"
 probe process-respawner proc_matching "$T-respawn"
+probe process-stopped proc_matching "$T-stopped"
+probe process-in-namespaces proc_matching "$T-userns"
+probe fake-runner-worker proc_matching "$T-fakeworker"
+probe busy-forger sh -c "grep -q -- '$T-forge' '$R/found-processes' || test -e '$root/_diag/Runner_$T-forged.log'"
+probe inotify-watcher proc_matching "$T-inotify"
+probe abstract-socket grep -q "@$T-abs" /proc/net/unix
 
 probe sysv-shm sysv shm 8 10
 probe sysv-sem sysv sem 5 7
@@ -80,10 +92,13 @@ import ctypes, os, sys
 rt = ctypes.CDLL('librt.so.1', use_errno=True)
 fd = rt.mq_open(b'/$T-mq', os.O_RDONLY)
 sys.exit(0 if fd >= 0 or ctypes.get_errno() == 13 else 1)"
-probe user-keyring python3 -c "
+# keyctl(KEYCTL_SEARCH = 10, keyring, "user", description): the user's keyring (-4), the session's (-3).
+key_in() { python3 -c "
 import ctypes, sys
 libc = ctypes.CDLL(None, use_errno=True)
-sys.exit(0 if libc.syscall(250, 10, -4, b'user', b'$T-key', 0) > 0 else 1)"
+sys.exit(0 if libc.syscall(250, 10, $1, b'user', b'$2', 0) > 0 else 1)"; }
+probe user-keyring key_in -4 "$T-key"
+probe session-keyring key_in -3 "$T-session"
 
 probe crontab sh -c "crontab -l 2> /dev/null | grep -q $T || test -e /tmp/$T-cron"
 probe at-job sh -c "atq 2> /dev/null | grep -q . || test -e /tmp/$T-at"
