@@ -83,6 +83,7 @@ class BadInputCli : public ::testing::Test {
       r.state_since_ms = now;
       r.deadline_ms = now + 3'600'000;
       r.heartbeat_ms = now;
+      r.seal_key = pool::make_seal_keys().public_key;
       ASSERT_TRUE(table.create(r));
     }
   }

@@ -13,6 +13,7 @@
 #include "common/pool/pool_message.h"
 #include "common/pool/record_codec.h"
 #include "common/pool/record_key.h"
+#include "common/pool/sealed_field.h"
 #include "tests/integration/bad_input_support.h"
 
 namespace runpool::bad_input {
@@ -65,7 +66,8 @@ class BadInputTable : public ::testing::Test {
     return {{"instance_id", S(key(id))}, {"pool", S(pool_->pool())},  {"state", S(state)},
             {"generation", N(generation)}, {"deadline", N(now() + 3'600'000)}, {"state_since", N(now())},
             {"created_at", N(now() - 60'000)}, {"resource_class", S("small")}, {"usage_class", S("on-demand")},
-            {"instance_type", S("c7i.large")}, {"heartbeat", N(now())}};
+            {"instance_type", S("c7i.large")}, {"heartbeat", N(now())},
+            {"seal_key", S(pool::make_seal_keys().public_key)}};
   }
   aws::Item with(aws::Item item, const std::string& name, AttributeValue v) {
     item[name] = std::move(v);

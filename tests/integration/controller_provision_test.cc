@@ -102,6 +102,7 @@ class ControllerProvision : public ::testing::Test {
     r.state_since_ms = now;
     r.deadline_ms = now + deadline_in_ms;
     r.heartbeat_ms = now;
+    r.seal_key = pool::make_seal_keys().public_key;  // launched with sealed tokens, as a launch does
     ASSERT_TRUE(table_->create(r));
     aws_.sqs.send_message(queue_url("small"), pool::pool_message_body(
                                                   {id, advertised_generation ? advertised_generation : generation}));

@@ -210,8 +210,10 @@ class ControllerRefresh : public ::testing::Test {
   // past (so its deadline has passed when age_ms exceeds the state's timeout).
   InstanceRecord put(const std::string& id, State state, int64_t age_ms) {
     const int64_t t0 = now_ms() - age_ms;
-    EXPECT_TRUE(c_->table.create(pool::launched_record(id, pool_, "run-1", kClass, pool::UsageClass::kOnDemand,
-                                                       "t3.micro", Secret("reg-token"), "http://x/o/r", t0, kT)));
+    InstanceRecord launched = pool::launched_record(id, pool_, "run-1", kClass, pool::UsageClass::kOnDemand,
+                                                    "t3.micro", Secret("reg-token"), "http://x/o/r", t0, kT);
+    pool::give_seal_keys(launched, pool::make_seal_keys());  // as a launch does
+    EXPECT_TRUE(c_->table.create(launched));
     if (state == State::kCreated) return record(id);
     if (state == State::kTerminating) {
       step(id, pool::begin_terminate(record(id), t0, kT));
