@@ -1,5 +1,6 @@
 #include "agent/mount_baseline.h"
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -49,6 +50,9 @@ void record_mount_baseline(const std::string& file, const std::string& mountinfo
   std::stringstream ss;
   ss << in.rdbuf();
   if (!in || parse_mountinfo(ss.str()).empty()) throw std::runtime_error("cannot read the mount table " + mountinfo);
+  // Beside the runner root, whose parent a first assignment may not have made yet.
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(file).parent_path(), ec);
   write_state_file(file, ss.str());
 }
 

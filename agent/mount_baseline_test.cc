@@ -67,6 +67,8 @@ TEST(MountBaseline, RecordsTheTableAsItIsNow) {
   std::ofstream(dir / "mountinfo") << kStart;
   record_mount_baseline((dir / "baseline").string(), (dir / "mountinfo").string());
   EXPECT_EQ(read_state_file((dir / "baseline").string()), std::string(kStart));
+  record_mount_baseline((dir / "not-yet" / "baseline").string(), (dir / "mountinfo").string());
+  EXPECT_EQ(read_state_file((dir / "not-yet" / "baseline").string()), std::string(kStart)) << "its directory made";
   EXPECT_THROW(record_mount_baseline((dir / "other").string(), (dir / "missing").string()), std::runtime_error);
   fs::remove_all(dir);
 }
