@@ -3,6 +3,7 @@
 // it must not (a stale generation, another pool's instance, no record).
 #include "common/pool/claim.h"
 #include "common/pool/pool_message.h"
+#include "common/pool/sealed_field.h"
 #include "common/pool/runner_name.h"
 #include "tests/fuzz/fuzz_support.h"
 
@@ -30,6 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   r.usage_class = pool::UsageClass::kSpot;
   r.instance_type = "c7i.large";
   r.deadline_ms = INT64_MAX;
+  static const std::string seal_key = pool::make_seal_keys().public_key;  // launched with sealed tokens
+  r.seal_key = seal_key;
   pool::ClaimRequest req;
   req.resource_class = "small";
   req.pool = "p";
