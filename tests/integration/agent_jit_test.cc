@@ -31,11 +31,17 @@ class AgentJit : public ::testing::Test {
     Json::Value settings;
     settings["scaleSetPollMs"] = 500;
     settings["scaleSetSessionIdleMs"] = 8000;
+    settings["scaleSetAssignment"] = "acquire";  // JobAvailable, then acquirejobs (GHES's flow)
     env_->cloud().control("POST", "/_control/github/settings", settings);
     stack_ = std::make_unique<ScaleSetStack>(env_->cloud(), env_->github_pat(),
                                              std::string(AgentCloud::kOwner) + "/" + AgentCloud::kRepo);
   }
-  void TearDown() override { env_->cloud().clear_faults(); }
+  void TearDown() override {
+    env_->cloud().clear_faults();
+    Json::Value settings;
+    settings["scaleSetAssignment"] = "service";
+    env_->cloud().control("POST", "/_control/github/settings", settings);
+  }
 
   // Polls (acknowledging every envelope) until a message of `type` for `request` comes; bounded.
   std::optional<github::JobMessage> wait_for(github::MessageSession& session, github::JobMessageType type,

@@ -37,6 +37,7 @@ class ScaleSetIntegration : public ::testing::Test {
     Json::Value settings;
     settings["scaleSetPollMs"] = 500;  // held polls answer 202 quickly
     settings["scaleSetSessionIdleMs"] = 8000;
+    settings["scaleSetAssignment"] = "acquire";  // JobAvailable, then acquirejobs (GHES's flow)
     cloud_.control("POST", "/_control/github/settings", settings);
     stack_ = std::make_unique<ScaleSetStack>(cloud_, Secret(kPat), kOwner);
   }
@@ -44,6 +45,7 @@ class ScaleSetIntegration : public ::testing::Test {
     cloud_.control("DELETE", "/_control/github/scalesets/faults");
     Json::Value defaults;
     defaults["scaleSetPollMs"] = 3000;
+    defaults["scaleSetAssignment"] = "service";
     cloud_.control("POST", "/_control/github/settings", defaults);
   }
 

@@ -31,6 +31,11 @@ const DEFAULT_SETTINGS = {
   // 'RunnerScaleSetSessionNotFoundException', a name no authority attests, kept so that a client
   // is tested against both.
   scaleSetLostSession: 'RunnerAdminException',
+  // Who moves a set's job from available to assigned (README, "Assignment"): 'service', as
+  // github.com does (the service assigns, up to the X-ScaleSetMaxCapacity the listener polls with;
+  // no JobAvailable), or 'acquire', as GitHub Enterprise Server does (JobAvailable, then the
+  // listener's acquirejobs).
+  scaleSetAssignment: 'service',
   queueTokenTtlMs: 3000000,        // a session's message-queue token (real: ~50 min reported)
   scaleSetAssignTimeoutMs: 20000,  // a job the set acquired that no runner takes: canceled and requeued
   scaleSetRequeueDelayMs: 1000,    // requeue n is offered again n times this later
@@ -42,6 +47,7 @@ const DEFAULT_SETTINGS = {
 };
 const VERSION_RE = /^\d+\.\d+\.\d+$/;
 const LOST_SESSION_TYPES = ['RunnerAdminException', 'RunnerScaleSetSessionNotFoundException'];
+const ASSIGNMENTS = ['service', 'acquire'];
 
 const SYSTEM_LABELS = ['self-hosted', 'Linux', 'X64'];
 const lc = (s) => String(s).toLowerCase();
@@ -105,8 +111,9 @@ class Model {
         this.settings[k] = v;
         continue;
       }
-      if (k === 'scaleSetLostSession') {
-        if (!LOST_SESSION_TYPES.includes(v)) throw new Error(`${k} must be one of ${LOST_SESSION_TYPES.join(', ')}`);
+      if (k === 'scaleSetLostSession' || k === 'scaleSetAssignment') {
+        const allowed = k === 'scaleSetLostSession' ? LOST_SESSION_TYPES : ASSIGNMENTS;
+        if (!allowed.includes(v)) throw new Error(`${k} must be one of ${allowed.join(', ')}`);
         this.settings[k] = v;
         continue;
       }

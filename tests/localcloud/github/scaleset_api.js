@@ -256,7 +256,7 @@ function createScaleSetService({ model, broker, holds = null, log = () => {} }) 
     const { set, session } = queueSession(ctx);
     const cap = ctx.headers['x-scalesetmaxcapacity'];
     if (cap !== undefined && !/^\d+$/.test(cap)) throw bad('X-ScaleSetMaxCapacity must be an integer >= 0.');
-    if (cap !== undefined) set.maxCapacity = Number(cap);
+    if (cap !== undefined) sets.capacity(set, Number(cap)); // may assign jobs (service flow): this poll sees them
     const lastRaw = ctx.query.get('lastMessageId');
     if (lastRaw !== null && !/^\d+$/.test(lastRaw)) throw bad('lastMessageId must be an integer.');
     const last = Number(lastRaw || 0);

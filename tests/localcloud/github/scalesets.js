@@ -1,14 +1,16 @@
 'use strict';
 // Runner scale sets: the sets themselves, which of the broker's jobs each set is offered, and the
 // job messages and statistics the set's listener sees. One job's life (all on the set's queue):
-//   queued (control POST /jobs) and a set matches -> JobAvailable;
-//   the listener acquires it (acquirejobs)       -> JobAssigned; only the set's runners may take it;
-//   a runner of the set acquires it               -> JobStarted;
+//   queued (control POST /jobs) and a set matches -> available; then, by `scaleSetAssignment`:
+//     'service' (github.com): the service assigns it while the set has room -> JobAssigned;
+//     'acquire' (GHES): JobAvailable; the listener acquires it (acquirejobs) -> JobAssigned;
+//   room: the X-ScaleSetMaxCapacity of the set's last poll less its assigned and running jobs;
+//   once assigned only the set's runners may take it; a runner of the set acquires it -> JobStarted;
 //   the runner completes it (or it is lost)       -> JobCompleted with the result;
 //   the run is cancelled before a runner started it (control POST /jobs/<id>/cancel)
 //                                                 -> JobCompleted `canceled`, no runner;
-//   no runner took it within scaleSetAssignTimeoutMs -> JobCompleted `canceled`, offered again
-//   (JobAvailable) after n·scaleSetRequeueDelayMs, at most scaleSetMaxRequeues times.
+//   no runner took it within scaleSetAssignTimeoutMs -> JobCompleted `canceled`, available again
+//   after n·scaleSetRequeueDelayMs, at most scaleSetMaxRequeues times.
 // A job matches a set when the set's scope (owner, repository or enterprise, as for runners)
 // covers it and every label of the job is one of the set's labels; among several sets the
 // oldest wins. The HTTP side is scaleset_api.js; the queue and sessions scaleset_queue.js.
@@ -114,10 +116,53 @@ class ScaleSets {
     if (job.scaleSet || job.hosted || job.state !== 'queued' || job.dispatches.length) return;
     const set = [...this.sets.values()].find((x) => this.matches(x, job));
     if (!set) return;
-    job.scaleSet = { id: set.id, state: 'available', assignedAt: null, requeues: 0, availableAt: null };
+    job.scaleSet = { id: set.id, state: 'available', assignedAt: null, requeues: 0, availableAt: null, refused: false };
     job.workflowRunId = job.workflowRunId || 9000000000 + job.id;
     this.bound.set(job.id, job);
-    this.message(set, 'JobAvailable', job);
+    this.offer(set, job);
+  }
+
+  get serviceAssigns() { return this.s.scaleSetAssignment === 'service'; }
+
+  // A job becomes available to the set: offered (acquire flow) or assigned if there is room.
+  offer(set, job) {
+    if (this.serviceAssigns) this.assignFree(set);
+    else this.message(set, 'JobAvailable', job);
+  }
+
+  // How many more jobs the set may be assigned: the capacity its listener last polled with, less
+  // its assigned and running jobs. No capacity stated yet: in the service flow none (the service
+  // assigns what the listener said it can take), in the acquire flow no bound (listeners older
+  // than the header acquired without one).
+  room(set) {
+    if (set.maxCapacity === null) return this.serviceAssigns ? 0 : Infinity;
+    const st = this.statistics(set);
+    return Math.max(0, set.maxCapacity - st.totalAssignedJobs);
+  }
+
+  assign(set, job) {
+    Object.assign(job.scaleSet, { state: 'assigned', assignedAt: Date.now(), refused: false });
+    this.message(set, 'JobAssigned', job);
+  }
+
+  // The service's own assignment (service flow): available jobs, oldest first, while there is room.
+  assignFree(set) {
+    if (!this.serviceAssigns || !this.sets.has(set.id)) return;
+    let room = this.room(set);
+    let n = 0;
+    for (const job of this.available(set)) {
+      if (room <= 0) break;
+      this.assign(set, job);
+      room--;
+      n++;
+    }
+    if (n) this.broker.pump();
+  }
+
+  // The set's listener polled with `capacity` (X-ScaleSetMaxCapacity).
+  capacity(set, capacity) {
+    set.maxCapacity = capacity;
+    this.assignFree(set);
   }
 
   // Jobs queued before a set could take them are offered when one appears (or is relabelled).
@@ -126,14 +171,22 @@ class ScaleSets {
   }
 
   // acquirejobs: the ids this set may now hand to its runners (newly acquired or already its).
+  // In the acquire flow an available job is assigned while the set has room; one refused for
+  // want of room stays available and is offered again (JobAvailable) once room frees. In the
+  // service flow acquiring assigns nothing: the service does.
   acquire(set, ids) {
     const out = [];
+    let room = this.room(set);
     for (const id of ids) {
       const job = this.bound.get(Number(id));
       if (!job || job.scaleSet.id !== set.id) continue;
-      if (job.scaleSet.state === 'available') {
-        Object.assign(job.scaleSet, { state: 'assigned', assignedAt: Date.now() });
-        this.message(set, 'JobAssigned', job);
+      if (job.scaleSet.state === 'available' && !this.serviceAssigns) {
+        if (room > 0) {
+          this.assign(set, job);
+          room--;
+        } else {
+          job.scaleSet.refused = true;
+        }
       }
       if (job.scaleSet.state === 'assigned') out.push(job.id);
     }
@@ -153,7 +206,10 @@ class ScaleSets {
     // completed or lost
     job.scaleSet.state = 'finished';
     this.bound.delete(job.id);
-    if (set) this.message(set, 'JobCompleted', job, { result: event === 'lost' ? 'abandoned' : resultName(job.result), runnerId: job.runnerId ?? 0, runnerName: job.runnerName ?? '' });
+    if (set) {
+      this.message(set, 'JobCompleted', job, { result: event === 'lost' ? 'abandoned' : resultName(job.result), runnerId: job.runnerId ?? 0, runnerName: job.runnerName ?? '' });
+      this.assignFree(set);
+    }
   }
 
   undispatch(job) {
@@ -163,7 +219,8 @@ class ScaleSets {
     Object.assign(job, { state: 'queued', lockedUntil: null });
   }
 
-  // Acquired jobs nobody took in time are canceled and offered again; requeued ones come back.
+  // Assigned jobs nobody took in time are canceled and made available again; requeued ones come
+  // back; jobs wait for room (service flow: assigned; acquire flow: those refused offered again).
   sweep() {
     const now = Date.now();
     for (const job of [...this.bound.values()]) {
@@ -172,7 +229,7 @@ class ScaleSets {
       if (!set) continue;
       if (b.state === 'waiting' && now >= b.availableAt) {
         Object.assign(b, { state: 'available', assignedAt: null });
-        this.message(set, 'JobAvailable', job);
+        this.offer(set, job);
       } else if (b.state === 'assigned' && now - b.assignedAt >= this.s.scaleSetAssignTimeoutMs && job.state !== 'running') {
         if (job.state === 'dispatched') this.undispatch(job);
         this.message(set, 'JobCompleted', job, { result: 'canceled', runnerId: 0, runnerName: '' });
@@ -186,6 +243,20 @@ class ScaleSets {
           Object.assign(b, { state: 'waiting', availableAt: now + b.requeues * this.s.scaleSetRequeueDelayMs });
           this.log(`github: job ${job.id}: no runner of scale set ${set.id} took it; requeued`);
         }
+      }
+    }
+    for (const set of this.sets.values()) {
+      if (this.serviceAssigns) {
+        this.assignFree(set);
+        continue;
+      }
+      let room = this.room(set);
+      for (const job of this.available(set)) {
+        if (room <= 0) break;
+        if (!job.scaleSet.refused) continue;
+        job.scaleSet.refused = false;
+        this.message(set, 'JobAvailable', job);
+        room--;
       }
     }
   }

@@ -15,7 +15,9 @@ const { sleep, until, controlOf } = require('../testing/wait');
 
 const PAT = 'ghp_scaleset_tests_pat';
 const POLL_MS = 300;
-const SETTINGS = { pollMs: 300, lockExpiryMs: 2000, sessionIdleMs: 2000, scaleSetPollMs: POLL_MS, scaleSetSessionIdleMs: 1000 };
+// The acquire flow (GHES's) unless a test says otherwise: most tests here acquire; the service flow
+// and capacity are test/scaleset_assignment.test.js.
+const SETTINGS = { pollMs: 300, lockExpiryMs: 2000, sessionIdleMs: 2000, scaleSetPollMs: POLL_MS, scaleSetSessionIdleMs: 1000, scaleSetAssignment: 'acquire' };
 const RT = 'GitHub.Actions.Runtime.WebApi';
 let gh;
 let tmp;
