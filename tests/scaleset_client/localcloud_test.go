@@ -48,13 +48,20 @@ func (b *lockedBuffer) String() string {
 // nodeAndDir: RUNPOOL_NODE (default: node on PATH) and RUNPOOL_LOCALCLOUD_DIR (default: the
 // sibling directory tests/localcloud), as ctest passes them.
 func nodeAndDir(t *testing.T) (string, string) {
+	node, dir := nodeAndDirOrError()
+	if node == "" {
+		t.Fatalf("node or the local cloud not found (set RUNPOOL_NODE, RUNPOOL_LOCALCLOUD_DIR; dir %q)", dir)
+	}
+	return node, dir
+}
+
+// nodeAndDirOrError: node "" when either is missing.
+func nodeAndDirOrError() (string, string) {
 	node := os.Getenv("RUNPOOL_NODE")
 	if node == "" {
-		p, err := exec.LookPath("node")
-		if err != nil {
-			t.Fatalf("node not found (set RUNPOOL_NODE): %v", err)
+		if p, err := exec.LookPath("node"); err == nil {
+			node = p
 		}
-		node = p
 	}
 	dir := os.Getenv("RUNPOOL_LOCALCLOUD_DIR")
 	if dir == "" {
@@ -62,10 +69,10 @@ func nodeAndDir(t *testing.T) (string, string) {
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		t.Fatal(err)
+		return "", dir
 	}
 	if _, err := os.Stat(filepath.Join(abs, "localcloud.js")); err != nil {
-		t.Fatalf("no local cloud at %s (set RUNPOOL_LOCALCLOUD_DIR): %v", abs, err)
+		return "", abs
 	}
 	return node, abs
 }
@@ -179,10 +186,23 @@ type jitRunner struct {
 
 func (lc *localCloud) startJitRunner(t *testing.T, name, encodedJIT string) *jitRunner {
 	t.Helper()
-	node, _ := nodeAndDir(t)
+	r, err := lc.launchJitRunner(t, name, encodedJIT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// launchJitRunner: startJitRunner for other goroutines than the test's (a scaler's): an error,
+// not a failed test.
+func (lc *localCloud) launchJitRunner(t *testing.T, name, encodedJIT string) (*jitRunner, error) {
+	node, dir := nodeAndDirOrError()
+	if node == "" {
+		return nil, fmt.Errorf("node or the local cloud not found (RUNPOOL_NODE, RUNPOOL_LOCALCLOUD_DIR)")
+	}
 	root := filepath.Join(t.TempDir(), name)
-	if out, err := exec.Command("cp", "-a", filepath.Join(lc.dir, "runner"), root).CombinedOutput(); err != nil {
-		t.Fatalf("copying the runner stand-in: %v %s", err, out)
+	if out, err := exec.Command("cp", "-a", filepath.Join(dir, "runner"), root).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("copying the runner stand-in: %v %s", err, out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "Runner.Listener"), "run")
@@ -202,7 +222,7 @@ func (lc *localCloud) startJitRunner(t *testing.T, name, encodedJIT string) *jit
 	cmd.Stdout, cmd.Stderr = r.out, r.out
 	if err := cmd.Start(); err != nil {
 		cancel()
-		t.Fatalf("starting the JIT runner %s: %v", name, err)
+		return nil, fmt.Errorf("starting the JIT runner %s: %v", name, err)
 	}
 	go func() { r.err = cmd.Wait(); cancel(); close(r.done) }()
 	t.Cleanup(func() {
@@ -213,7 +233,7 @@ func (lc *localCloud) startJitRunner(t *testing.T, name, encodedJIT string) *jit
 			<-r.done
 		}
 	})
-	return r
+	return r, nil
 }
 
 // wait: the runner's exit (it runs one job, then exits 0).

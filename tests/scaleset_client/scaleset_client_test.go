@@ -1,28 +1,30 @@
 // Package scalesetclient checks the local cloud's runner scale-set API against GitHub's own Go
 // client, github.com/actions/scaleset (the client actions-runner-controller uses): every call
-// the client makes must be accepted and every message it reads must decode. A stand-in that
-// only runpool's own tests talk to could drift from the real API unnoticed; this client cannot.
+// the client makes must be accepted, every message it reads must decode, and its own listener
+// (listener.Run) must see the demand and run the jobs, in both of the stand-in's assignment flows
+// (the service assigns, as on github.com; the listener acquires, as on GitHub Enterprise Server).
+// A stand-in that only runpool's own tests talk to could drift from the real API unnoticed; this
+// client cannot.
 package scalesetclient
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/actions/scaleset"
+	"github.com/actions/scaleset/listener"
 )
 
 const (
 	pat      = "ghp_scaleset_client_check"
 	owner    = "acme"
 	setName  = "rp-scaleset"
-	capacity = 5
+	capacity = 2 // the listener's MaxRunners: X-ScaleSetMaxCapacity
+	jobCount = 3 // one more than the capacity
 )
 
 type job struct {
@@ -32,10 +34,17 @@ type job struct {
 }
 
 func TestScaleSetClientAgainstTheStandIn(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
+	// "service": github.com's flow, the stand-in's default; "acquire": GitHub Enterprise Server's.
+	for _, flow := range []string{"service", "acquire"} {
+		t.Run(flow, func(t *testing.T) { checkFlow(t, flow) })
+	}
+}
+
+func checkFlow(t *testing.T, flow string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	lc := startLocalCloud(t)
-	lc.control(t, "POST", "/settings", map[string]any{"scaleSetPollMs": 1000, "scaleSetAssignTimeoutMs": 30000, "pollMs": 500}, nil)
+	lc.control(t, "POST", "/settings", map[string]any{"scaleSetPollMs": 1000, "scaleSetAssignTimeoutMs": 30000, "pollMs": 500, "scaleSetAssignment": flow}, nil)
 	lc.control(t, "POST", "/pats", map[string]any{"token": pat, "owners": []string{owner}}, nil)
 	lc.control(t, "POST", "/runner-groups", map[string]any{"owner": owner, "name": "scale"}, nil)
 
@@ -107,116 +116,40 @@ func TestScaleSetClientAgainstTheStandIn(t *testing.T) {
 		t.Fatalf("a second session: %v, want a RunnerScaleSetSessionConflictException", err)
 	}
 
-	// Two jobs for the set's labels.
-	var jobs []job
-	for _, n := range []string{"build", "test"} {
-		var j job
-		lc.control(t, "POST", "/jobs", map[string]any{"labels": []string{setName}, "owner": owner, "repo": "app", "name": n, "durationMs": 300}, &j)
-		jobs = append(jobs, j)
-	}
+	runListener(ctx, t, lc, client, sess, set, flow)
 
-	loop := &messageLoop{t: t, sess: sess}
-	// JobAvailable: v0.2.0 decodes no JobAvailable (it skips unknown types), so the first
-	// message shows as statistics only.
-	loop.until(ctx, "statistics with 2 available jobs", func(m *scaleset.RunnerScaleSetMessage) bool {
-		return m.Statistics != nil && m.Statistics.TotalAvailableJobs == 2
-	})
-
-	// Acquire. v0.2.0 has no call for it (acquirejobs came back to the client later), so this
-	// one request is made here as the client's later versions make it: the session's queue token,
-	// a bare array of runner request ids.
-	acquired := acquireJobs(ctx, t, set, sess.Session().MessageQueueAccessToken, jobs[0].ID, jobs[1].ID)
-	if len(acquired) != 2 {
-		t.Fatalf("acquired %v, want both jobs", acquired)
-	}
-	loop.until(ctx, "JobAssigned for both jobs", func(*scaleset.RunnerScaleSetMessage) bool { return len(loop.assigned) == 2 })
-	for _, a := range loop.assigned {
-		if a.OwnerName != owner || a.RepositoryName != "app" || a.QueueTime.IsZero() || a.ScaleSetAssignTime.IsZero() ||
-			len(a.RequestLabels) != 1 || a.RequestLabels[0] != setName || a.JobID == "" || a.WorkflowRunID == 0 ||
-			!strings.HasPrefix(a.JobWorkflowRef, owner+"/app/.github/workflows/") || a.EventName == "" {
-			t.Fatalf("JobAssigned: %+v", a)
-		}
-	}
-	if s := loop.last; s.TotalAssignedJobs != 2 || s.TotalAvailableJobs != 0 {
-		t.Fatalf("statistics after acquire: %+v", s)
-	}
-
-	// The queue token expires: the client's next poll gets 401, refreshes the session (PATCH)
-	// and polls again with the new token.
-	before := sess.Session().MessageQueueAccessToken
-	lc.control(t, "POST", fmt.Sprintf("/scalesets/%d/expire-queue-token", set.ID), nil, nil)
-	loop.poll(ctx)
-	if sess.Session().MessageQueueAccessToken == before {
-		t.Fatal("the session was not refreshed after a 401")
-	}
-
-	// JIT configs: one runner per job, run by the local cloud's runner stand-in.
-	var runners []*scaleset.RunnerScaleSetJitRunnerConfig
-	for _, n := range []string{"rp-runner-1", "rp-runner-2"} {
-		jit, err := client.GenerateJitRunnerConfig(ctx, &scaleset.RunnerScaleSetJitRunnerSetting{Name: n, WorkFolder: "_work"}, set.ID)
-		must(t, err, "GenerateJitRunnerConfig(%s)", n)
-		if jit.Runner == nil || jit.Runner.Name != n || jit.Runner.RunnerScaleSetID != set.ID || jit.EncodedJITConfig == "" {
-			t.Fatalf("JIT config: %+v", jit)
-		}
-		runners = append(runners, jit)
+	// JIT configs and runner lookups beside the listener's.
+	jit, err := client.GenerateJitRunnerConfig(ctx, &scaleset.RunnerScaleSetJitRunnerSetting{Name: "rp-runner-1", WorkFolder: "_work"}, set.ID)
+	must(t, err, "GenerateJitRunnerConfig")
+	if jit.Runner == nil || jit.Runner.Name != "rp-runner-1" || jit.Runner.RunnerScaleSetID != set.ID || jit.EncodedJITConfig == "" {
+		t.Fatalf("JIT config: %+v", jit)
 	}
 	if _, err := client.GenerateJitRunnerConfig(ctx, &scaleset.RunnerScaleSetJitRunnerSetting{Name: "rp-runner-1"}, set.ID); !errors.Is(err, scaleset.RunnerExistsError) {
 		t.Fatalf("a taken runner name: %v, want RunnerExistsError", err)
 	}
-	ref, err := client.GetRunner(ctx, runners[0].Runner.ID)
+	ref, err := client.GetRunner(ctx, jit.Runner.ID)
 	must(t, err, "GetRunner")
-	named, err := client.GetRunnerByName(ctx, "rp-runner-2")
+	named, err := client.GetRunnerByName(ctx, "rp-runner-1")
 	must(t, err, "GetRunnerByName")
 	none, err := client.GetRunnerByName(ctx, "nobody")
 	must(t, err, "GetRunnerByName(absent)")
-	if ref.Name != "rp-runner-1" || ref.RunnerScaleSetID != set.ID || named == nil || named.ID != runners[1].Runner.ID || none != nil {
+	if ref.Name != "rp-runner-1" || ref.RunnerScaleSetID != set.ID || named == nil || named.ID != jit.Runner.ID || none != nil {
 		t.Fatalf("runner lookups: %+v %+v %+v", ref, named, none)
 	}
 	// A 429 with Retry-After on a lookup is absorbed by the client's retries.
 	lc.control(t, "POST", "/scalesets/faults", map[string]any{"operation": "getRunner", "status": 429, "retryAfterSeconds": 1}, nil)
-	_, err = client.GetRunner(ctx, runners[1].Runner.ID)
+	_, err = client.GetRunner(ctx, jit.Runner.ID)
 	must(t, err, "GetRunner after a 429")
-
-	procs := []*jitRunner{
-		lc.startJitRunner(t, "rp-runner-1", runners[0].EncodedJITConfig),
-		lc.startJitRunner(t, "rp-runner-2", runners[1].EncodedJITConfig),
-	}
-	loop.until(ctx, "JobStarted and JobCompleted for both jobs", func(*scaleset.RunnerScaleSetMessage) bool {
-		return len(loop.started) == 2 && len(loop.completed) == 2
-	})
-	for _, p := range procs {
-		p.wait(t, 20*time.Second)
-	}
-	for _, s := range loop.started {
-		if s.RunnerID == 0 || !strings.HasPrefix(s.RunnerName, "rp-runner-") || s.RunnerAssignTime.IsZero() {
-			t.Fatalf("JobStarted: %+v", s)
-		}
-	}
-	for _, c := range loop.completed {
-		if c.Result != "succeeded" || c.FinishTime.IsZero() || c.RunnerID == 0 || !strings.HasPrefix(c.RunnerName, "rp-runner-") {
-			t.Fatalf("JobCompleted: %+v", c)
-		}
-	}
-	if s := loop.last; s.TotalAssignedJobs != 0 || s.TotalRunningJobs != 0 {
-		t.Fatalf("statistics after the jobs: %+v", s)
-	}
-	// The ephemeral runners are gone once their job is done.
-	if _, err := client.GetRunner(ctx, runners[0].Runner.ID); !errors.Is(err, scaleset.RunnerNotFoundError) {
-		t.Fatalf("a finished JIT runner: %v, want RunnerNotFoundError", err)
-	}
-
 	// Remove a runner that never ran; removing it again is fine too.
-	spare, err := client.GenerateJitRunnerConfig(ctx, &scaleset.RunnerScaleSetJitRunnerSetting{Name: "rp-spare"}, set.ID)
-	must(t, err, "GenerateJitRunnerConfig(spare)")
-	must(t, client.RemoveRunner(ctx, int64(spare.Runner.ID)), "RemoveRunner")
-	must(t, client.RemoveRunner(ctx, int64(spare.Runner.ID)), "RemoveRunner again")
-	if r, err := client.GetRunnerByName(ctx, "rp-spare"); err != nil || r != nil {
+	must(t, client.RemoveRunner(ctx, int64(jit.Runner.ID)), "RemoveRunner")
+	must(t, client.RemoveRunner(ctx, int64(jit.Runner.ID)), "RemoveRunner again")
+	if r, err := client.GetRunnerByName(ctx, "rp-runner-1"); err != nil || r != nil {
 		t.Fatalf("a removed runner: %+v %v", r, err)
 	}
 
 	// A 200 with an empty body (seen in an outage) is a decode error for the client.
 	lc.control(t, "POST", "/scalesets/faults", map[string]any{"operation": "getMessage", "status": "empty"}, nil)
-	if _, err := sess.GetMessage(ctx, loop.lastID, capacity); err == nil {
+	if _, err := sess.GetMessage(ctx, 0, capacity); err == nil {
 		t.Fatal("an empty 200 was accepted")
 	}
 
@@ -240,77 +173,104 @@ func TestScaleSetClientAgainstTheStandIn(t *testing.T) {
 	}
 }
 
-// messageLoop polls as a listener does (lastMessageId, max capacity), acknowledges each message
-// by deleting it, and keeps what it decoded.
-type messageLoop struct {
-	t         *testing.T
-	sess      *scaleset.MessageSessionClient
-	lastID    int
-	last      scaleset.RunnerScaleSetStatistic
-	assigned  []*scaleset.JobAssigned
-	started   []*scaleset.JobStarted
-	completed []*scaleset.JobCompleted
-}
+// runListener runs GitHub's listener (listener.Run, MaxRunners = capacity) on the session with a
+// recording scaler, queues one job more than the capacity, and checks that every job ran on a
+// runner the scaler started, that the service never assigned more than the capacity, and that a
+// queue token expiring mid-run is refreshed. In the acquire flow the jobs run only if the listener
+// acquires them (a job the stand-in offers stays available until acquired).
+func runListener(ctx context.Context, t *testing.T, lc *localCloud, client *scaleset.Client, sess *scaleset.MessageSessionClient, set *scaleset.RunnerScaleSet, flow string) {
+	t.Helper()
+	scaler := newRecordingScaler(t, lc, client, set.ID, capacity)
+	l, err := listener.New(sess, listener.Config{ScaleSetID: set.ID, MaxRunners: capacity}, listener.WithMetricsRecorder(scaler))
+	must(t, err, "listener.New")
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	ran := make(chan error, 1)
+	go func() { ran <- l.Run(runCtx, scaler) }()
 
-func (l *messageLoop) poll(ctx context.Context) *scaleset.RunnerScaleSetMessage {
-	l.t.Helper()
-	m, err := l.sess.GetMessage(ctx, l.lastID, capacity)
-	must(l.t, err, "GetMessage(lastMessageId=%d)", l.lastID)
-	if m == nil {
-		return nil // 202: nothing within the long poll
+	var jobs []job
+	for i := range jobCount {
+		var j job
+		lc.control(t, "POST", "/jobs", map[string]any{"labels": []string{setName}, "owner": owner, "repo": "app", "name": fmt.Sprintf("job-%d", i), "durationMs": 500}, &j)
+		jobs = append(jobs, j)
 	}
-	if m.MessageID <= l.lastID {
-		l.t.Fatalf("message %d after %d", m.MessageID, l.lastID)
-	}
-	l.lastID = m.MessageID
-	if m.Statistics == nil {
-		l.t.Fatalf("message %d without statistics", m.MessageID)
-	}
-	l.last = *m.Statistics
-	l.assigned = append(l.assigned, m.JobAssignedMessages...)
-	l.started = append(l.started, m.JobStartedMessages...)
-	l.completed = append(l.completed, m.JobCompletedMessages...)
-	must(l.t, l.sess.DeleteMessage(ctx, m.MessageID), "DeleteMessage(%d)", m.MessageID)
-	return m
-}
 
-// until polls until done(message) holds, at most 40 polls.
-func (l *messageLoop) until(ctx context.Context, what string, done func(*scaleset.RunnerScaleSetMessage) bool) {
-	l.t.Helper()
-	for i := 0; i < 40; i++ {
-		if m := l.poll(ctx); m != nil && done(m) {
-			return
+	// Mid-run, the queue token expires: the listener's poll gets 401, the client refreshes the
+	// session (PATCH) and polls again.
+	before := sess.Session().MessageQueueAccessToken
+	lc.control(t, "POST", fmt.Sprintf("/scalesets/%d/expire-queue-token", set.ID), nil, nil)
+
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, started, completed, _ := scaler.snapshot()
+		if len(started) == jobCount && len(completed) == jobCount {
+			break
+		}
+		select {
+		case err := <-ran:
+			t.Fatalf("the listener stopped: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			desired, _, _, stats := scaler.snapshot()
+			t.Fatalf("%s flow: %d started, %d completed of %d jobs in 60 s; desired counts %v; last statistics %+v", flow, len(started), len(completed), jobCount, desired, stats[len(stats)-1])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stop()
+	if err := <-ran; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the listener ended with %v, want the cancellation", err)
+	}
+	if sess.Session().MessageQueueAccessToken == before {
+		t.Fatal("the session was not refreshed after a 401")
+	}
+
+	desired, started, completed, stats := scaler.snapshot()
+	full := false
+	for _, s := range stats {
+		if s.TotalAssignedJobs > capacity {
+			t.Fatalf("%s flow: %d jobs assigned, the listener's capacity is %d: %+v", flow, s.TotalAssignedJobs, capacity, s)
+		}
+		if s.TotalAssignedJobs == capacity && s.TotalAvailableJobs > 0 {
+			full = true
 		}
 	}
-	l.t.Fatalf("no %s after 40 polls (assigned %d, started %d, completed %d, statistics %+v)", what, len(l.assigned), len(l.started), len(l.completed), l.last)
-}
-
-// acquireJobs: POST <Actions service>/_apis/runtime/runnerscalesets/{id}/acquirejobs with the
-// queue token, as the scale-set clients do.
-func acquireJobs(ctx context.Context, t *testing.T, set *scaleset.RunnerScaleSet, queueToken string, ids ...int64) []int64 {
-	t.Helper()
-	u := strings.TrimSuffix(set.RunnerJitConfigURL, "/generatejitconfig") + "/acquirejobs?api-version=6.0-preview"
-	if !strings.HasPrefix(u, "http://127.0.0.1:") {
-		t.Fatalf("acquire URL %q", u)
+	if !full {
+		t.Fatalf("%s flow: never %d assigned with a job waiting: %+v", flow, capacity, stats)
 	}
-	body, _ := json.Marshal(ids)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
-	must(t, err, "acquire request")
-	req.Header.Set("Authorization", "Bearer "+queueToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	must(t, err, "acquirejobs")
-	defer resp.Body.Close()
-	var out struct {
-		Count int     `json:"count"`
-		Value []int64 `json:"value"`
+	for _, d := range desired {
+		if d > capacity {
+			t.Fatalf("desired counts %v above the capacity", desired)
+		}
 	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("acquirejobs: %s", resp.Status)
+	ids := map[int64]bool{}
+	for _, j := range jobs {
+		ids[j.ID] = true
 	}
-	must(t, json.NewDecoder(resp.Body).Decode(&out), "decode acquirejobs")
-	if out.Count != len(out.Value) {
-		t.Fatalf("acquirejobs count %d, value %v", out.Count, out.Value)
+	for _, s := range started {
+		if !ids[s.RunnerRequestID] || s.RunnerID == 0 || !strings.HasPrefix(s.RunnerName, "rp-listener-") || s.RunnerAssignTime.IsZero() ||
+			s.OwnerName != owner || s.RepositoryName != "app" || s.QueueTime.IsZero() || s.ScaleSetAssignTime.IsZero() ||
+			len(s.RequestLabels) != 1 || s.RequestLabels[0] != setName || s.JobID == "" || s.WorkflowRunID == 0 ||
+			!strings.HasPrefix(s.JobWorkflowRef, owner+"/app/.github/workflows/") || s.EventName == "" {
+			t.Fatalf("JobStarted: %+v", s)
+		}
 	}
-	return out.Value
+	for _, c := range completed {
+		if !ids[c.RunnerRequestID] || c.Result != "succeeded" || c.FinishTime.IsZero() || c.RunnerID == 0 || !strings.HasPrefix(c.RunnerName, "rp-listener-") {
+			t.Fatalf("JobCompleted: %+v", c)
+		}
+		delete(ids, c.RunnerRequestID)
+	}
+	if len(ids) != 0 {
+		t.Fatalf("jobs never completed: %v", ids)
+	}
+	// The ephemeral runners are gone once their job is done.
+	for _, c := range completed {
+		if _, err := client.GetRunner(ctx, c.RunnerID); !errors.Is(err, scaleset.RunnerNotFoundError) {
+			t.Fatalf("a finished JIT runner: %v, want RunnerNotFoundError", err)
+		}
+	}
+	if s := stats[len(stats)-1]; s.TotalAssignedJobs != 0 || s.TotalRunningJobs != 0 {
+		t.Fatalf("statistics after the jobs: %+v", s)
+	}
 }
