@@ -152,7 +152,7 @@ int JobCache::keep(const std::string& root, const std::string& scope_key) {
     }
     const std::string& last = components->back();
     auto here = stat_at(parent.get(), ""), st = stat_at(parent.get(), last);
-    if (!st) continue;
+    if (!here || !st) continue;
     if (!S_ISDIR(st->mode) || crosses_boundary(*here, *st)) {
       spdlog::warn("cache {} not kept: {}; left for the sweep", dirs_[i], S_ISLNK(st->mode) ? "a symbolic link" : !S_ISDIR(st->mode) ? "not a directory" : "another file system or mount");
       continue;

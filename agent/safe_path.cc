@@ -97,7 +97,10 @@ std::optional<EntryStat> stat_at(int dir, const std::string& name) {
 
 bool crosses_boundary(const EntryStat& parent, const EntryStat& child) {
   // A bind mount of the same file system keeps st_dev: the mount id tells it.
-  return child.dev != parent.dev || child.mount_root || (parent.mount_id && child.mount_id && *parent.mount_id != *child.mount_id);
+  if (child.mount_root || (parent.mount_id && child.mount_id && *parent.mount_id != *child.mount_id)) return true;
+  // On one mount, a file may report its layer's device (overlay); a directory with a device of
+  // its own is a subvolume, or a mount a kernel without mount ids does not show.
+  return S_ISDIR(child.mode) && child.dev != parent.dev;
 }
 
 namespace {

@@ -66,7 +66,8 @@ struct EntryStat {
 std::optional<EntryStat> stat_at(int dir, const std::string& name);
 
 // Is `child`, an entry of the directory `parent`, on another mount or file system (a mount point,
-// a bind mount, a btrfs subvolume)?
+// a bind mount, a btrfs subvolume)? A non-directory's own device on the same mount (an overlay's
+// layer) is not a boundary.
 bool crosses_boundary(const EntryStat& parent, const EntryStat& child);
 
 // A trusted directory, by its absolute path (its last component not followed). -1 with errno.

@@ -34,6 +34,34 @@ TEST(SafePath, RelativeComponents) {
   for (const auto& c : cases) EXPECT_EQ(relative_components(c.path), c.want) << c.path;
 }
 
+TEST(SafePath, Boundaries) {
+  auto entry = [](bool dir, dev_t dev, std::optional<uint64_t> mount, bool mount_root = false) {
+    EntryStat e;
+    e.mode = dir ? S_IFDIR | 0755 : S_IFREG | 0644;
+    e.dev = dev;
+    e.mount_id = mount;
+    e.mount_root = mount_root;
+    return e;
+  };
+  const EntryStat parent = entry(true, 10, 1);
+  struct Case {
+    const char* name;
+    EntryStat child;
+    bool crosses;
+  } cases[] = {
+      {"a directory on the same mount", entry(true, 10, 1), false},
+      {"a file on the same mount", entry(false, 10, 1), false},
+      {"a file reporting its layer's device (overlay)", entry(false, 11, 1), false},
+      {"a btrfs subvolume: own device, same mount", entry(true, 11, 1), true},
+      {"a bind mount of the same file system", entry(true, 10, 2), true},
+      {"a file bind-mounted onto a file", entry(false, 10, 2), true},
+      {"a mount's root, as statx says", entry(true, 10, 1, true), true},
+      {"no mount ids (before Linux 5.8), another device", entry(true, 11, std::nullopt), true},
+      {"no mount ids, the same device", entry(true, 10, std::nullopt), false},
+  };
+  for (const auto& c : cases) EXPECT_EQ(crosses_boundary(parent, c.child), c.crosses) << c.name;
+}
+
 class SafePathOnDisk : public ::testing::Test {
  protected:
   void SetUp() override {
