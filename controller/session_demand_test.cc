@@ -51,6 +51,15 @@ TEST(SessionDemand, OfferedJobsAreAcquiredOnceEach) {
   EXPECT_EQ(a.to_acquire, (std::vector<int64_t>{5, 6}));
 }
 
+// github.com's flow: the service assigns jobs itself (JobAssigned, no JobAvailable); nothing is
+// acquired and the demand is the statistics'.
+TEST(SessionDemand, JobsTheServiceAssignedAreNotAcquired) {
+  SessionDemand d;
+  Absorbed a = absorb(d, envelope({job(JobMessageType::kJobAssigned, 4), job(JobMessageType::kJobAssigned, 5)}, 2), kNow);
+  EXPECT_TRUE(a.to_acquire.empty());
+  EXPECT_EQ(d.assigned_jobs, 2);
+}
+
 TEST(SessionDemand, CompletedJobsNameTheRunnersToDrainAndStartedOnesAreTimed) {
   SessionDemand d;
   JobMessage started = job(JobMessageType::kJobStarted, 1, "p-i-0123456789abcdef0-g2");

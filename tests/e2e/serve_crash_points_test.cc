@@ -19,6 +19,8 @@ namespace {
 
 class ServeCrashPoints : public ServeTestOf<CrashPointTest> {
  protected:
+  // GitHub Enterprise Server's flow: serve acquires each job, one step more than github.com's.
+  std::string assignment() const override { return "acquire"; }
   // serve's steps: runpoolctl's own (its AWS writes, SQS receives, GitHub REST calls that change
   // something) and its scale-set calls that change something. Lease renewals are left out: their
   // number depends on how long a run takes (taking the lease is a conditional write like them).

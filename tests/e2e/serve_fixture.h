@@ -1,6 +1,8 @@
 // What the serve suites share: a pool whose scale set (named after the test's process) is served by
 // `runpoolctl serve` at quick timings, and the checks of its instances and jobs. A mixin over the
-// suite's own fixture (E2eTest, or CrashPointTest for crash points).
+// suite's own fixture (E2eTest, or CrashPointTest for crash points). The stand-in assigns the set's
+// jobs as `assignment()` says: "service" (github.com: up to the capacity serve polls with) unless
+// a suite picks "acquire" (GitHub Enterprise Server: serve acquires what is offered).
 #pragma once
 
 #include <signal.h>
@@ -15,6 +17,9 @@ class ServeTestOf : public Base {
  protected:
   void SetUp() override {
     Base::SetUp();
+    Json::Value flow;
+    flow["scaleSetAssignment"] = assignment();
+    this->cloud_.control("POST", "/_control/github/settings", flow);
     // Quick timings, unless RUNPOOL_TIME_FACTOR scaled GitHub's (a 50 s·f poll, a 4 min·f session
     // lapse). The lapse is how long a successor waits out a killed holder's session, after the
     // lease's 6 s.
@@ -25,6 +30,7 @@ class ServeTestOf : public Base {
       this->cloud_.control("POST", "/_control/github/settings", gh);
     }
   }
+  virtual std::string assignment() const { return "service"; }
   std::string more_config() const override {
     return Base::more_config() + "\nscale_set_name = " + set_name() +
            "\nscale_set_max_runners = 3\nscale_set_arm_grace = 1s\n"

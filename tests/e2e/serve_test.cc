@@ -13,7 +13,16 @@ namespace {
 
 using Serve = ServeTestOf<E2eTest>;
 
-TEST_F(Serve, JobsOfTheScaleSetRunColdThenWarmWithNoProvisionOrRelease) {
+// The suite runs in github.com's flow (the service assigns the set's jobs); these tests also in
+// GitHub Enterprise Server's (serve acquires each job offered).
+class ServeFlows : public Serve, public ::testing::WithParamInterface<std::string> {
+ protected:
+  std::string assignment() const override { return GetParam(); }
+};
+INSTANTIATE_TEST_SUITE_P(Assignment, ServeFlows, ::testing::Values("service", "acquire"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+TEST_P(ServeFlows, JobsOfTheScaleSetRunColdThenWarmWithNoProvisionOrRelease) {
   auto serve = start_ctl({"serve"});
 
   // The first job: the pool is empty, so serve launches an instance whose agent starts a JIT runner.
@@ -124,7 +133,7 @@ TEST_F(Serve, OutagesExpiredTokensAndADeletedScaleSetLoseNoJob) {
 // queue token answer 401, the refresh 404 — named RunnerAdminException, as reported from GitHub, or
 // RunnerScaleSetSessionNotFoundException. Either way serve ends the session, looks the set up
 // again and opens a new one, without a restart and without handing the lease over; no job is lost.
-TEST_F(Serve, ASessionGitHubForgetsIsReplacedWhateverIts404IsCalled) {
+TEST_P(ServeFlows, ASessionGitHubForgetsIsReplacedWhateverIts404IsCalled) {
   auto serve = start_ctl({"serve"});
   run_job("before");
   const int64_t set_id = scale_set_id();
