@@ -174,6 +174,7 @@ int run_agent(const AgentSettings& s, const std::string& version) {
   RunnerHostSettings hs;
   hs.root = expand_instance_path(s.runner_root, id->instance_id);
   hs.ephemeral_mark = hs.root + ".ephemeral";
+  hs.listener_mark = hs.root + ".listener";
   hs.template_dir = s.runner_template;
   std::unique_ptr<SystemTenantUsers> tenants;
   std::unique_ptr<JobCache> cache;

@@ -1,5 +1,6 @@
 #include "agent/listener_tree.h"
 
+#include <charconv>
 #include <set>
 
 #include "agent/process.h"
@@ -31,6 +32,38 @@ bool listener_has_worker(uid_t uid, pid_t listener, const std::string& proc) {
     }
   }
   return false;
+}
+
+std::string format_listener_mark(const ListenerMark& m) {
+  return std::to_string(m.pid) + " " + std::to_string(m.start_time) + "\n";
+}
+
+std::optional<ListenerMark> parse_listener_mark(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  const auto space = text.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  ListenerMark m;
+  const auto pid_part = text.substr(0, space), start_part = text.substr(space + 1);
+  auto [p, pe] = std::from_chars(pid_part.data(), pid_part.data() + pid_part.size(), m.pid);
+  auto [s, se] = std::from_chars(start_part.data(), start_part.data() + start_part.size(), m.start_time);
+  if (pe != std::errc() || p != pid_part.data() + pid_part.size() || se != std::errc() ||
+      s != start_part.data() + start_part.size() || m.pid <= 0) {
+    return std::nullopt;
+  }
+  return m;
+}
+
+pid_t choose_listener(const std::vector<ListenerCandidate>& found, const std::optional<ListenerMark>& mark) {
+  if (mark) {
+    for (const auto& c : found) {
+      if (c.pid == mark->pid && c.start_time == mark->start_time) return c.pid;
+    }
+    return 0;
+  }
+  for (const auto& c : found) {
+    if (c.group_leader) return c.pid;
+  }
+  return found.empty() ? 0 : found.front().pid;
 }
 
 }  // namespace runpool::agent

@@ -52,12 +52,15 @@ class FakeProc : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   void add(pid_t pid, uid_t uid, pid_t ppid, const std::vector<std::string>& argv, char state = 'S',
-           const std::string& comm = "x") {
+           const std::string& comm = "x", uint64_t start = 777) {
     const fs::path d = fs::path(dir_) / std::to_string(pid);
     fs::create_directories(d);
     std::ofstream(d / "status") << "Name:\t" << comm << "\nState:\t" << state << "\nUid:\t" << uid << "\t" << uid
                                 << "\t" << uid << "\t" << uid << "\n";
-    std::ofstream(d / "stat") << pid << " (" << comm << ") " << state << " " << ppid << " " << pid << " 0 0\n";
+    // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+    // cutime cstime priority nice threads itrealvalue starttime vsize
+    std::ofstream(d / "stat") << pid << " (" << comm << ") " << state << " " << ppid << " " << pid
+                              << " 0 0 -1 4194560 10 0 0 0 1 2 0 0 20 0 1 0 " << start << " 1000\n";
     std::ofstream cmd(d / "cmdline", std::ios::binary);
     for (const auto& a : argv) cmd << a << '\0';
   }
@@ -108,6 +111,36 @@ TEST_F(FakeProc, AWorkerDeeperInTheTreeCountsAndAZombieDoesNot) {
   EXPECT_FALSE(listener_has_worker(1001, 10, dir_)) << "a zombie Worker is gone";
   add(13, 1001, 11, {"/r/bin/Runner.Worker", "spawnclient"});
   EXPECT_TRUE(listener_has_worker(1001, 10, dir_));
+}
+
+TEST_F(FakeProc, StartTimeIsTheTwentySecondField) {
+  add(40, 1001, 1, {"x"}, 'S', "a) 1 2 3 (b", 123456789);
+  EXPECT_EQ(process_start_time(40, dir_), 123456789u);
+  EXPECT_EQ(process_start_time(41, dir_), std::nullopt);
+}
+
+TEST(ListenerMark, RoundTripsAndRefusesWhatItDidNotWrite) {
+  const ListenerMark m{4242, 987654321};
+  EXPECT_EQ(format_listener_mark(m), "4242 987654321\n");
+  EXPECT_EQ(parse_listener_mark(format_listener_mark(m)), m);
+  for (const char* bad : {"", "4242", "4242 ", " 98", "x 1", "4242 1x", "0 5", "-3 5", "4242 5 6"}) {
+    EXPECT_EQ(parse_listener_mark(bad), std::nullopt) << bad;
+  }
+}
+
+TEST(ChooseListener, OnlyTheMarkedProcessStartedWhenTheMarkSays) {
+  const std::vector<ListenerCandidate> found = {
+      {20, 500, true},   // a job's process named Runner.Listener, leading a group of its own
+      {10, 100, true},   // the Listener the earlier agent started
+  };
+  EXPECT_EQ(choose_listener(found, ListenerMark{10, 100}), 10);
+  EXPECT_EQ(choose_listener(found, ListenerMark{10, 99}), 0) << "its pid, another process: the marked one is gone";
+  EXPECT_EQ(choose_listener(found, ListenerMark{30, 100}), 0);
+  EXPECT_EQ(choose_listener({{10, std::nullopt, true}}, ListenerMark{10, 100}), 0) << "no start time: not proven";
+  // No mark kept (an earlier agent kept none): by process group, as before.
+  EXPECT_EQ(choose_listener({{11, 1, false}, {10, 2, true}}, std::nullopt), 10);
+  EXPECT_EQ(choose_listener({{11, 1, false}, {12, 2, false}}, std::nullopt), 11);
+  EXPECT_EQ(choose_listener({}, std::nullopt), 0);
 }
 
 }  // namespace

@@ -313,6 +313,19 @@ std::unique_ptr<ListenerProcess> LocalRunnerHost::start_listener(const ListenerS
   Child c = spawn(o);
   listener_pid_ = c.pid;
   spdlog::info("started the Listener, pid {}", c.pid);
+  if (!s_.listener_mark.empty()) {
+    // Its start time is known from fork on: the exec does not change it.
+    const auto start = process_start_time(c.pid);
+    try {
+      if (!start) throw std::runtime_error("its start time is unreadable");
+      write_state_file(s_.listener_mark, format_listener_mark({c.pid, *start}));
+    } catch (const std::exception& e) {
+      // No earlier Listener's mark may stand for this one: without a mark, a restarted agent goes
+      // by command line and process group.
+      unlink(s_.listener_mark.c_str());
+      spdlog::warn("cannot keep the Listener's pid for a restarted agent: {}", e.what());
+    }
+  }
   return std::make_unique<LocalListener>(c, std::move(diag), std::move(perf));
 }
 
@@ -330,22 +343,27 @@ std::optional<RunnerDrainSupport> LocalRunnerHost::drain_support() {
 std::unique_ptr<ListenerProcess> LocalRunnerHost::adopt_listener() {
   auto user = runner_user();
   if (!user) return nullptr;
-  std::vector<pid_t> found;
+  std::vector<ListenerCandidate> found;
   for (pid_t p : processes_of_user(user->uid)) {
     std::string cmd = process_cmdline(p);
     if (cmd.find("Runner.Listener") != std::string::npos && cmd.find("configure") == std::string::npos &&
         cmd.find("remove") == std::string::npos) {
-      found.push_back(p);
+      found.push_back({p, process_start_time(p), getpgid(p) == p});
     }
   }
   if (found.empty()) return nullptr;
-  // The one an agent spawned leads its own process group.
-  pid_t pid = found[0];
-  for (pid_t p : found) {
-    if (getpgid(p) == p) {
-      pid = p;
-      break;
+  std::optional<ListenerMark> mark;
+  if (!s_.listener_mark.empty()) {
+    if (auto text = read_state_file(s_.listener_mark)) {
+      mark = parse_listener_mark(*text);
+      if (!mark) spdlog::warn("{} is malformed; ignored", s_.listener_mark);
     }
+  }
+  const pid_t pid = choose_listener(found, mark);
+  if (!pid) {
+    spdlog::warn("{} processes of the runner user are named Runner.Listener; none is the one an agent started",
+                 found.size());
+    return nullptr;
   }
   if (found.size() > 1) spdlog::warn("{} Listener processes of the runner user; following pid {}", found.size(), pid);
   listener_pid_ = pid;

@@ -50,6 +50,9 @@ struct RunnerHostSettings {
   std::string docker_baseline;
   // Where mark_ephemeral() keeps its generation (a root-owned file outside the runner root).
   std::string ephemeral_mark;
+  // Where start_listener() keeps the Listener's pid and start time (root-owned, outside the runner
+  // root): the one adopt_listener() follows. "" = none kept (adopt goes by command line).
+  std::string listener_mark;
   // Caches kept for the next assignment of the same scope (job users only; nullptr: none kept).
   JobCache* cache = nullptr;
   CacheScope cache_scope = CacheScope::kNone;

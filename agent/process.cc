@@ -339,6 +339,17 @@ pid_t process_parent(pid_t pid, const std::string& proc) {
   return static_cast<pid_t>(ppid);
 }
 
+std::optional<uint64_t> process_start_time(pid_t pid, const std::string& proc) {
+  // After comm: state (3rd field), ppid, …, starttime (22nd) — the 20th word.
+  std::istringstream rest(stat_after_comm(pid, proc));
+  std::string word;
+  for (int i = 0; i < 19 && rest >> word; ++i) {
+  }
+  uint64_t start = 0;
+  if (!(rest >> start)) return std::nullopt;
+  return start;
+}
+
 bool descends_from(pid_t pid, pid_t ancestor, const std::string& proc, int max_links) {
   if (ancestor <= 0) return false;
   for (int i = 0; i < max_links && pid > 1; ++i) {

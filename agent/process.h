@@ -77,6 +77,9 @@ std::vector<pid_t> processes_of_user(uid_t uid, const std::string& proc = "/proc
 std::string process_cmdline(pid_t pid, const std::string& proc = "/proc");
 // The parent of `pid` from /proc/<pid>/stat (0 when gone or unreadable).
 pid_t process_parent(pid_t pid, const std::string& proc = "/proc");
+// When `pid` started (clock ticks after boot, /proc/<pid>/stat's 22nd field): with the pid, what
+// tells a process from a later one that got its pid. nullopt when gone or unreadable.
+std::optional<uint64_t> process_start_time(pid_t pid, const std::string& proc = "/proc");
 // Whether `ancestor` is the parent of `pid`, or its parent's parent, … — at most `max_links`
 // links up (a bound: the walk reads a tree that changes under it).
 bool descends_from(pid_t pid, pid_t ancestor, const std::string& proc = "/proc", int max_links = 64);
