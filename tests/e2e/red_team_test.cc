@@ -224,8 +224,8 @@ void expect_nothing_survived(const RedTeam::Outcome& o) {
   for (const char* v : {"tmp-file", "deep-tree", "odd-names", "many-files", "backdated-file", "unix-socket-file",
                         "runner-env-preload", "bashrc-preload", "process-setsid", "process-double-fork-renamed",
                         "process-ignores-sigterm", "process-respawner", "process-stopped", "fake-runner-worker",
-                        "busy-forger", "inotify-watcher", "abstract-socket", "posix-mqueue", "user-keyring",
-                        "session-keyring"}) {
+                        "fake-runner-listener", "busy-forger", "inotify-watcher", "abstract-socket", "posix-mqueue",
+                        "user-keyring", "session-keyring"}) {
     EXPECT_EQ(o.vectors.contains(v) ? o.vectors.at(v).attack : "", "planted") << v;
   }
   EXPECT_TRUE(is_job_uid(std::stol(o.attacker_uid.empty() ? "0" : o.attacker_uid))) << o.attacker_uid;

@@ -157,6 +157,10 @@ needs process-in-namespaces user unshare && try process-in-namespaces user "aliv
 # Named as the runner's Worker: counted as a job in hand, it would keep the instance busy.
 try fake-runner-worker user "alive fake-runner-worker $T-fakeworker" \
   escape bash -c "exec -a 'Runner.Worker spawnclient $T-fakeworker' sleep 3000"
+# Named as the runner's Listener, leading a process group of its own as the real one does: an agent
+# restarted now must not take it for the Listener it is to follow.
+try fake-runner-listener user "alive fake-runner-listener $T-fakelistener '[ \"\$(cut -d\" \" -f5 \$p/stat)\" = \"\${p#/proc/}\" ]'" \
+  escape bash -c "exec -a 'Runner.Listener run $T-fakelistener' sleep 3000"
 # Forges what the agent reads for a job's arrival, the runner's perf log (RUNNER_PERFLOG) and _diag:
 # a new job request every second, for ever.
 perf=${RUNNER_PERFLOG:-$root/_diag}

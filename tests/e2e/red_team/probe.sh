@@ -79,6 +79,7 @@ probe process-respawner proc_matching "$T-respawn"
 probe process-stopped proc_matching "$T-stopped"
 probe process-in-namespaces proc_matching "$T-userns"
 probe fake-runner-worker proc_matching "$T-fakeworker"
+probe fake-runner-listener proc_matching "$T-fakelistener"
 probe busy-forger sh -c "grep -q -- '$T-forge' '$R/found-processes' || test -e '$root/_diag/Runner_$T-forged.log'"
 probe inotify-watcher proc_matching "$T-inotify"
 probe abstract-socket grep -q "@$T-abs" /proc/net/unix
