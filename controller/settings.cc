@@ -364,6 +364,14 @@ std::vector<Row> make_settings_table() {
           string_row("launch_template", &Settings::launch_template, "launch template name (default: runpool-<pool>)"),
           [](const Config& c, Settings& s) {
             if (s.launch_template.empty()) s.launch_template = "runpool-" + s.pool;
+            // An id (lt-<hex>) is also a valid name, but runpoolctl names the template in its
+            // requests (LaunchTemplateName): taken as a name it would make a second template.
+            if (valid_aws_id(s.launch_template, "lt-")) {
+              c.reject("launch_template", "'" + s.launch_template +
+                                              "' is a launch template id; give its name (the stack's LaunchTemplateName "
+                                              "output, or runpool-<pool>)");
+              return;
+            }
             if (s.launch_template.size() < 3 || s.launch_template.size() > 128 ||
                 !std::all_of(s.launch_template.begin(), s.launch_template.end(), [](char ch) {
                   return is_name_char(ch) || ch == '.' || ch == '/' || ch == '(' || ch == ')';

@@ -352,6 +352,8 @@ TEST(Settings, ErrorsNameTheKey) {
            {"image_id = ubuntu\n", "image_id"},
            {"security_groups = default\n", "security_groups"},
            {"launch_template = a b\n", "launch_template"},
+           {"launch_template = lt-0123456789abcdef0\n", "launch_template"},
+           {"launch_template = lt-0abc1234\n", "launch_template"},
            {"boot_timeout = soon\n", "boot_timeout"},
            {"claim_wait = 30s\n", "claim_wait"},
            {"fleet_rounds = 0\n", "fleet_rounds"},
@@ -380,6 +382,17 @@ TEST(Settings, ErrorsNameTheKey) {
   }
   std::string e = error_of("", {{"RUNPOOL_FLEET_ROUNDS", "99"}});
   EXPECT_NE(e.find("RUNPOOL_FLEET_ROUNDS"), std::string::npos) << e;
+}
+
+// A stack's launch template id put where its name belongs is refused with the fix named; a name
+// that merely starts with lt- is a name.
+TEST(Settings, LaunchTemplateIdIsRefusedWithTheFix) {
+  std::string e = error_of("launch_template = lt-0123456789abcdef0\n");
+  EXPECT_NE(e.find("is a launch template id"), std::string::npos) << e;
+  EXPECT_NE(e.find("LaunchTemplateName"), std::string::npos) << e;
+  EXPECT_EQ(load("launch_template = lt-runners\n", {{"AWS_REGION", "eu-west-1"}}).launch_template, "lt-runners");
+  EXPECT_EQ(load("launch_template = lt-0123456789abcdef0x\n", {{"AWS_REGION", "eu-west-1"}}).launch_template,
+            "lt-0123456789abcdef0x");
 }
 
 TEST(Settings, RequireGithubForms) {
