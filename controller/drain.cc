@@ -5,6 +5,7 @@
 #include <map>
 
 #include "common/pool/record_update.h"
+#include "common/pool/runner_identity.h"
 #include "common/pool/transitions.h"
 #include "controller/await_agents.h"
 #include "controller/retire.h"
@@ -36,6 +37,20 @@ bool return_drained(Context& ctx, const pool::InstanceRecord& record, const std:
   return true;
 }
 
+namespace {
+
+pool::ControllerDelete delete_outcome(github::DeleteOutcome o, std::string& error) {
+  switch (o) {
+    case github::DeleteOutcome::kDeleted: return pool::ControllerDelete::kDeleted;
+    case github::DeleteOutcome::kAlreadyGone: return pool::ControllerDelete::kAlreadyGone;
+    case github::DeleteOutcome::kBusy: break;
+  }
+  error = "GitHub: still running a job";
+  return pool::ControllerDelete::kBusy;
+}
+
+}  // namespace
+
 pool::RunnerFateDecision settle_runner(Context& ctx, const pool::InstanceRecord& r, bool agent_left, bool forced,
                                        const std::function<void()>& on_delete) {
   pool::RunnerFateFacts f;
@@ -46,14 +61,16 @@ pool::RunnerFateDecision settle_runner(Context& ctx, const pool::InstanceRecord&
   pool::RunnerFateDecision d = pool::decide_runner_fate(f);
   if (!d.delete_runner) return d;
   try {
-    if (on_delete) on_delete();
-    switch (ctx.github.remove(r.runner_id)) {
-      case github::DeleteOutcome::kDeleted: f.deleted = pool::ControllerDelete::kDeleted; break;
-      case github::DeleteOutcome::kAlreadyGone: f.deleted = pool::ControllerDelete::kAlreadyGone; break;
-      case github::DeleteOutcome::kBusy:
-        f.deleted = pool::ControllerDelete::kBusy;
-        f.delete_error = "GitHub: still running a job";
-        break;
+    // runner_id is the agent's word: only a runner GitHub names as this assignment's is deleted.
+    std::optional<github::Runner> listed = ctx.github.get(r.runner_id);
+    if (!listed) {
+      f.deleted = pool::ControllerDelete::kAlreadyGone;
+    } else if (!pool::is_records_runner(r, listed->name)) {
+      f.deleted = pool::ControllerDelete::kNotItsRunner;
+      f.delete_error = "GitHub names it " + listed->name.substr(0, 100) + ", not " + pool::records_runner_name(r);
+    } else {
+      if (on_delete) on_delete();
+      f.deleted = delete_outcome(ctx.github.remove(listed->id), f.delete_error);
     }
   } catch (const std::exception& e) {
     f.deleted = pool::ControllerDelete::kFailed;
@@ -74,11 +91,24 @@ bool hand_fresh_remove_token(Context& ctx, const pool::InstanceRecord& r, const 
   return true;
 }
 
-void make_unmatchable(Context& ctx, const pool::InstanceRecord& r) {
-  if (r.runner_id <= 0) return;
+void make_unmatchable(Context& ctx, const pool::InstanceRecord& r, int64_t verified_runner_id) {
+  if (r.runner_id <= 0 && verified_runner_id <= 0) return;
   try {
-    if (ctx.github.remove_labels(r.runner_id)) {
-      spdlog::info("instance {}: removed the labels of runner {}: no new job is routed to it", r.instance_id, r.runner_id);
+    int64_t id = verified_runner_id;
+    if (id <= 0) {
+      // runner_id is the agent's word: the labels go only from a runner GitHub names as this assignment's.
+      std::optional<github::Runner> listed = ctx.github.get(r.runner_id);
+      if (!listed) return;
+      if (!pool::is_records_runner(r, listed->name)) {
+        spdlog::warn("instance {}: its record's runner id {} names a runner that is not its assignment's ({}); "
+                     "its labels are left alone",
+                     r.instance_id, r.runner_id, pool::records_runner_name(r));
+        return;
+      }
+      id = listed->id;
+    }
+    if (ctx.github.remove_labels(id)) {
+      spdlog::info("instance {}: removed the labels of runner {}: no new job is routed to it", r.instance_id, id);
     }
   } catch (const std::exception& e) {
     spdlog::warn("instance {}: could not remove the labels of runner {} ({}); its agent's drain goes on",

@@ -49,8 +49,11 @@ struct DrainOptions {
 // Right after a drain request: removes the record's runner's custom labels so that GitHub routes
 // it no new job (it matches no runs-on), before its agent waits out one long poll and deregisters
 // it. Best effort: a failure is logged and the drain goes on (the agent's wait still covers a job
-// already dispatched). Nothing to do for a record without a runner id yet.
-void make_unmatchable(Context& ctx, const pool::InstanceRecord& record);
+// already dispatched). Nothing to do for a record without a runner id yet. The record's runner_id
+// is looked up first and used only when GitHub names that runner as the assignment's
+// (pool/runner_identity.h); `verified_runner_id`, when the caller matched the runner by name
+// already, skips that look-up.
+void make_unmatchable(Context& ctx, const pool::InstanceRecord& record, int64_t verified_runner_id = 0);
 
 // `remove_token` is asked for at most once, and only when some record still has to start draining.
 DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>& records,
@@ -58,7 +61,8 @@ DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>
 
 // Makes sure the record's runner is gone from GitHub before its instance is terminated or
 // returned: nothing to do when its agent deregistered it (`agent_left`: false), else a DELETE of
-// the record's runner_id with the controller's own credentials (on_delete: each call). `forced`: a
+// the record's runner_id with the controller's own credentials (on_delete: each call) — only once
+// a GET shows GitHub names that runner as the assignment's (pool/runner_identity.h). `forced`: a
 // deadline makes the instance go whatever GitHub answers.
 pool::RunnerFateDecision settle_runner(Context& ctx, const pool::InstanceRecord& record, bool agent_left, bool forced,
                                        const std::function<void()>& on_delete = {});

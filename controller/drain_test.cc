@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
+
 #include "common/json.h"
 #include "common/pool/runner_fate.h"
 #include "controller/provision.h"
@@ -36,6 +39,19 @@ class DeletingRunners final : public Runners {
   long requests_sent(const std::string& operation) {
     return operation.empty() || operation == "DeleteRunner" ? static_cast<long>(deleted.size()) : 0;
   }
+  // GitHub's GET of one runner: the names a test gave, else none.
+  std::optional<github::Runner> get(int64_t id) override {
+    ++gets;
+    auto it = names.find(id);
+    if (it == names.end()) return std::nullopt;
+    github::Runner r;
+    r.id = id;
+    r.name = it->second;
+    r.status = "online";
+    return r;
+  }
+  std::map<int64_t, std::string> names;
+  int gets = 0;
   github::DeleteOutcome remove(int64_t id) override {
     deleted.push_back(id);
     if (fail) throw std::runtime_error("GitHub delete runner: Server Error (HTTP 502)");
@@ -69,6 +85,8 @@ struct Fixture {
     a.runner_id = 77;
     a.runner_name = "ci-" + id + "-g1";
     w.table.report(id, a);
+    gh.names[77] = "ci-" + id + "-g1";     // GitHub knows the assignment's runner under its id
+    gh.names[88] = "other-tenant-box";     // and another tenant's runner
     w.out.str("");
     w.agents.drain_ok = false;  // the drain is the test's own agent, below
   }
@@ -178,6 +196,41 @@ TEST(DrainRunner, WhenGithubRefusesBothTheInstanceStaysDrainingWithTheEvidence) 
     EXPECT_EQ(r.state, State::kDraining);
     EXPECT_EQ(r.signal_detail, evidence) << "nothing overwrote the agent's evidence";
   }
+}
+
+// runner_id is the agent's word: a thief holding the instance role's credentials can point it at
+// another tenant's runner. The drain then neither takes that runner's labels nor deletes it; the
+// instance waits, draining, for refresh (whose ghost sweep finds its own runner by name).
+TEST(DrainRunner, AForgedRunnerIdNeverReachesAnotherRunner) {
+  for (bool failed : {false, true}) {
+    Fixture f;
+    pool::AgentReport forged;
+    forged.generation = 1;
+    forged.runner_id = 88;
+    f.w.table.report(f.id, forged);
+    if (failed) f.w.agents.failing.insert(f.id);
+    else f.agent_drains(pool::runner_left_detail("ci-x-g1", 88, "config.sh remove failed"));
+    Json::Value v = f.release();
+    EXPECT_EQ(f.exit_code, kExitFailed) << f.w.out.str();
+    EXPECT_TRUE(f.gh.deleted.empty()) << "another tenant's runner deleted";
+    EXPECT_TRUE(f.w.github.unlabelled.empty()) << "another tenant's runner unlabelled";
+    EXPECT_EQ(v["runners"][f.id]["fate"].asString(), "left-registered") << f.w.out.str();
+    const std::string detail = v["runners"][f.id]["detail"].asString();
+    EXPECT_NE(detail.find("not this assignment's runner"), std::string::npos) << detail;
+    EXPECT_TRUE(f.w.compute.terminated.empty());
+    EXPECT_EQ(f.w.record(f.id).state, State::kDraining);
+  }
+}
+
+TEST(DrainRunner, ARunnerGithubNoLongerKnowsIsAlreadyGoneWithoutADelete) {
+  Fixture f;
+  f.gh.names.erase(77);
+  f.agent_drains(pool::runner_left_detail("ci-x-g1", 77, "timed out"));
+  Json::Value v = f.release();
+  EXPECT_EQ(f.exit_code, kExitOk) << f.w.out.str();
+  EXPECT_TRUE(f.gh.deleted.empty());
+  EXPECT_EQ(v["runners"][f.id]["fate"].asString(), "already-gone");
+  EXPECT_TRUE(contains(v["returned"], f.id));
 }
 
 TEST(DrainRunner, AFailedAgentsRunnerIsDeletedBeforeItsInstanceIsTerminated) {

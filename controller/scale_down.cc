@@ -235,7 +235,7 @@ class ScaleDown {
     if (!write(rec.instance_id, pool::drain_idle_shared(rec, *remove_token_, ctx_.now_ms(), s_.timeouts))) {
       return {Outcome::kSkipped, "the record changed, or its agent reports busy"};
     }
-    make_unmatchable(ctx_, rec);
+    make_unmatchable(ctx_, rec, r.decision.runner_id);  // matched by its name in the plan
     // A shared instance has no wake-up queue (launch makes none for it): its agent polls its record.
     if (!rec.shared) wake_agents(ctx_.queue, {rec.instance_id});
     draining_.push_back(&r);

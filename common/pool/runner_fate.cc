@@ -36,7 +36,16 @@ RunnerFateDecision decide_runner_fate(const RunnerFateFacts& f) {
     case ControllerDelete::kAlreadyGone:
       return {false, RunnerFate::kAlreadyGone, true, runner + " was already gone from GitHub" + agent};
     case ControllerDelete::kBusy:
-    case ControllerDelete::kFailed: break;
+    case ControllerDelete::kFailed:
+    case ControllerDelete::kNotItsRunner: break;
+  }
+  if (f.deleted == ControllerDelete::kNotItsRunner) {
+    // The instance's own runner may still be registered: refresh's ghost sweep finds it by name.
+    const std::string why = runner + " is not this assignment's runner (" +
+                            (f.delete_error.empty() ? "GitHub names it otherwise" : f.delete_error) +
+                            "): not deleted" + agent;
+    if (f.deadline_forces) return {false, RunnerFate::kLeftRegistered, true, why + "; the hard deadline forces the instance out"};
+    return {false, RunnerFate::kLeftRegistered, false, why + "; the instance is left for the next pass or refresh"};
   }
   const std::string why = runner + " is still registered: neither its agent" + agent +
                           " nor runpoolctl (" + (f.delete_error.empty() ? "refused" : f.delete_error) +

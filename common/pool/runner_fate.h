@@ -23,8 +23,10 @@ std::string runner_left_detail(const std::string& name, int64_t id, const std::s
 // GitHub: `drained` with the detail above, or `failed` (a failed agent deregistered nothing).
 bool runner_left_registered(const InstanceRecord& r);
 
-// The controller's DELETE of the runner (github::DeleteOutcome, or the call failed).
-enum class ControllerDelete { kNotTried, kDeleted, kAlreadyGone, kBusy, kFailed };
+// The controller's DELETE of the runner (github::DeleteOutcome, or the call failed). kNotItsRunner:
+// not sent, because GitHub names the runner under the record's runner_id otherwise than the
+// record's assignment (runner_identity.h): the id is the agent's word, a forged one names another's.
+enum class ControllerDelete { kNotTried, kDeleted, kAlreadyGone, kBusy, kFailed, kNotItsRunner };
 
 enum class RunnerFate {
   kDeregisteredByAgent,

@@ -92,6 +92,26 @@ TEST(RunnerFate, EveryDeleteOutcome) {
   }
 }
 
+// A runner_id GitHub names otherwise than the assignment's runner (a forged id, or an earlier
+// assignment's) is never deleted; the instance waits unless a deadline forces it out.
+TEST(RunnerFate, ARunnerThatIsNotTheAssignmentsIsNeverDeleted) {
+  for (bool forced : {false, true}) {
+    RunnerFateFacts f;
+    f.agent_left_runner = true;
+    f.runner_id = 9;
+    f.deadline_forces = forced;
+    f.deleted = ControllerDelete::kNotItsRunner;
+    f.delete_error = "GitHub names it other-box, not ci-i-0123456789abcdef0-g4";
+    RunnerFateDecision d = decide_runner_fate(f);
+    EXPECT_FALSE(d.delete_runner);
+    EXPECT_EQ(d.fate, RunnerFate::kLeftRegistered);
+    EXPECT_EQ(d.proceed, forced);
+    EXPECT_NE(d.detail.find("not this assignment's runner"), std::string::npos) << d.detail;
+    EXPECT_NE(d.detail.find("other-box"), std::string::npos) << d.detail;
+    EXPECT_NE(d.detail.find(forced ? "forces the instance out" : "left for the next pass"), std::string::npos) << d.detail;
+  }
+}
+
 TEST(RunnerFate, NoRunnerIdNothingToDelete) {
   RunnerFateFacts f;
   f.agent_left_runner = true;

@@ -108,7 +108,9 @@ class ScaleDownPlanner {
     d.reason = std::move(reason);
     d.owner = std::move(owner);
     d.record = r;
-    d.runner_id = current_runner_id(r);
+    // Phase 1 keys its lookup by the recorded id (checked by name once found); phase 2 names a
+    // runner only once matched by name.
+    d.runner_id = phase == 1 ? current_runner_id(r) : 0;
     return d;
   }
 
@@ -149,6 +151,13 @@ class ScaleDownPlanner {
       case RunnerLookup::Result::kNotFound:
         return d(ScaleDownKind::kTerminate, "orphan.gone", marked + "; GitHub does not know runner " + id);
       case RunnerLookup::Result::kFound:
+        if (l.runner.name != runner_name(s_.pool, r.instance_id, r.generation)) {
+          // A forged runner_id naming another's runner: that runner is never deleted or counted.
+          ScaleDownDecision other = d(ScaleDownKind::kTerminate, "orphan.not-its-runner",
+                                      marked + "; runner " + id + " is not its assignment's runner");
+          other.runner_id = 0;
+          return other;
+        }
         if (!l.runner.online && l.runner.busy) {
           return d(ScaleDownKind::kTerminate, "orphan.offline-busy",
                    marked + "; GitHub says runner " + id + " is offline and busy");
@@ -242,12 +251,12 @@ class ScaleDownPlanner {
     return found_d;
   }
 
-  // By runner id when the agent reported one for this generation, else by the generation's runner name.
+  // By the generation's runner name, never by runner_id alone: the id is the agent's word, and a
+  // forged one would match — and drain, take the labels of — another's runner (runner_identity.h).
   const RunnerView* match(const InstanceRecord& r, const std::vector<RunnerView>& runners) const {
     const std::string name = runner_name(s_.pool, r.instance_id, r.generation);
-    const int64_t id = current_runner_id(r);
     for (const auto& v : runners) {
-      if (id != 0 ? v.id == id : v.name == name) return &v;
+      if (v.name == name) return &v;
     }
     return nullptr;
   }

@@ -11,10 +11,14 @@
 //   the agent reports busy and still beats        → keep                      [orphan.agent-busy]
 //   no runner id                                  → terminate                 [orphan.no-runner-id]
 //   runner id, GitHub: 404                        → terminate                 [orphan.gone]
+//   runner id, GitHub names it not the generation's runner → terminate, that runner untouched
+//                                                                             [orphan.not-its-runner]
 //   runner id, GitHub: offline and busy           → terminate                 [orphan.offline-busy]
 //   runner id, GitHub: exists otherwise           → remove the mark           [orphan.false-positive]
 //   runner id, the lookup failed                  → keep, retried next pass   [orphan.lookup-failed]
-// Phase 2, every other record of the pool, grouped by owner (the scope of its reg_url):
+// Phase 2, every other record of the pool, grouped by owner (the scope of its reg_url); a record's
+// runner on GitHub is the one named runner_name(pool, instance, generation), never one found by the
+// record's runner_id alone (the agent's word: runner_identity.h):
 //   bypass mark                                   → keep                      [bypass]
 //   terminating                                   → keep (refresh's)          [terminating]
 //   draining, shared, drained for its generation  → terminate                 [drained]

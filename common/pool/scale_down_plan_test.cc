@@ -180,34 +180,45 @@ TEST(ScaleDownPhase2, ARunnerIdFromAnEarlierGenerationIsNeitherMatchedNorLookedU
   EXPECT_TRUE(orphan_lookups({claimed}, "ci").empty());
 }
 
-TEST(ScaleDownPhase2, ARecordWithARunnerIdIsMatchedByIdElseByItsAssignmentsName) {
-  Fixture f;
-  f.quota("small", 5);
-  InstanceRecord by_id = record(1, State::kRunning);
-  by_id.runner_id = 77;
-  registered(by_id);
-  f.add(by_id);
-  f.s.runners[kOwner]->push_back({77, "renamed-by-hand", false, true});
-  InstanceRecord id_elsewhere = record(2, State::kRunning);  // its name is listed, its id is not
-  id_elsewhere.runner_id = 78;
-  registered(id_elsewhere);
-  f.add(id_elsewhere);
-  f.s.runners[kOwner]->push_back({79, runner_name("ci", id_elsewhere.instance_id, 1), false, true});
-  InstanceRecord by_name = record(3, State::kRunning);
-  f.listed(by_name);
-  InstanceRecord old_gen = record(4, State::kRunning);  // only an earlier generation's runner is listed
-  old_gen.generation = 2;
-  f.add(old_gen);
-  f.s.runners[kOwner]->push_back({80, runner_name("ci", old_gen.instance_id, 1), false, true});
-  auto plan = f.plan();
-  ScaleDownDecision d = only(plan, by_id.instance_id);
-  expect(d, ScaleDownKind::kKeep, "idle.quota");
-  EXPECT_EQ(d.runner_id, 77);
-  expect(only(plan, id_elsewhere.instance_id), ScaleDownKind::kMarkOrphan, "missing.boot-exceeded");
-  d = only(plan, by_name.instance_id);
-  expect(d, ScaleDownKind::kKeep, "idle.quota");
-  EXPECT_EQ(d.runner_id, 103);
-  expect(only(plan, old_gen.instance_id), ScaleDownKind::kMarkOrphan, "missing.boot-exceeded");
+// runner_id is the agent's word: anyone with the instance role's credentials can forge it. A record
+// is matched only by its assignment's runner name, so a forged id never makes another's runner count
+// as its own — nor be drained, unlabelled or deleted in its name.
+TEST(ScaleDownPhase2, ARecordIsMatchedByItsAssignmentsNameNeverByItsRunnerIdAlone) {
+  for (int idle : {5, 0}) {
+    Fixture f;
+    f.quota("small", idle);
+    InstanceRecord forged = record(1, State::kRunning);  // its id names another tenant's idle runner
+    forged.runner_id = 77;
+    registered(forged);
+    f.add(forged);
+    f.s.runners[kOwner]->push_back({77, "other-tenant-box", false, true});
+    InstanceRecord id_elsewhere = record(2, State::kRunning);  // its name is listed, under another id
+    id_elsewhere.runner_id = 78;
+    registered(id_elsewhere);
+    f.add(id_elsewhere);
+    f.s.runners[kOwner]->push_back({79, runner_name("ci", id_elsewhere.instance_id, 1), false, true});
+    InstanceRecord by_name = record(3, State::kRunning);
+    f.listed(by_name);
+    InstanceRecord old_gen = record(4, State::kRunning);  // only an earlier generation's runner is listed
+    old_gen.generation = 2;
+    f.add(old_gen);
+    f.s.runners[kOwner]->push_back({80, runner_name("ci", old_gen.instance_id, 1), false, true});
+    auto plan = f.plan();
+    for (const auto& d : plan.decisions) {
+      EXPECT_NE(d.runner_id, 77) << "another's runner taken for " << d.record.instance_id;
+      EXPECT_NE(d.runner_id, 80) << "an earlier generation's runner taken for " << d.record.instance_id;
+    }
+    expect(only(plan, forged.instance_id), ScaleDownKind::kMarkOrphan, "missing.boot-exceeded");
+    const ScaleDownKind spare = idle > 0 ? ScaleDownKind::kKeep : ScaleDownKind::kDrain;
+    const char* rule = idle > 0 ? "idle.quota" : "idle.over-quota";
+    ScaleDownDecision d = only(plan, id_elsewhere.instance_id);
+    expect(d, spare, rule);
+    EXPECT_EQ(d.runner_id, 79);
+    d = only(plan, by_name.instance_id);
+    expect(d, spare, rule);
+    EXPECT_EQ(d.runner_id, 103);
+    expect(only(plan, old_gen.instance_id), ScaleDownKind::kMarkOrphan, "missing.boot-exceeded");
+  }
 }
 
 TEST(ScaleDownPhase2, FoundWhileBootingIsRegistering) {
@@ -298,10 +309,11 @@ InstanceRecord orphan(int n, State s = State::kRunning, int64_t runner_id = 0) {
   return r;
 }
 
-RunnerLookup found(int64_t id, bool busy, bool online) {
+// GitHub's answer for runner `id`: by default named as orphan(1)'s assignment's runner.
+RunnerLookup found(int64_t id, bool busy, bool online, const std::string& name = runner_name("ci", id_of(1), 1)) {
   RunnerLookup l;
   l.result = RunnerLookup::Result::kFound;
-  l.runner = {id, "r", busy, online};
+  l.runner = {id, name, busy, online};
   return l;
 }
 
@@ -321,6 +333,10 @@ TEST(ScaleDownPhase1, LastChanceLookups) {
       {found(9, false, false), ScaleDownKind::kUnmarkOrphan, "orphan.false-positive"},
       {found(9, true, true), ScaleDownKind::kUnmarkOrphan, "orphan.false-positive"},
       {found(9, false, true), ScaleDownKind::kUnmarkOrphan, "orphan.false-positive"},
+      // A runner_id naming another's runner (forged, or an earlier generation's): never deleted.
+      {found(9, true, false, "other-tenant-box"), ScaleDownKind::kTerminate, "orphan.not-its-runner"},
+      {found(9, false, true, "other-tenant-box"), ScaleDownKind::kTerminate, "orphan.not-its-runner"},
+      {found(9, true, false, runner_name("ci", id_of(2), 1)), ScaleDownKind::kTerminate, "orphan.not-its-runner"},
       {failed, ScaleDownKind::kKeep, "orphan.lookup-failed"},
       {std::nullopt, ScaleDownKind::kKeep, "orphan.lookup-failed"},
   };
@@ -333,7 +349,7 @@ TEST(ScaleDownPhase1, LastChanceLookups) {
       if (c.lookup) f.s.lookups[9] = *c.lookup;
       ScaleDownDecision d = only(f.plan(), r.instance_id);
       expect(d, c.kind, c.rule, 1);
-      EXPECT_EQ(d.runner_id, 9);
+      EXPECT_EQ(d.runner_id, std::string(c.rule) == "orphan.not-its-runner" ? 0 : 9);
       EXPECT_EQ(d.owner, kOwner);
       if (c.lookup && c.lookup->result == RunnerLookup::Result::kFailed) {
         EXPECT_NE(d.reason.find("HTTP 502"), std::string::npos) << d.reason;
