@@ -110,7 +110,7 @@ class Refresh {
   void list_runners(pool::RefreshSnapshot& snap) {
     try {
       std::vector<pool::RunnerView> runners;
-      for (const auto& r : ctx_.github.list()) runners.push_back({r.id, r.name, r.busy});
+      for (const auto& r : ctx_.github.list()) runners.push_back({r.id, r.name, r.busy, r.online()});
       snap.runners = std::move(runners);
     } catch (const std::exception& e) {
       error("listing GitHub runners (ghost sweep skipped)", e.what());

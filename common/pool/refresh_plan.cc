@@ -6,6 +6,7 @@
 #include "common/aws/ec2_types.h"
 #include "common/pool/keep_failed.h"
 #include "common/pool/retire_plan.h"
+#include "common/pool/runner_identity.h"
 #include "common/pool/runner_name.h"
 #include "common/pool/span.h"
 
@@ -128,7 +129,7 @@ class RefreshPlanner {
       case KeepVerdict::kNotKept:
         break;
     }
-    if (agent_reported(r, AgentSignal::kFailed)) {
+    if (agent_reported(r, AgentSignal::kFailed) && !contradicted(r, "failed")) {
       const std::string failed = state + ", agent reported failed" + (r.signal_detail.empty() ? "" : ": " + r.signal_detail);
       if (keep == KeepVerdict::kKeep) {
         add(records_, ActionKind::kKeep, r, "agent.failed.kept", failed + "; kept for inspection (keep_failed)");
@@ -148,7 +149,7 @@ class RefreshPlanner {
     // The agent finished its drain but nobody returned it: release crashed or gave up just after.
     // This wins over the drain deadline: the instance is clean and reusable. A shared pool's
     // runner is never reused: its drain (scale-down's) ends in termination.
-    if (r.state == State::kDraining && agent_reported(r, AgentSignal::kDrained)) {
+    if (r.state == State::kDraining && agent_reported(r, AgentSignal::kDrained) && !contradicted(r, "drained")) {
       if (r.shared) {
         add(records_, ActionKind::kTerminate, r, "handshake.drained",
             "shared runner drained but not terminated; shared instances never return to the pool");
@@ -244,6 +245,31 @@ class RefreshPlanner {
       add(records_, ActionKind::kAdvertise, r, "handshake.advertise",
           "idle " + span(now - r.state_since_ms) + " with its pool message never confirmed sent");
     }
+  }
+
+  // `failed` and `drained` are the agent's word, and anyone holding the instance role's credentials
+  // can write them (docs/security.md, "The record"). An assigned instance is terminated or returned on
+  // that word only while GitHub does not list its assignment's runner (by name, runner_identity.h)
+  // online: a real agent that failed has stopped its Listener, and one that drained has
+  // deregistered it. Contradicted or unconfirmed, the word is noted and the deadlines decide.
+  bool contradicted(const InstanceRecord& r, const char* word) {
+    if (r.state != State::kCreated && r.state != State::kClaimed && r.state != State::kRunning &&
+        r.state != State::kDraining) {
+      return false;  // no assignment, no runner to serve a job
+    }
+    std::string why;
+    if (!s_.runners) {
+      why = "GitHub's runners could not be read to confirm it";
+    } else {
+      const std::string name = records_runner_name(r);
+      for (const auto& v : *s_.runners) {
+        if (v.name == name && v.online) why = "GitHub lists runner " + name + " online" + (v.busy ? " and busy" : "");
+      }
+    }
+    if (why.empty()) return false;
+    notes_.push_back(r.instance_id + ": its agent reported " + word + ", but " + why +
+                     "; not acted on (its deadlines still apply)");
+    return true;
   }
 
   void plan_untracked() {
