@@ -16,6 +16,7 @@
 #include "common/pool/demand_plan.h"
 #include "common/pool/lease.h"
 #include "common/pool/reuse_policy.h"
+#include "common/pool/runner_identity.h"
 #include "common/pool/runner_name.h"
 #include "common/pool/scale_set_upkeep.h"
 #include "common/pool/transitions.h"
@@ -355,9 +356,9 @@ class Server {
                              [&](const pool::InstanceRecord& x) { return x.instance_id == r.instance_id; });
       if (it == records.end() || it->runner_id <= 0) continue;
       try {
-        if (!deps_.scale_sets.get_runner(it->runner_id)) {
-          gone.insert(pool::runner_name(s_.pool, it->instance_id, it->generation));
-        }
+        // By the assignment's runner name: the record's runner_id is the agent's (forgeable) word.
+        const std::string name = pool::runner_name(s_.pool, it->instance_id, it->generation);
+        if (!deps_.scale_sets.get_runner_by_name(name)) gone.insert(name);
       } catch (const std::exception& e) {
         spdlog::warn("instance {}: could not look its runner up ({})", it->instance_id, e.what());
       }
@@ -556,7 +557,11 @@ class Server {
   void remove_armed(const pool::InstanceRecord& r) {
     if (r.runner_id <= 0) return;
     try {
-      if (deps_.scale_sets.delete_runner(r.runner_id) == github::DeleteOutcome::kBusy) {
+      // The runner GitHub names as this assignment's, never the record's runner_id alone: a forged
+      // id would delete another's runner (common/pool/runner_identity.h).
+      auto own = deps_.scale_sets.get_runner_by_name(pool::runner_name(s_.pool, r.instance_id, r.generation));
+      if (own && !pool::is_records_runner(r, own->name)) own.reset();
+      if (own && deps_.scale_sets.delete_runner(own->id) == github::DeleteOutcome::kBusy) {
         spdlog::info("instance {}: its runner has a job on its way; kept", r.instance_id);
         return;
       }
