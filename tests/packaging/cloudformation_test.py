@@ -37,8 +37,8 @@ def intrinsic(loader, suffix, node):
         value = loader.construct_sequence(node, deep=True)
     else:
         value = loader.construct_mapping(node, deep=True)
-    if suffix == "Ref":
-        return {"Ref": value}
+    if suffix in ("Ref", "Condition"):
+        return {suffix: value}
     if suffix == "GetAtt" and isinstance(value, str):
         value = value.split(".", 1)
     return {"Fn::" + suffix: value}
@@ -112,7 +112,10 @@ for name, (ident, collection, body) in loops.items():
     check(not set(props) - set(code) - {"QueueName"}, f"queue attributes runpoolctl does not set: {set(props) - set(code)}")
 
 # --- The launch template --------------------------------------------------------------------------
-lt = one("AWS::EC2::LaunchTemplate")
+# The pool's template (the other, ServeLaunchTemplate, is the serve hosts').
+check(sorted(n for n, _ in by_type.get("AWS::EC2::LaunchTemplate", [])) == ["LaunchTemplate", "ServeLaunchTemplate"],
+      "launch templates: the pool's LaunchTemplate and the serve hosts' ServeLaunchTemplate")
+lt = res.get("LaunchTemplate", {}).get("Properties", {})
 tag_pool = const("controller/compute.h", "kTagPool")
 tag_table = const("controller/compute.h", "kTagTable")
 check(lt.get("LaunchTemplateName") == {"Fn::Sub": "runpool-${PoolName}"}, "the template must be runpool-<pool>")
@@ -149,6 +152,20 @@ check(t.get("Outputs", {}).get("MetricsLogGroup", {}).get("Value") == {"Ref": "M
 # (${aws:userid}, ${ec2:InstanceID}) are escaped in an Fn::Sub string as ${!…} and plain elsewhere.
 # A list placeholder: the InstanceTypes parameter is the list @INSTANCE_TYPES@ expands to.
 LISTS = {"InstanceTypes": ["@INSTANCE_TYPES@"]}
+# @POOL_QUEUE_ARNS@ (one queue ARN per resource class): CloudFormation cannot map a list, so the
+# template fills SLOTS slots with the classes (the list padded with empty names), each slot under a
+# condition that it holds a class.
+SLOTS = 8
+PADDED = {"Fn::Split": [",", {"Fn::Join": ["", [{"Fn::Join": [",", {"Ref": "ResourceClasses"}]}, "," * (SLOTS - 1)]]}]}
+QUEUE_ARN = "arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:${PoolName}-${Class}"
+
+
+def slot_arn(i):
+    return {"Fn::Sub": [QUEUE_ARN, {"Class": {"Fn::Select": [i, PADDED]}}]}
+
+
+QUEUE_SLOTS = [slot_arn(0)] + [{"Fn::If": [f"Class{i + 1}", slot_arn(i), {"Ref": "AWS::NoValue"}]}
+                               for i in range(1, SLOTS)]
 SUBS = {"${AWS::Partition}": "@PARTITION@", "${AWS::Region}": "@REGION@", "${AWS::AccountId}": "@ACCOUNT_ID@",
         "${TableName}": "@TABLE@", "${PoolName}": "@POOL@", "${InstanceRole}": "@INSTANCE_ROLE@",
         "${MetricsLogGroup}": "@METRICS_LOG_GROUP@"}
@@ -165,6 +182,8 @@ def normal(v):
             return s.replace("${!", "${")
         return {k: normal(x) for k, x in v.items()}
     if isinstance(v, list):
+        if v[:SLOTS] == QUEUE_SLOTS:
+            return ["@POOL_QUEUE_ARNS@"] + [normal(x) for x in v[SLOTS:]]
         return [normal(x) for x in v]
     return v
 
@@ -209,8 +228,15 @@ check(managed is None or (isinstance(managed, dict) and "Fn::If" in managed
                           and managed["Fn::If"][1] == [{"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"}]),
       "the instance role may have no other policy than Session Manager's, under EnableSsm")
 check(params.get("EnableSsm", {}).get("Default") == "false", "Session Manager access must be off by default")
-check(one("AWS::IAM::InstanceProfile").get("Roles") == [{"Ref": "InstanceRole"}], "the profile holds the instance role")
+check(res.get("InstanceProfile", {}).get("Properties", {}).get("Roles") == [{"Ref": "InstanceRole"}],
+      "the profile holds the instance role")
 same_policy("the controller policy", one("AWS::IAM::ManagedPolicy").get("PolicyDocument"), "controller-policy.json")
+# The slots: each class's condition is that its slot holds a name, and the parameter says how many.
+for i in range(1, SLOTS):
+    check(t.get("Conditions", {}).get(f"Class{i + 1}") == {"Fn::Not": [{"Fn::Equals": [{"Fn::Select": [i, PADDED]}, ""]}]},
+          f"condition Class{i + 1}: slot {i} of the padded ResourceClasses holds a class")
+check(f"at most {SLOTS}" in params.get("ResourceClasses", {}).get("Description", ""),
+      f"ResourceClasses must say it takes at most {SLOTS} classes (the policy's slots)")
 
 # Partitions: no ARN names one (aws-cn and aws-us-gov ARNs differ), and the only service principals are
 # the <service>.amazonaws.com names AWS uses in every partition.
@@ -236,8 +262,14 @@ AUDIENCE = {"Fn::If": ["InChina", "sts.amazonaws.com.cn", "sts.amazonaws.com"]}
 conds = t.get("Conditions", {})
 check(conds.get("InChina") == {"Fn::Equals": [{"Ref": "AWS::Partition"}, "aws-cn"]},
       "InChina: the China partition's STS audience is sts.amazonaws.com.cn")
-check(conds.get("MakeOidcProvider") == {"Fn::Equals": [{"Ref": "GitHubOidcProviderArn"}, ""]},
-      "the stack creates the OIDC provider only when no GitHubOidcProviderArn is given")
+check(conds.get("MakeOidcProvider") == {"Fn::And": [{"Condition": "MakeControllerRole"},
+                                                   {"Fn::Equals": [{"Ref": "GitHubOidcProviderArn"}, ""]}]},
+      "the stack creates the OIDC provider only for the controller role and when no GitHubOidcProviderArn is given")
+# Workflow jobs are optional (a serve-only stack): the controller role exists when subjects are named.
+check(conds.get("MakeControllerRole") == {"Fn::Or": [{"Condition": "SubjectsGiven"},
+                                                    {"Fn::Not": [{"Fn::Equals": [{"Ref": "GitHubRepository"}, ""]}]}]},
+      "MakeControllerRole: GitHubRepository or ControllerSubjects given")
+check(res.get("ControllerRole", {}).get("Condition") == "MakeControllerRole", "the controller role only when jobs are named")
 check(params.get("GitHubOidcProviderArn", {}).get("Default") == "", "GitHubOidcProviderArn must be optional")
 
 providers = by_type.get("AWS::IAM::OIDCProvider", [])
@@ -295,17 +327,74 @@ for param, value, ok in [
         ("InstanceTypes", "c7i.large,", False), ("InstanceTypes", "c7i.large m7i.large", False),
         ("GitHubOidcProviderArn", "", True),
         ("GitHubOidcProviderArn", "arn:aws-cn:iam::123456789012:oidc-provider/" + GITHUB, True),
-        ("GitHubOidcProviderArn", "arn:aws:iam::123456789012:oidc-provider/example.com", False)]:
+        ("GitHubOidcProviderArn", "arn:aws:iam::123456789012:oidc-provider/example.com", False),
+        # A pool <p>-wake… could own queues named like pool <p>'s wake-up queues (<p>-wake-i-*).
+        ("PoolName", "ci", True), ("PoolName", "ci-x", True), ("PoolName", "wake", True),
+        ("PoolName", "ci-wakeful", True), ("PoolName", "ci-wake", False), ("PoolName", "ci-wake-i", False),
+        ("PoolName", "a-wake-b", False), ("PoolName", "ci/x", False),
+        ("ResourceClasses", "small,large", True), ("ResourceClasses", "a b", False),
+        ("ServeSubnetIds", "", True), ("ServeSubnetIds", "subnet-0123456789abcdef0,subnet-01234567", True),
+        ("ServeSubnetIds", "vpc-01234567", False),
+        ("GitHubTokenSecretArn", "", True),
+        ("GitHubTokenSecretArn", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:runpool/github-AbCdEf", True),
+        ("GitHubTokenSecretArn", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:*", False),
+        ("GitHubTokenSecretArn", "arn:aws:ssm:eu-west-1:123456789012:parameter/x", False)]:
     check(allowed(param, value) == ok, f"{param}={value!r} must be {'accepted' if ok else 'rejected'}")
 check(params.get("GitHubEnvironment", {}).get("Default") == "runpool", "the default subject is the runpool environment")
 # Exactly one of GitHubRepository and ControllerSubjects (CloudFormation Rules, checked at deploy).
 assertions = [a.get("Assert") for rule in t.get("Rules", {}).values() for a in rule.get("Assertions", [])]
 repo_empty = {"Fn::Equals": [{"Ref": "GitHubRepository"}, ""]}
 subjects_empty = {"Fn::EachMemberEquals": [{"Ref": "ControllerSubjects"}, ""]}
-check({"Fn::Not": [{"Fn::And": [repo_empty, subjects_empty]}]} in assertions,
-      "a rule must require GitHubRepository or ControllerSubjects")
+check({"Fn::Not": [{"Fn::And": [repo_empty, subjects_empty, {"Fn::Equals": [{"Ref": "ServeHost"}, "none"]}]}]}
+      in assertions, "a rule must require GitHubRepository, ControllerSubjects or a serve host")
 check({"Fn::Or": [repo_empty, subjects_empty]} in assertions,
       "a rule must forbid GitHubRepository with ControllerSubjects")
+
+# --- The serve host: the controller policy through an instance profile, and its token's secret ------
+check(params.get("ServeHost", {}).get("AllowedValues") == ["none", "role", "asg"]
+      and params["ServeHost"].get("Default") == "none", "ServeHost: none (default), role or asg")
+check(conds.get("MakeServeRole") == {"Fn::Not": [{"Fn::Equals": [{"Ref": "ServeHost"}, "none"]}]}
+      and conds.get("MakeServeHosts") == {"Fn::Equals": [{"Ref": "ServeHost"}, "asg"]},
+      "MakeServeRole: ServeHost role or asg; MakeServeHosts: asg")
+serve = res.get("ServeRole", {})
+sprops = serve.get("Properties", {})
+check(serve.get("Type") == "AWS::IAM::Role" and serve.get("Condition") == "MakeServeRole", "ServeRole under MakeServeRole")
+check(sprops.get("ManagedPolicyArns") == [{"Ref": "ControllerPolicy"}],
+      "the serve role holds the controller policy itself (the one managed policy), nothing else managed")
+sts = sprops.get("AssumeRolePolicyDocument", {}).get("Statement", [])
+check([(x.get("Effect"), x.get("Principal"), x.get("Action"), x.get("Condition")) for x in sts]
+      == [("Allow", {"Service": "ec2.amazonaws.com"}, "sts:AssumeRole", None)], "the serve role is assumed by EC2 only")
+check(sprops.get("Policies") == {"Fn::If": ["TokenSecretGiven", [{
+    "PolicyName": "runpool-serve-github-token", "PolicyDocument": {"Version": "2012-10-17", "Statement": [{
+        "Sid": "ReadServesGitHubToken", "Effect": "Allow", "Action": ["secretsmanager:GetSecretValue"],
+        "Resource": {"Ref": "GitHubTokenSecretArn"}}]}}], {"Ref": "AWS::NoValue"}]},
+      "the serve role's own policy: reading the one secret named, nothing else")
+check(res.get("ServeInstanceProfile", {}).get("Properties", {}).get("Roles") == [{"Ref": "ServeRole"}]
+      and res.get("ServeInstanceProfile", {}).get("Condition") == "MakeServeRole", "the serve profile holds the serve role")
+slt = res.get("ServeLaunchTemplate", {})
+sdata = slt.get("Properties", {}).get("LaunchTemplateData", {})
+check(slt.get("Condition") == "MakeServeHosts", "the serve hosts' template under MakeServeHosts")
+check(sdata.get("IamInstanceProfile") == {"Arn": {"Fn::GetAtt": ["ServeInstanceProfile", "Arn"]}}, "the serve hosts' profile")
+check(sdata.get("MetadataOptions", {}).get("HttpTokens") == "required", "the serve hosts require IMDSv2")
+user_data = sdata.get("UserData", {}).get("Fn::Base64", {}).get("Fn::Sub", "")
+check(isinstance(user_data, str) and "${GitHubTokenSecretArn}" in user_data
+      and "secretsmanager get-secret-value" in user_data, "the serve hosts read the token from its secret")
+check("systemctl enable --now runpoolctl-serve.service runpoolctl-refresh.timer" in user_data,
+      "the serve hosts enable serve and the refresh timer")
+# The token is read at each start into a root-only runtime file, never passed in user-data.
+check("UMask=0077" in user_data and "RuntimeDirectoryMode=0700" in user_data
+      and "EnvironmentFile=/run/runpool-secrets/serve.env" in user_data, "the token file is root's only")
+check(not re.search(r"RUNPOOL_GITHUB_TOKEN=\$\{(?!!)", user_data), "no token in user-data")
+for unit in ("runpoolctl-serve.service", "runpoolctl-refresh.service"):
+    check(os.path.exists(os.path.join(SRC, "controller", unit)), f"user-data names {unit}, which the package installs")
+asg = res.get("ServeHosts", {})
+aprops = asg.get("Properties", {})
+check(asg.get("Type") == "AWS::AutoScaling::AutoScalingGroup" and asg.get("Condition") == "MakeServeHosts",
+      "ServeHosts: an Auto Scaling group under MakeServeHosts")
+check(aprops.get("MinSize") == aprops.get("MaxSize") == {"Ref": "ServeInstances"}
+      and params.get("ServeInstances", {}).get("AllowedValues") == ["1", "2"], "one serve host, or two (a standby)")
+check(aprops.get("LaunchTemplate", {}).get("LaunchTemplateId") == {"Ref": "ServeLaunchTemplate"},
+      "the serve hosts start from the serve template")
 
 # --- Outputs: what runpoolctl's settings take ------------------------------------------------------
 outputs = t.get("Outputs", {})
@@ -313,15 +402,28 @@ for name, value in {"ControllerRoleArn": {"Fn::GetAtt": ["ControllerRole", "Arn"
                     "InstanceProfile": {"Ref": "InstanceProfile"},
                     "InstanceRoleId": {"Fn::GetAtt": ["InstanceRole", "RoleId"]},
                     "Table": {"Ref": "TableName"},
-                    "MetricsLogGroup": {"Ref": "MetricsLogGroup"}}.items():
+                    "MetricsLogGroup": {"Ref": "MetricsLogGroup"},
+                    "LaunchTemplateName": {"Fn::Sub": "runpool-${PoolName}"},
+                    "ServeInstanceProfile": {"Ref": "ServeInstanceProfile"},
+                    "Region": {"Ref": "AWS::Region"}}.items():
     check(outputs.get(name, {}).get("Value") == value, f"output {name} must be {value}: {outputs.get(name)}")
 # An output described as "runpoolctl <key>" names one of runpoolctl's settings.
 # runpoolctl's keys, from its generated reference (docs/runpoolctl.md, kept equal to `config --reference`).
 settings = set(re.findall(r'^\| `([a-z_]+)` \| `RUNPOOL_', source("docs/runpoolctl.md"), re.M))
 named = {name: m.group(1) for name, o in outputs.items()
          if (m := re.match(r"runpoolctl ([a-z_]+)\b", o.get("Description", "")))}
-check({"table", "instance_profile", "instance_role_id", "metrics_log_group"} <= set(named.values()),
-      f"the outputs must name runpoolctl's table, instance_profile, instance_role_id, metrics_log_group: {named}")
+check({"table", "instance_profile", "instance_role_id", "metrics_log_group", "launch_template", "region"}
+      <= set(named.values()), f"the outputs must name runpoolctl's table, instance_profile, instance_role_id, "
+      f"metrics_log_group, launch_template, region: {named}")
+# launch_template is a name (runpoolctl refuses an id): the LaunchTemplateName output, never the id.
+check(named.get("LaunchTemplateName") == "launch_template" and "LaunchTemplate" not in named,
+      "launch_template takes LaunchTemplateName's value, not the template's id (Ref LaunchTemplate)")
+# Outputs of optional resources carry their resources' conditions.
+for name, o in outputs.items():
+    for ref in re.findall(r'"(?:Ref|Fn::GetAtt)": \[?"(\w+)"', json.dumps(o.get("Value"))):
+        want = res.get(ref, {}).get("Condition")
+        check(want is None or o.get("Condition") in (want, "MakeControllerRole"),
+              f"output {name} names {ref} (Condition {want}) without a condition: {o.get('Condition')}")
 for name, key in named.items():
     check(key in settings, f"output {name}: runpoolctl has no setting {key}")
 

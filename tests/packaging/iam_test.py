@@ -313,6 +313,16 @@ check(not missing, f"the controller policy lacks operations the code issues: {so
 extra = actions(controller) - ops - {"ec2:RunInstances", "iam:PassRole", "iam:CreateServiceLinkedRole"}
 check(not extra, f"the controller policy grants operations the code never issues: {sorted(extra)}")
 
+sqs_statements = [st for st in controller["Statement"] if any(a.startswith("sqs:") for a in st["Action"])
+                  and st["Resource"] != ["*"]]
+check([st["Resource"] for st in sqs_statements] ==
+      [["@POOL_QUEUE_ARNS@", PARTITION + "sqs:@REGION@:@ACCOUNT_ID@:@POOL@-wake-i-*"]],
+      f"the controller's queues: each class's by name and the wake-up queues: {[st['Resource'] for st in sqs_statements]}")
+check(re.search(r'wake_queue_prefix\(std::string_view pool\) \{ return std::string\(pool\) \+ "-wake-"; \}',
+                source("common/pool/wake_queue.cc")), "wake-up queues are no longer named <pool>-wake-<instance id>")
+check(re.search(r'queue_name\(const std::string& resource_class\) const \{ return pool \+ "-" \+ resource_class; \}',
+                source("controller/settings.cc")), "pool queues are no longer named <pool>-<class>")
+
 star_ok = {"ec2:DescribeInstances", "ec2:DescribeLaunchTemplates", "ec2:DescribeLaunchTemplateVersions",
            "ec2:CreateFleet", "iam:CreateServiceLinkedRole", "sqs:ListQueues"}
 for st in controller["Statement"]:
@@ -342,9 +352,12 @@ for st in controller["Statement"]:
     if "iam:CreateServiceLinkedRole" in st["Action"]:
         check("iam:AWSServiceName" in cond.get("StringEquals", {}), f"controller {sid}: any service-linked role")
     for r in st["Resource"]:
-        check(r == "*" or r.startswith(PARTITION), f"controller {sid}: {r} does not start with {PARTITION}")
+        check(r in ("*", "@POOL_QUEUE_ARNS@") or r.startswith(PARTITION), f"controller {sid}: {r} does not start with {PARTITION}")
+        # The pool's queues by name (@POOL_QUEUE_ARNS@, one ARN per class) and its wake-up queues
+        # (<pool>-wake-<instance id>); a <pool>-* pattern would reach pool <pool>-x's queues too.
         if r.startswith(PARTITION + "sqs:"):
-            check(r.endswith(":@POOL@-*"), f"controller {sid}: queues beyond the pool's: {r}")
+            check(r == PARTITION + "sqs:@REGION@:@ACCOUNT_ID@:@POOL@-wake-i-*",
+                  f"controller {sid}: queues beyond the pool's: {r}")
         if r.startswith(PARTITION + "logs:"):
             check(r.split(":log-group:", 1)[-1] in ("@METRICS_LOG_GROUP@", "@METRICS_LOG_GROUP@:log-stream:*"),
                   f"controller {sid}: log groups beyond the metrics group: {r}")

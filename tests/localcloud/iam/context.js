@@ -110,7 +110,7 @@ function controllerPool(line, w) {
 
 /**
  * The placeholders' values for a request: { PARTITION, REGION, ACCOUNT_ID, TABLE, POOL,
- * INSTANCE_ROLE, METRICS_LOG_GROUP, INSTANCE_TYPES }, and the pool (null when none is known).
+ * INSTANCE_ROLE, METRICS_LOG_GROUP, INSTANCE_TYPES, RESOURCE_CLASSES }, and the pool (null when none is known).
  * `override.pool` evaluates a controller request as that pool's runpoolctl would make it.
  */
 function namesFor(line, w, override = {}) {
@@ -141,6 +141,9 @@ function namesFor(line, w, override = {}) {
       // those the pool's recorded launch template and launches name.
       INSTANCE_TYPES: w.configuredInstanceTypes?.length ? [...w.configuredInstanceTypes]
         : (p?.instanceTypes.size ? [...p.instanceTypes].sort() : [NO_POOL]),
+      // The classes of runpoolctl's resource_classes: those whose pool queues the recording made
+      // or found (a queue of no class the pool has is another's).
+      RESOURCE_CLASSES: w.classesOf(pool).length ? w.classesOf(pool) : [NO_POOL],
     },
   };
 }

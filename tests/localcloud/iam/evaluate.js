@@ -223,7 +223,7 @@ function parseArgs(argv) {
 function policySetsOf(o) {
   const sets = [];
   if (o.policies !== 'cloudformation') sets.push(jsonPolicySet({ iamDir: o.iamDir, controller: o.controller, instance: o.instance }));
-  if (o.policies !== 'json') sets.push(cfnPolicySet(o.template));
+  if (o.policies !== 'json') sets.push(cfnPolicySet(o.template), cfnPolicySet(o.template, { serve: true }));
   return sets;
 }
 

@@ -94,7 +94,8 @@ function forbiddenCases(worlds) {
       'the controller launches with another pool\'s tag', 'the controller launches an instance type outside the pool\'s list',
       'the controller passes another role', 'the controller terminates an instance of another pool',
       'the controller terminates an instance of no pool', 'the controller tags an instance with another key than its label',
-      'the controller relabels an instance of another pool']) need(n);
+      'the controller relabels an instance of another pool',
+      'the controller reaches another pool\'s queue whose name starts with this pool\'s name']) need(n);
 
     // The own record's key is "<role id>:<instance id>" (aws:userid); another's is B's.
     const keyed = (l, key) => variant(l, 'key', (x) => {
@@ -192,6 +193,28 @@ function forbiddenCases(worlds) {
             x.request['IamInstanceProfile.Name'] = 'another-role';
           }), { pool });
       }
+    }
+
+    // The controller's own queue request (a pool queue <pool>-<class>, a wake-up queue
+    // <pool>-wake-<id>) aimed at pool <pool>-x's queue of the same class or instance: a queue whose
+    // name starts with the pool's name and a dash, but another pool's.
+    for (const [name, isWake] of [['the controller reaches another pool\'s queue whose name starts with this pool\'s name', false],
+      ['the controller reaches another pool\'s wake-up queue whose name starts with this pool\'s name', true]]) {
+      const q = lines.find((l) => {
+        if (l.principal !== 'controller' || l.service !== 'sqs' || !(l.status >= 200 && l.status < 300)) return false;
+        const qn = ['CreateQueue', 'GetQueueUrl'].includes(l.operation) ? l.request.QueueName : queueName(l.queueUrl);
+        const pool = w.poolOfQueue(qn);
+        return pool && qn.startsWith(`${pool}-wake-`) === isWake;
+      });
+      if (!q) continue;
+      const qn = ['CreateQueue', 'GetQueueUrl'].includes(q.operation) ? q.request.QueueName : queueName(q.queueUrl);
+      const pool = w.poolOfQueue(qn);
+      const other = `${pool}-x-${qn.slice(pool.length + 1)}`;
+      add(name, cloud, q, variant(q, 'other pool\'s queue', (x) => {
+        if (x.request.QueueName) x.request.QueueName = other;
+        if (x.queueUrl) x.queueUrl = x.queueUrl.replace(/[^/]+\/?$/, other);
+        if (x.request.QueueUrl) x.request.QueueUrl = x.queueUrl;
+      }), { pool });
     }
 
     // Terminations by the controller: one of a pool's instances, aimed at another pool's (or none).

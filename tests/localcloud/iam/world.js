@@ -59,6 +59,7 @@ class CloudWorld {
     this.pools = new Map();       // pool -> { name, table, role, templates: Set(ids and names), instanceTypes: Set }
     this.templates = new Map();   // id or name -> { id, name, tags, data }
     this.queues = new Map();      // queue name -> { policy (JSON string) | null }
+    this.queueNames = new Set();  // every queue created or found (GetQueueUrl) in the recording
     this.instances = new Map();   // instance id -> { tags, type }
     this.userIds = new Map();     // instance id -> the aws:userid its credentials carried
   }
@@ -85,6 +86,13 @@ class CloudWorld {
     return best;
   }
 
+  // A pool's resource classes: the <class> of its queues <pool>-<class> the recording made or
+  // found, which are not its wake-up queues <pool>-wake-<instance id>.
+  classesOf(pool) {
+    return [...this.queueNames].filter((q) => pool && this.poolOfQueue(q) === pool && !q.startsWith(`${pool}-wake-`))
+      .map((q) => q.slice(pool.length + 1)).sort();
+  }
+
   poolsOfTable(table) { return [...this.pools.values()].filter((p) => p.table === table); }
 
   learn(line) {
@@ -103,6 +111,9 @@ class CloudWorld {
       const hash = (r.KeySchema || []).find((k) => k.KeyType === 'HASH');
       const indexes = new Set([...(r.GlobalSecondaryIndexes || []), ...(r.LocalSecondaryIndexes || [])].map((i) => i.IndexName));
       if (hash) this.tables.set(r.TableName, { hashKey: hash.AttributeName, indexes });
+    }
+    if (line.service === 'sqs' && ['CreateQueue', 'GetQueueUrl'].includes(line.operation) && ok && r.QueueName) {
+      this.queueNames.add(r.QueueName);
     }
     if (line.service === 'sqs' && (line.operation === 'CreateQueue' || line.operation === 'SetQueueAttributes')) {
       const name = line.operation === 'CreateQueue' ? (r.QueueName) : queueName(line.queueUrl);

@@ -67,6 +67,10 @@ async function record() {
     LaunchTemplate: { LaunchTemplateId: lt.LaunchTemplate.LaunchTemplateId },
     TagSpecifications: [{ ResourceType: 'instance', Tags: [{ Key: 'runpool:label', Value: 'tier-run' }] }] }));
   const [a, b] = run.Instances.map((i) => i.InstanceId);
+  // The pool queue of class small (runpoolctl init's), and a hint in it.
+  const small = (await sqs.send(new CreateQueueCommand({ QueueName: `${POOL}-small`,
+    Attributes: { MessageRetentionPeriod: '1209600', VisibilityTimeout: '30' } }))).QueueUrl;
+  await sqs.send(new SendMessageCommand({ QueueUrl: small, MessageBody: 'idle' }));
   const queues = {};
   for (const id of [a, b]) {
     await ddb.send(new PutItemCommand({ TableName: TABLE, ConditionExpression: 'attribute_not_exists(#k)',
@@ -130,18 +134,21 @@ function evaluateCli(args) {
 let recorded;
 test('a recording of the controller and an agent is allowed by runpool\'s policies, and the forbidden set denied', async () => {
   recorded = await record();
-  const all = await lines(15);
-  assert.equal(all.length, 15, `${all.length} lines recorded`);
-  const report = await evaluateRecording(all, [jsonPolicySet(), cfnPolicySet()], { instanceTypes: TYPES });
+  const all = await lines(17);
+  assert.equal(all.length, 17, `${all.length} lines recorded`);
+  const report = await evaluateRecording(all, [jsonPolicySet(), cfnPolicySet(), cfnPolicySet(undefined, { serve: true })],
+    { instanceTypes: TYPES });
+  assert.deepEqual(Object.keys(report.sets), ['packaging/iam', 'cloudformation', 'cloudformation serve role']);
   for (const [name, s] of Object.entries(report.sets)) {
     assert.deepEqual(s.denied, [], `${name}: ${JSON.stringify(s.denied, null, 1)}`);
-    assert.deepEqual(s.byKind, { controller: { allowed: 10, denied: 0 }, instance: { allowed: 5, denied: 0 } });
+    assert.deepEqual(s.byKind, { controller: { allowed: 12, denied: 0 }, instance: { allowed: 5, denied: 0 } });
   }
   assert.deepEqual(report.forbidden.missing, []);
   for (const c of report.forbidden.cases) {
     for (const [set, x] of Object.entries(c.sets)) assert.equal(x.verdict, 'denied', `${c.name} (${set}): ${JSON.stringify(x)}`);
   }
-  assert.equal(report.forbidden.cases.length, 21);
+  assert.equal(report.forbidden.cases.length, 23);
+  assert.ok(report.forbidden.cases.some((c) => c.name === 'the controller reaches another pool\'s queue whose name starts with this pool\'s name'));
   assert.equal(report.ok, true);
   const cli = await evaluateCli([]);
   assert.equal(cli.code, 0, cli.stdout);
@@ -190,7 +197,8 @@ test('a controller policy without sqs:SendMessage denies runpoolctl\'s wake-ups'
   const report = await evaluateRecording(readRecording(recording), [jsonPolicySet({ controller: broken })], { instanceTypes: TYPES });
   const denied = deniedOf(report);
   assert.ok(denied.some((d) => d.includes('controller sqs:SendMessage')), denied.join('\n'));
-  assert.equal(report.sets['packaging/iam'].byKind.controller.denied, 1);
+  // The wake-up and the pool queue's hint.
+  assert.equal(report.sets['packaging/iam'].byKind.controller.denied, 2);
   assert.equal(report.ok, false);
 });
 
@@ -201,5 +209,17 @@ test('a controller policy without the instance type condition lets a launch of a
   const report = await evaluateRecording(readRecording(recording), [jsonPolicySet({ controller: broken })], { instanceTypes: TYPES });
   const c = report.forbidden.cases.find((x) => x.name.includes('instance type outside'));
   assert.equal(c.sets['packaging/iam'].verdict, 'ALLOWED');
+  assert.equal(report.ok, false);
+});
+
+test('a controller policy whose queues are <pool>-* reaches pool <pool>-x\'s queues', async () => {
+  const broken = withPolicy('controller-policy.json', (doc) => {
+    for (const st of doc.Statement) if (st.Sid === 'PoolQueues') st.Resource = 'arn:@PARTITION@:sqs:@REGION@:@ACCOUNT_ID@:@POOL@-*';
+  });
+  const report = await evaluateRecording(readRecording(recording), [jsonPolicySet({ controller: broken })], { instanceTypes: TYPES });
+  assert.deepEqual(deniedOf(report), []);
+  const allowed = report.forbidden.cases.filter((c) => c.sets['packaging/iam'].verdict !== 'denied').map((c) => c.name);
+  assert.deepEqual(allowed.sort(), ['the controller reaches another pool\'s queue whose name starts with this pool\'s name',
+    'the controller reaches another pool\'s wake-up queue whose name starts with this pool\'s name']);
   assert.equal(report.ok, false);
 });
