@@ -163,6 +163,11 @@ void AgentLoop::supervise() {
         as_.identity = host_.configured();
       } catch (const std::exception&) {
       }
+      if (as_.identity && as_.ephemeral && !as_.identity->disable_update) {
+        spdlog::warn("GitHub's JIT configuration lets runner {} update itself: an update ends the assignment "
+                     "(the image's runner is what a pool serves; roll the image to a newer runner)",
+                     as_.identity->name);
+      }
     }
     AgentReport r;
     r.signal = AgentSignal::kRegistered;

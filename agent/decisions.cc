@@ -456,6 +456,16 @@ ExitDecision after_listener_exit(const ExitStatus& s, bool stopping, int restart
         if (ephemeral) return {AfterExit::kDone, Duration{0}, what + ": the ephemeral runner's assignment is over"};
         return {AfterExit::kFail, Duration{0}, what + " without a drain: its registration was deleted?"};
       case 1: return {AfterExit::kFail, Duration{0}, what + ": terminated (not configured, or its registration is gone)"};
+      // The runner is updating itself: update.sh (in the Listener's process group) waits for the
+      // Listener to exit, swaps bin/ and writes update.finished, which run-helper.sh waits for
+      // before it starts the new version (actions/runner SelfUpdater.cs, update.sh.template). A
+      // pool serves the runner its image carries and checks that installation after every
+      // assignment, so the update is not waited for: the assignment fails at once, saying why.
+      case 3:
+      case 4:
+        return {AfterExit::kFail, Duration{0},
+                std::string(kRunnerSelfUpdate) + " (" + what + "): GitHub asked this runner to update itself; roll "
+                "the image to a newer runner (a JIT runner's disableUpdate is GitHub's choice)"};
       // GitHub refused the runner's version (ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE=1 makes
       // that 7, not 1): no restart or reconfiguration helps, only a newer runner. The detail says so
       // first, for the controller and `status`.
@@ -465,7 +475,7 @@ ExitDecision after_listener_exit(const ExitStatus& s, bool stopping, int restart
       default: break;
     }
   }
-  // 2 retryable, 3/4 self-update, 5 session conflict, a crash (signal) or anything unknown.
+  // 2 retryable, 5 session conflict, a crash (signal) or anything unknown.
   if (restarts >= max_restarts) {
     return {AfterExit::kFail, Duration{0}, what + " after " + std::to_string(restarts) + " restarts"};
   }

@@ -227,6 +227,9 @@ enum class RemoveFailure {
 RemoveFailure classify_remove_failure(const std::string& output, bool timed_out);
 std::string_view remove_failure_name(RemoveFailure f);
 
+// How a failure detail begins when the Listener exited to update itself (exit 3 or 4).
+inline constexpr std::string_view kRunnerSelfUpdate = "runner self-update";
+
 // Why a just-in-time runner stopped while idle is left registered (the drained report's detail).
 inline constexpr std::string_view kJustInTimeLeftToController =
     "a just-in-time runner is not removed by config.sh (its .runner has no gitHubUrl): runpoolctl removes it by id";

@@ -727,11 +727,20 @@ TEST(AfterListenerExit, ByExitCode) {
       << "a deprecated version is told apart from a configuration problem";
   EXPECT_EQ(after_listener_exit({false, 1}, false, 0, 5, b).reason.find(pool::kRunnerVersionDeprecated),
             std::string::npos);
-  for (int code : {2, 3, 4, 5, 6, 42, 137}) {
+  for (int code : {2, 5, 6, 42, 137}) {
     ExitDecision d = after_listener_exit({false, code}, false, 0, 5, b);
     EXPECT_EQ(d.what, AfterExit::kRestart) << code;
     EXPECT_EQ(d.delay, b);
   }
+  // A self-update (3, 4): never restarted into a runner update.sh is swapping; failed at once.
+  for (bool ephemeral : {false, true}) {
+    for (int code : {3, 4}) {
+      ExitDecision d = after_listener_exit({false, code}, false, 0, 5, b, ephemeral);
+      EXPECT_EQ(d.what, AfterExit::kFail) << code;
+      EXPECT_EQ(d.reason.rfind(kRunnerSelfUpdate, 0), 0u) << d.reason;
+    }
+  }
+  EXPECT_EQ(after_listener_exit({false, 3}, true, 0, 5, b).what, AfterExit::kStopped) << "asked to stop";
   for (int sig : {9, 11, 15}) EXPECT_EQ(after_listener_exit({true, sig}, false, 0, 5, b).what, AfterExit::kRestart);
 }
 

@@ -50,6 +50,7 @@ RunnerIdentity parse_runner_file(const std::string& raw) {
   if (const Json::Value* url = member(*doc, "serverUrl"); url && url->isString()) id.server_url = url->asString();
   // Written only when true (the runner omits false settings); JIT configurations carry it.
   if (const Json::Value* e = member(*doc, "ephemeral"); e && e->isBool()) id.ephemeral = e->asBool();
+  if (const Json::Value* d = member(*doc, "disableUpdate"); d && d->isBool()) id.disable_update = d->asBool();
   return id;
 }
 

@@ -20,6 +20,9 @@ struct RunnerIdentity {
   std::string name;
   std::string server_url;  // "" when absent
   bool ephemeral = false;  // one job, then the runner deletes its configuration and exits 0 (JIT runners)
+  // The runner never updates itself: config.sh's --disableupdate, or what GitHub wrote into a JIT
+  // configuration (it decides that for a just-in-time runner).
+  bool disable_update = false;
 };
 
 // Parses the file's text. Throws RunnerFileError (never anything else) on bad JSON, a missing

@@ -31,6 +31,14 @@ TEST(RunnerFile, ReadsWhetherTheRunnerIsEphemeral) {
   EXPECT_FALSE(parse_runner_file(R"({"agentId": 7, "agentName": "x", "ephemeral": "yes"})").ephemeral);
 }
 
+// disableUpdate: config.sh's --disableupdate, or GitHub's choice in a JIT configuration.
+TEST(RunnerFile, ReadsWhetherTheRunnerMayUpdateItself) {
+  EXPECT_TRUE(parse_runner_file(R"({"agentId": 7, "agentName": "x", "disableUpdate": true})").disable_update);
+  EXPECT_TRUE(parse_runner_file(R"({"AgentId": 7, "AgentName": "x", "DisableUpdate": true})").disable_update);
+  EXPECT_FALSE(parse_runner_file(R"({"agentId": 7, "agentName": "x", "ephemeral": true})").disable_update);
+  EXPECT_FALSE(parse_runner_file(R"({"agentId": 7, "agentName": "x", "disableUpdate": 1})").disable_update);
+}
+
 TEST(RunnerFile, AcceptsPascalCaseNoBomAndQuotedIds) {
   EXPECT_EQ(parse_runner_file(R"({"AgentId": 7, "AgentName": "x"})").id, 7);
   EXPECT_EQ(parse_runner_file(R"({"agentId": "8", "agentName": "x"})").id, 8);
