@@ -9,6 +9,9 @@
 namespace runpool::agent {
 namespace {
 
+// Why a container or volume the assignment found is removed all the same (lasting_part).
+constexpr const char* kOlderThanTheAssignment = " was there when the assignment began, and a job may have changed it";
+
 const Json::Value& array_of(const Json::Value& v, const std::string& what) {
   if (!v.isArray()) throw JsonError(what + ": not a JSON array");
   return v;
@@ -152,6 +155,13 @@ std::pair<std::string, std::string> split_image_tag(const std::string& ref) {
   return {ref.substr(0, colon), ref.substr(colon + 1)};
 }
 
+EngineState lasting_part(const EngineState& baseline) {
+  EngineState s = baseline;
+  s.containers.clear();
+  s.volumes.clear();
+  return s;
+}
+
 DockerCleanupPlan plan_docker_cleanup(const std::optional<EngineState>& baseline, const EngineState& now) {
   DockerCleanupPlan p;
   const EngineState empty;
@@ -160,9 +170,8 @@ DockerCleanupPlan plan_docker_cleanup(const std::optional<EngineState>& baseline
   std::set<std::string> base_containers;
   for (const auto& c : base.containers) base_containers.insert(c.id);
   for (const auto& c : now.containers) {
-    if (!base_containers.count(c.id)) {
-      p.actions.push_back({DockerActionKind::kRemoveContainer, c.id, "", "container " + c.name + " was made by the job"});
-    }
+    p.actions.push_back({DockerActionKind::kRemoveContainer, c.id, "",
+                         "container " + c.name + (base_containers.count(c.id) ? kOlderThanTheAssignment : " was made by the job")});
   }
 
   std::map<std::string, const DockerImage*> now_images;       // id → image
@@ -228,7 +237,8 @@ DockerCleanupPlan plan_docker_cleanup(const std::optional<EngineState>& baseline
 
   std::set<std::string> base_volumes(base.volumes.begin(), base.volumes.end());
   for (const auto& v : now.volumes) {
-    if (!base_volumes.count(v)) p.actions.push_back({DockerActionKind::kRemoveVolume, v, "", "volume " + v + " was made by the job"});
+    p.actions.push_back({DockerActionKind::kRemoveVolume, v, "",
+                         "volume " + v + (base_volumes.count(v) ? kOlderThanTheAssignment : " was made by the job")});
   }
   std::set<std::string> base_networks;
   for (const auto& n : base.networks) base_networks.insert(n.id);

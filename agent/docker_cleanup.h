@@ -79,12 +79,19 @@ struct DockerCleanupPlan {
 // The networks every engine has; never the job's.
 bool predefined_network(const std::string& name);
 
+// What of the assignment's start outlives it: the images with their tags (content-addressed: a job
+// cannot change one without changing its id) and the networks. Containers and volumes never do,
+// the image's own included: a job with the engine can change what is inside them (`docker exec`,
+// a write into the volume) and nothing vouches for that, so the cleaning removes them all.
+EngineState lasting_part(const EngineState& baseline);
+
 // `baseline` nullopt: the agent has no record of the assignment's start (its state file was lost):
 // everything that can be made again goes, and the images cannot be vouched for.
 DockerCleanupPlan plan_docker_cleanup(const std::optional<EngineState>& baseline, const EngineState& now);
 
 // How `now` differs from `baseline` (empty: the engine is as the assignment found it). Containers,
-// images with their tags, volumes and networks are compared; the build cache is not listed.
+// images with their tags, volumes and networks are compared; the build cache is not listed. After a
+// cleaning, compare with lasting_part(baseline).
 std::vector<std::string> engine_differences(const EngineState& baseline, const EngineState& now);
 
 // "repo:tag" into its repository and tag (the tag is after the last ':' that follows the last '/',

@@ -9,12 +9,19 @@
 namespace runpool::agent {
 namespace {
 
+// An engine as an assignment finds it after a cleaning: images and networks.
 EngineState base() {
   EngineState s;
-  s.containers = {{"c-keep", "sha256:svc", "mirror"}};
   s.images = {{"sha256:ubuntu", {"ubuntu:22.04", "ubuntu:latest"}, 100}, {"sha256:svc", {"mirror:1"}, 90}};
-  s.volumes = {"mirror-data"};
   s.networks = {{"n-bridge", "bridge"}, {"n-host", "host"}, {"n-none", "none"}};
+  return s;
+}
+
+// One whose image also shipped a container and a volume (a mirror service and its data).
+EngineState found() {
+  EngineState s = base();
+  s.containers = {{"c-keep", "sha256:svc", "mirror"}};
+  s.volumes = {"mirror-data"};
   return s;
 }
 
@@ -109,29 +116,45 @@ TEST(DockerCleanup, WhatCannotBePutBackIsDamage) {
   EXPECT_EQ(kinds(p), std::vector<std::string>{"prune"});
 }
 
-TEST(DockerCleanup, BaselineContainersVolumesAndNetworksAreKeptAndTheirLossReported) {
-  EngineState now = base();
+// A container or volume the assignment found may hold what a job wrote into it (`docker exec`, a
+// write into the volume): none outlives the assignment. Images and networks are kept.
+TEST(DockerCleanup, BaselineContainersAndVolumesNeverOutliveTheAssignmentImagesAndNetworksDo) {
+  auto p = plan_docker_cleanup(found(), found());
+  EXPECT_EQ(kinds(p), (std::vector<std::string>{"rm-container c-keep", "rm-volume mirror-data", "prune"}));
+  EXPECT_TRUE(p.damage.empty());
+  EXPECT_NE(p.actions[0].why.find("was there when the assignment began"), std::string::npos) << p.actions[0].why;
+  EngineState lasting = lasting_part(found());
+  EXPECT_TRUE(lasting.containers.empty());
+  EXPECT_TRUE(lasting.volumes.empty());
+  EXPECT_EQ(lasting.images.size(), found().images.size());
+  EXPECT_EQ(lasting.networks.size(), found().networks.size());
+  EngineState after = found();
+  after.containers.clear();
+  after.volumes.clear();
+  EXPECT_TRUE(engine_differences(lasting, after).empty()) << "what a cleaning leaves is no difference";
+}
+
+TEST(DockerCleanup, TheLossOfWhatTheAssignmentFoundIsReported) {
+  EngineState now = found();
   now.containers.clear();
   now.volumes.clear();
   now.networks.pop_back();
-  auto p = plan_docker_cleanup(base(), now);
-  EXPECT_EQ(kinds(p), std::vector<std::string>{"prune"});
-  auto diff = engine_differences(base(), now);
+  auto diff = engine_differences(found(), now);
   EXPECT_EQ(diff, (std::vector<std::string>{"container mirror is gone", "volume mirror-data is gone", "network none is gone"}));
-  now = base();
+  now = found();
   now.containers[0].image_id = "sha256:ubuntu";
-  EXPECT_EQ(engine_differences(base(), now), std::vector<std::string>{"container mirror runs another image"});
+  EXPECT_EQ(engine_differences(found(), now), std::vector<std::string>{"container mirror runs another image"});
 }
 
 TEST(DockerCleanup, WithoutABaselineEverythingRemakableGoesAndTheImagesCannotBeVouchedFor) {
-  EngineState now = base();
+  EngineState now = found();
   auto p = plan_docker_cleanup(std::nullopt, now);
   EXPECT_EQ(kinds(p), (std::vector<std::string>{"rm-container c-keep", "rm-image sha256:ubuntu", "rm-image sha256:svc",
                                                 "rm-volume mirror-data", "prune"}));
   ASSERT_EQ(p.damage.size(), 1u);
   EXPECT_NE(p.damage[0].find("cannot be vouched for"), std::string::npos);
   EngineState bare;
-  bare.networks = base().networks;
+  bare.networks = found().networks;
   EXPECT_TRUE(plan_docker_cleanup(std::nullopt, bare).damage.empty());
 }
 

@@ -105,7 +105,9 @@ DockerCleanReport clean_docker_engine(DockerEngine& engine, const std::optional<
     }
   }
   if (baseline) {
-    for (auto& d : engine_differences(*baseline, engine.state())) rep.problems.push_back("after cleaning, " + d);
+    for (auto& d : engine_differences(lasting_part(*baseline), engine.state())) {
+      rep.problems.push_back("after cleaning, " + d);
+    }
   }
   return rep;
 }
