@@ -351,6 +351,7 @@ check({"Fn::Or": [repo_empty, subjects_empty]} in assertions,
       "a rule must forbid GitHubRepository with ControllerSubjects")
 
 # --- The serve host: the controller policy through an instance profile, and its token's secret ------
+settings_keys = set(re.findall(r'^\| `([a-z_]+)` \| `RUNPOOL_', source("docs/runpoolctl.md"), re.M))
 check(params.get("ServeHost", {}).get("AllowedValues") == ["none", "role", "asg"]
       and params["ServeHost"].get("Default") == "none", "ServeHost: none (default), role or asg")
 check(conds.get("MakeServeRole") == {"Fn::Not": [{"Fn::Equals": [{"Ref": "ServeHost"}, "none"]}]}
@@ -384,6 +385,15 @@ check("systemctl enable --now runpoolctl-serve.service runpoolctl-refresh.timer"
 # The token is read at each start into a root-only runtime file, never passed in user-data.
 check("UMask=0077" in user_data and "RuntimeDirectoryMode=0700" in user_data
       and "EnvironmentFile=/run/runpool-secrets/serve.env" in user_data, "the token file is root's only")
+# The stack's settings reach serve as runpoolctl's RUNPOOL_<KEY> variables, one per setting it knows.
+stack_env = dict(re.findall(r"'RUNPOOL_([A-Z_]+)=([^']*)'", user_data))
+check(stack_env == {"TABLE": "${TableName}", "POOL": "${PoolName}", "REGION": "${AWS::Region}",
+                    "INSTANCE_PROFILE": "${InstanceProfile}", "INSTANCE_ROLE_ID": "${InstanceRole.RoleId}",
+                    "LAUNCH_TEMPLATE": "runpool-${PoolName}", "METRICS_LOG_GROUP": "${MetricsLogGroup}"},
+      f"the serve hosts' stack settings: {stack_env}")
+for key in stack_env:
+    check(key.lower() in settings_keys, f"user-data sets RUNPOOL_{key}, which is no runpoolctl setting")
+check("EnvironmentFile=/etc/runpool/stack.env" in user_data, "serve and refresh read the stack's settings")
 check(not re.search(r"RUNPOOL_GITHUB_TOKEN=\$\{(?!!)", user_data), "no token in user-data")
 for unit in ("runpoolctl-serve.service", "runpoolctl-refresh.service"):
     check(os.path.exists(os.path.join(SRC, "controller", unit)), f"user-data names {unit}, which the package installs")
