@@ -59,8 +59,10 @@ std::optional<std::string> own_tree(int dir, const std::string& name, uid_t uid,
   Fd fd(openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   auto opened = fd.ok() ? stat_at(fd.get(), "") : std::nullopt;
   if (!opened || opened->ino != top->ino || opened->dev != top->dev) return name + ": cannot open";
-  DIR* d = fdopendir(fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+  Fd listing(fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+  DIR* d = listing.ok() ? fdopendir(listing.get()) : nullptr;
   if (!d) return name + ": cannot list";
+  listing.release();  // closedir closes it
   std::vector<std::string> names;
   while (dirent* e = readdir(d)) {
     if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
