@@ -22,6 +22,7 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/job_cache.h"
 #include "agent/mount_baseline.h"
 #include "agent/tenant_sweep.h"
 
@@ -154,6 +155,27 @@ TEST_F(FsBoundary, AJobUsersBtrfsSubvolumesAreRemoved) {
   EXPECT_FALSE(fs::exists(tmp / "image-volume" / "planted")) << "the image's subvolume is searched, not skipped";
   EXPECT_TRUE(fs::exists(tmp / "image-volume" / "left-for-the-next-tenant")) << "root's file stays";
   EXPECT_FALSE(fs::exists(dir_ / "mounts")) << "complete: the start's table is done with";
+}
+
+TEST_F(FsBoundary, ACacheHoldingASubvolumeIsNotKeptAndTheSweepRemovesIt) {
+  const fs::path data = dir_ / "data";
+  if (auto why = mount_btrfs(data); !why.empty()) GTEST_SKIP() << "cannot mount a btrfs loop file system: " << why;
+  const fs::path root = data / "runner";
+  fs::create_directories(root / "_work");
+  ASSERT_EQ(chown((root / "_work").c_str(), kJob, kJob), 0);
+  record_mount_baseline((dir_ / "mounts").string());
+  ASSERT_EQ(as_job([&] {
+              fs::create_directories(root / "_work" / "_tool" / "node");
+              return make_subvolume(root / "_work" / "_tool", "volume");
+            }),
+            0);
+  JobCache cache((data / "runner.caches").string(), {"_work/_tool"});
+  EXPECT_EQ(cache.keep(root.string(), "acme/app"), 0) << "a subvolume would leave the sweep's reach in the store";
+  EXPECT_FALSE(fs::exists(data / "runner.caches"));
+  EXPECT_TRUE(fs::exists(root / "_work" / "_tool" / "volume" / "left-for-the-next-tenant")) << "put back for the sweep";
+  SweepReport r = sweep_tenant(kJob, opts(data), nullptr);
+  EXPECT_TRUE(r.errors.empty()) << first(r);
+  EXPECT_FALSE(fs::exists(root / "_work" / "_tool"));
 }
 
 TEST_F(FsBoundary, ATmpfsMountedDuringTheAssignmentFailsTheSweep) {
