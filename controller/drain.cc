@@ -58,11 +58,27 @@ pool::RunnerFateDecision settle_runner(Context& ctx, const pool::InstanceRecord&
   if (r.signal_generation == r.generation && r.signal_detail != "-") f.agent_detail = r.signal_detail;
   f.runner_id = r.runner_id;
   f.deadline_forces = forced || (r.hard_deadline_ms != 0 && ctx.now_ms() >= r.hard_deadline_ms);
+  // The agent's `drained` is its word (forgeable while a job still runs): GitHub, asked by the
+  // assignment's runner name, must not list the runner any more.
+  std::optional<github::Runner> own;
+  if (!agent_left) {
+    try {
+      own = ctx.github.find(pool::records_runner_name(r));
+      f.listing = own ? pool::GithubListing::kPresent : pool::GithubListing::kAbsent;
+      if (own) f.runner_id = own->id;
+    } catch (const std::exception& e) {
+      f.listing = pool::GithubListing::kUnknown;
+      f.delete_error = e.what();
+    }
+  }
   pool::RunnerFateDecision d = pool::decide_runner_fate(f);
-  if (!d.delete_runner) return d;
+  if (!d.delete_runner) {
+    if (d.fate == pool::RunnerFate::kLeftRegistered) spdlog::warn("instance {}: {}", r.instance_id, d.detail);
+    return d;
+  }
   try {
     // runner_id is the agent's word: only a runner GitHub names as this assignment's is deleted.
-    std::optional<github::Runner> listed = ctx.github.get(r.runner_id);
+    std::optional<github::Runner> listed = own ? own : ctx.github.get(r.runner_id);
     if (!listed) {
       f.deleted = pool::ControllerDelete::kAlreadyGone;
     } else if (!pool::is_records_runner(r, listed->name)) {

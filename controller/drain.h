@@ -60,7 +60,9 @@ DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>
                            const std::function<Secret()>& remove_token, const DrainOptions& options);
 
 // Makes sure the record's runner is gone from GitHub before its instance is terminated or
-// returned: nothing to do when its agent deregistered it (`agent_left`: false), else a DELETE of
+// returned: when its agent says it deregistered it (`agent_left`: false), GitHub's list, asked by
+// the assignment's runner name, must agree (a runner still listed is deleted as a left one; no
+// answer leaves the instance unless `forced`), else a DELETE of
 // the record's runner_id with the controller's own credentials (on_delete: each call) — only once
 // a GET shows GitHub names that runner as the assignment's (pool/runner_identity.h). `forced`: a
 // deadline makes the instance go whatever GitHub answers.

@@ -28,7 +28,12 @@ class DeletingRunners final : public Runners {
   Secret registration_token() override { return inner_.registration_token(); }
   Secret remove_token() override { return inner_.remove_token(); }
   std::string registration_url() override { return inner_.registration_url(); }
-  std::vector<github::Runner> list() override { return inner_.list(); }
+  std::vector<github::Runner> list() override {
+    std::vector<github::Runner> all = inner_.list();
+    all.insert(all.end(), listed.begin(), listed.end());
+    return all;
+  }
+  std::vector<github::Runner> listed;  // what GitHub still lists, as a test says
   bool remove_labels(int64_t id) override { return inner_.remove_labels(id); }
   std::vector<github::WorkflowRun> workflow_runs(const std::string& r, const std::string& s) override {
     return inner_.workflow_runs(r, s);
@@ -220,6 +225,69 @@ TEST(DrainRunner, AForgedRunnerIdNeverReachesAnotherRunner) {
     EXPECT_TRUE(f.w.compute.terminated.empty());
     EXPECT_EQ(f.w.record(f.id).state, State::kDraining);
   }
+}
+
+// `drained` is the agent's word, forgeable while a job still runs. GitHub still listing the
+// assignment's runner contradicts it: the runner is deleted first, and while GitHub refuses (a job
+// running) the instance stays draining — neither returned to the pool nor terminated.
+TEST(DrainRunner, ADrainedGithubContradictsIsCheckedBeforeTheInstanceLeaves) {
+  for (bool busy : {true, false}) {
+    Fixture f;
+    github::Runner still;
+    still.id = 77;
+    still.name = "ci-" + f.id + "-g1";
+    still.status = "online";
+    still.busy = busy;
+    f.gh.listed.push_back(still);
+    if (busy) f.gh.outcome = github::DeleteOutcome::kBusy;
+    f.agent_drains("");  // says deregistered
+    Json::Value v = f.release();
+    EXPECT_EQ(f.gh.deleted, std::vector<int64_t>{77});
+    if (busy) {
+      EXPECT_EQ(f.exit_code, kExitFailed) << f.w.out.str();
+      EXPECT_FALSE(contains(v["returned"], f.id));
+      EXPECT_TRUE(f.w.compute.terminated.empty());
+      EXPECT_EQ(f.w.record(f.id).state, State::kDraining);
+      EXPECT_EQ(v["runners"][f.id]["fate"].asString(), "left-registered");
+    } else {
+      EXPECT_EQ(f.exit_code, kExitOk) << f.w.out.str();
+      EXPECT_TRUE(contains(v["returned"], f.id));
+      EXPECT_EQ(v["runners"][f.id]["fate"].asString(), "deleted-by-runpoolctl");
+      EXPECT_NE(v["runners"][f.id]["detail"].asString().find("GitHub still listed"), std::string::npos);
+    }
+  }
+}
+
+TEST(DrainRunner, ADrainedGithubCannotConfirmLeavesTheInstanceDraining) {
+  class Unreadable final : public Runners {
+   public:
+    explicit Unreadable(Runners& inner) : inner_(inner) {}
+    Secret registration_token() override { return inner_.registration_token(); }
+    Secret remove_token() override { return inner_.remove_token(); }
+    std::string registration_url() override { return inner_.registration_url(); }
+    std::vector<github::Runner> list() override { throw std::runtime_error("GitHub list runners: HTTP 502"); }
+    std::optional<github::Runner> get(int64_t) override { return std::nullopt; }
+    bool remove_labels(int64_t id) override { return inner_.remove_labels(id); }
+    github::DeleteOutcome remove(int64_t) override { return github::DeleteOutcome::kDeleted; }
+    long requests_sent(const std::string&) override { return 0; }
+    std::vector<github::WorkflowRun> workflow_runs(const std::string& r, const std::string& s) override {
+      return inner_.workflow_runs(r, s);
+    }
+    std::vector<github::WorkflowJob> run_jobs(const std::string& r, int64_t id) override { return inner_.run_jobs(r, id); }
+
+   private:
+    Runners& inner_;
+  };
+  Fixture f;
+  Unreadable gh{f.w.github};
+  Context ctx{f.w.settings, f.w.clock, f.w.table, f.w.queue, f.w.compute, gh, f.w.out, f.w.cancelled};
+  f.agent_drains("");
+  f.w.out.str("");
+  EXPECT_EQ(run_release(ctx, {"ci-1-1-build", std::chrono::seconds(30), true}), kExitFailed) << f.w.out.str();
+  Json::Value v = parse_json(f.w.out.str(), "release --json");
+  EXPECT_EQ(f.w.record(f.id).state, State::kDraining);
+  EXPECT_TRUE(f.w.compute.terminated.empty());
+  EXPECT_NE(v["runners"][f.id]["detail"].asString().find("could not confirm"), std::string::npos) << f.w.out.str();
 }
 
 TEST(DrainRunner, ARunnerGithubNoLongerKnowsIsAlreadyGoneWithoutADelete) {

@@ -56,6 +56,13 @@ std::string GithubRunners::registration_url() {
 std::vector<github::Runner> GithubRunners::list() { return client().list_runners(); }
 github::DeleteOutcome GithubRunners::remove(int64_t runner_id) { return client().delete_runner(runner_id); }
 std::optional<github::Runner> GithubRunners::get(int64_t runner_id) { return client().get_runner(runner_id); }
+std::optional<github::Runner> GithubRunners::find(const std::string& name) {
+  // GitHub filters by name without regard to case; only the exact name is the assignment's.
+  for (auto& r : client().list_runners(name)) {
+    if (r.name == name) return r;
+  }
+  return std::nullopt;
+}
 
 bool GithubRunners::remove_labels(int64_t runner_id) {
   try {

@@ -26,6 +26,7 @@ class GithubRunners final : public Runners {
   github::DeleteOutcome remove(int64_t runner_id) override;
   bool remove_labels(int64_t runner_id) override;
   std::optional<github::Runner> get(int64_t runner_id) override;
+  std::optional<github::Runner> find(const std::string& name) override;
   long requests_sent(const std::string& operation) override;
   std::vector<github::WorkflowRun> workflow_runs(const std::string& repository, const std::string& status) override;
   std::vector<github::WorkflowJob> run_jobs(const std::string& repository, int64_t run_id) override;

@@ -44,6 +44,14 @@ class Runners {
     }
     return std::nullopt;
   }
+  // The runner GitHub lists under exactly this name (a drain's check that its runner is gone);
+  // nullopt when none. The default looks through list(); GithubRunners asks for the name.
+  virtual std::optional<github::Runner> find(const std::string& name) {
+    for (auto& r : list()) {
+      if (r.name == name) return r;
+    }
+    return std::nullopt;
+  }
 };
 
 }  // namespace runpool::controller

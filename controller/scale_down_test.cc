@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -59,6 +60,17 @@ class CountingRunners final : public Runners {
     }
     return std::nullopt;
   }
+  // A name-filtered list (one ListRunners request): a drain's check that its runner is gone. A
+  // runner whose agent drained is deregistered (config.sh remove), as the real agent's is.
+  std::optional<github::Runner> find(const std::string& name) override {
+    ++lists;
+    if (deregistered && deregistered(name)) std::erase_if(runners, [&](const github::Runner& r) { return r.name == name; });
+    for (const auto& r : runners) {
+      if (r.name == name) return r;
+    }
+    return std::nullopt;
+  }
+  std::function<bool(const std::string& name)> deregistered;
   github::DeleteOutcome remove(int64_t id) override {
     ++deletes;
     std::erase_if(runners, [&](const github::Runner& r) { return r.id == id; });
@@ -132,8 +144,17 @@ class ScaleDownTest : public ::testing::Test {
     w.settings.scale_down_drain_wait = std::chrono::seconds(30);
     w.settings.resource_classes = {{"small", {"c7i.large"}}};
     w.settings.shared_labels = {"self-hosted", "linux", "x64"};
-    // Agents drain when asked (the World's AgentSim also heartbeats and registers).
+    // Agents drain when asked (the World's AgentSim also heartbeats and registers), and their
+    // runner is then gone from GitHub.
     w.agents.drain_ok = true;
+    gh.deregistered = [this](const std::string& name) {
+      bool drained = false;
+      w.table.inner.scan([&](const InstanceRecord& r) {
+        drained |= pool::runner_name("ci", r.instance_id, r.generation) == name &&
+                   pool::agent_reported(r, pool::AgentSignal::kDrained);
+      });
+      return drained;
+    };
   }
 
   // A shared runner, registered and running, launched `age_min` minutes ago, listed on GitHub.
@@ -195,13 +216,14 @@ TEST_F(ScaleDownTest, IdleSharedRunnersBeyondTheQuotaAreDrainedThenTerminatedWit
     EXPECT_EQ(rule_of(r.instance_id), "idle.over-quota/done");
   }
   EXPECT_EQ(rule_of(newest.instance_id), "idle.quota/planned");
-  // One list for the one owner, one GET per removal candidate, one remove token for the pass.
-  EXPECT_EQ(gh.lists, 1);
+  // One list for the one owner, one GET per removal candidate, one name-filtered list per drained
+  // runner (its deregistration confirmed before the termination), one remove token for the pass.
+  EXPECT_EQ(gh.lists, 1 + 3);
   EXPECT_EQ(gh.gets, 3);
   EXPECT_EQ(gh.remove_tokens, 1);
   EXPECT_EQ(gh.deletes, 0);
   EXPECT_EQ(doc["github_calls"]["get_runner"].asInt(), 3);
-  EXPECT_EQ(doc["github_calls"]["list_runners"].asInt(), 1);
+  EXPECT_EQ(doc["github_calls"]["list_runners"].asInt(), 1 + 3);
 }
 
 // A shared instance has no wake-up queue: its drain sends no wake-up, so none can fail and be logged.
@@ -291,9 +313,9 @@ TEST_F(ScaleDownTest, GithubCallsCountTheHttpRequestsRetriesIncluded) {
   ASSERT_EQ(scale_down({.idle = 1}), kExitOk) << out.str();
   EXPECT_EQ(gh.gets, 1);
   EXPECT_EQ(doc["github_calls"]["get_runner"].asInt(), 3);
-  EXPECT_EQ(doc["github_calls"]["list_runners"].asInt(), 1);
+  EXPECT_EQ(doc["github_calls"]["list_runners"].asInt(), 2) << "the owner's, and the drained runner's by name";
   EXPECT_EQ(doc["github_calls"]["remove_token"].asInt(), 1);
-  EXPECT_EQ(doc["github_calls"]["total"].asInt(), 5);
+  EXPECT_EQ(doc["github_calls"]["total"].asInt(), 6);
   // Only this pass's: a second pass reports its own.
   ASSERT_EQ(scale_down({.idle = 1}), kExitOk) << out.str();
   EXPECT_EQ(doc["github_calls"]["get_runner"].asInt(), 0) << out.str();

@@ -24,15 +24,29 @@ std::string_view runner_fate_name(RunnerFate f) {
 }
 
 RunnerFateDecision decide_runner_fate(const RunnerFateFacts& f) {
-  if (!f.agent_left_runner) return {false, RunnerFate::kDeregisteredByAgent, true, "runner deregistered by its agent"};
   const std::string agent = f.agent_detail.empty() ? "" : " (agent: " + f.agent_detail + ")";
+  if (!f.agent_left_runner) {
+    switch (f.listing) {
+      case GithubListing::kAbsent:
+        return {false, RunnerFate::kDeregisteredByAgent, true, "runner deregistered by its agent"};
+      case GithubListing::kUnknown: {
+        const std::string why = "its agent says its runner is deregistered, but GitHub could not confirm it (" +
+                                (f.delete_error.empty() ? "no answer" : f.delete_error) + ")";
+        if (f.deadline_forces) return {false, RunnerFate::kLeftRegistered, true, why + "; the hard deadline forces the instance out"};
+        return {false, RunnerFate::kLeftRegistered, false, why + "; the instance is left for the next pass or refresh"};
+      }
+      case GithubListing::kPresent:
+        break;  // the agent's word is contradicted: the runner is removed as a left one would be
+    }
+  }
   if (f.runner_id == 0) return {false, RunnerFate::kNoRunner, true, "no runner id in the record: nothing to remove" + agent};
   const std::string runner = "runner " + std::to_string(f.runner_id);
   switch (f.deleted) {
     case ControllerDelete::kNotTried: return {true, RunnerFate::kLeftRegistered, false, ""};
     case ControllerDelete::kDeleted:
       return {false, RunnerFate::kDeletedByController, true,
-              "the agent could not deregister " + runner + "; runpoolctl deleted it" + agent};
+              (f.agent_left_runner ? "the agent could not deregister " : "GitHub still listed ") + runner +
+                  "; runpoolctl deleted it" + agent};
     case ControllerDelete::kAlreadyGone:
       return {false, RunnerFate::kAlreadyGone, true, runner + " was already gone from GitHub" + agent};
     case ControllerDelete::kBusy:

@@ -37,8 +37,18 @@ enum class RunnerFate {
 };
 std::string_view runner_fate_name(RunnerFate f);
 
+// GitHub's list, asked by the assignment's runner name (runner_identity.h), when the agent says it
+// deregistered its runner: its `drained` is its word, which anyone holding the instance role's
+// credentials can forge while a job still runs there.
+enum class GithubListing {
+  kAbsent,   // GitHub lists no such runner: the agent's word holds
+  kPresent,  // still listed (runner_id is then the listed one): removed as a left runner would be
+  kUnknown,  // GitHub could not be asked (delete_error says why)
+};
+
 struct RunnerFateFacts {
   bool agent_left_runner = false;  // runner_left_registered(record), or the agent never confirmed
+  GithubListing listing = GithubListing::kAbsent;  // !agent_left_runner: what GitHub's list says
   std::string agent_detail;        // the record's signal_detail: the agent's evidence
   int64_t runner_id = 0;           // the record's
   ControllerDelete deleted = ControllerDelete::kNotTried;

@@ -92,6 +92,53 @@ TEST(RunnerFate, EveryDeleteOutcome) {
   }
 }
 
+// The agent's `drained` (runner deregistered) is its word: GitHub's list by the assignment's name
+// must agree before the instance leaves. A runner still listed is deleted as a left one (GitHub
+// refuses while it runs a job: the instance stays); no answer leaves the instance unless forced.
+TEST(RunnerFate, TheAgentsDeregistrationIsCheckedAgainstGithubsList) {
+  struct Case {
+    GithubListing listing;
+    ControllerDelete deleted;
+    bool forced;
+    bool delete_runner;
+    bool proceed;
+    RunnerFate fate;
+    const char* words;
+  };
+  const Case cases[] = {
+      {GithubListing::kAbsent, ControllerDelete::kNotTried, false, false, true, RunnerFate::kDeregisteredByAgent,
+       "deregistered by its agent"},
+      {GithubListing::kUnknown, ControllerDelete::kNotTried, false, false, false, RunnerFate::kLeftRegistered,
+       "could not confirm it (HTTP 502)"},
+      {GithubListing::kUnknown, ControllerDelete::kNotTried, true, false, true, RunnerFate::kLeftRegistered,
+       "forces the instance out"},
+      {GithubListing::kPresent, ControllerDelete::kNotTried, false, true, false, RunnerFate::kLeftRegistered, ""},
+      {GithubListing::kPresent, ControllerDelete::kDeleted, false, false, true, RunnerFate::kDeletedByController,
+       "GitHub still listed runner 31"},
+      {GithubListing::kPresent, ControllerDelete::kAlreadyGone, false, false, true, RunnerFate::kAlreadyGone,
+       "already gone"},
+      {GithubListing::kPresent, ControllerDelete::kBusy, false, false, false, RunnerFate::kLeftRegistered,
+       "left for the next pass"},
+      {GithubListing::kPresent, ControllerDelete::kBusy, true, false, true, RunnerFate::kLeftRegistered,
+       "hard deadline forces"},
+  };
+  for (const auto& c : cases) {
+    RunnerFateFacts f;
+    f.listing = c.listing;
+    f.runner_id = c.listing == GithubListing::kPresent ? 31 : 0;  // the listed runner's id
+    f.deleted = c.deleted;
+    f.deadline_forces = c.forced;
+    if (c.listing == GithubListing::kUnknown) f.delete_error = "HTTP 502";
+    if (c.deleted == ControllerDelete::kBusy) f.delete_error = "GitHub: still running a job";
+    RunnerFateDecision d = decide_runner_fate(f);
+    const std::string what = std::to_string(static_cast<int>(c.listing)) + "/" + std::to_string(static_cast<int>(c.deleted));
+    EXPECT_EQ(d.delete_runner, c.delete_runner) << what;
+    EXPECT_EQ(d.proceed, c.proceed) << what;
+    EXPECT_EQ(d.fate, c.fate) << what;
+    EXPECT_NE(d.detail.find(c.words), std::string::npos) << what << ": " << d.detail;
+  }
+}
+
 // A runner_id GitHub names otherwise than the assignment's runner (a forged id, or an earlier
 // assignment's) is never deleted; the instance waits unless a deadline forces it out.
 TEST(RunnerFate, ARunnerThatIsNotTheAssignmentsIsNeverDeleted) {
