@@ -14,6 +14,8 @@
 #include "common/log.h"
 #include "common/pool/lease_store.h"
 #include "controller/backend.h"
+#include "controller/config_file.h"
+#include "controller/config_from_stack.h"
 #include "controller/context.h"
 #include "controller/init.h"
 #include "controller/label.h"
@@ -280,6 +282,15 @@ int run_status_command(const Invocation& in, const CommandFlags& flags) {
 
 void add_config_flags(CLI::App& c, CommandFlags& flags) {
   c.add_flag("--reference", flags.config.reference, "Print the Markdown reference of every key instead");
+  CLI::App* from = c.add_subcommand(
+      "from-stack",
+      "Write the configuration file from a runpool CloudFormation stack's outputs (DescribeStacks): region, "
+      "table, pool, instance_profile, instance_role_id, launch_template (the template's name) and "
+      "metrics_log_group; prints what it wrote. Refuses to replace an existing file without --force.");
+  from->add_option("stack", flags.config.stack, "the stack's name or id")->required();
+  flags.config.output = kDefaultConfigFile;
+  from->add_option("-o,--output", flags.config.output, "the file to write")->capture_default_str();
+  from->add_flag("--force", flags.config.force, "replace the file when it exists");
 }
 
 std::string settings_text(const Config& c, const Settings& s) {
@@ -301,6 +312,9 @@ std::string settings_text(const Config& c, const Settings& s) {
 }
 
 int run_config_command(const Invocation& in, const CommandFlags& flags) {
+  if (!flags.config.stack.empty()) {
+    return run_config_from_stack(in.settings, flags.config.stack, flags.config.output, flags.config.force, std::cout);
+  }
   std::cout << (flags.config.reference ? in.config.reference_markdown() : settings_text(in.config, in.settings));
   return kExitOk;
 }

@@ -57,6 +57,8 @@ struct CommandFlags {
   } status;
   struct {
     bool reference = false;
+    std::string stack, output;  // config from-stack NAME [--output FILE]
+    bool force = false;
   } config;
 };
 
