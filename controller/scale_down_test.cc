@@ -47,7 +47,11 @@ class CountingRunners final : public Runners {
   std::vector<github::Runner> list() override {
     ++lists;
     if (fail_list) throw std::runtime_error("GitHub is down");
+    forget_deregistered();
     return runners;
+  }
+  void forget_deregistered() {
+    if (deregistered) std::erase_if(runners, [&](const github::Runner& r) { return deregistered(r.name); });
   }
   std::optional<github::Runner> get(int64_t id) override {
     ++gets;
@@ -64,7 +68,7 @@ class CountingRunners final : public Runners {
   // runner whose agent drained is deregistered (config.sh remove), as the real agent's is.
   std::optional<github::Runner> find(const std::string& name) override {
     ++lists;
-    if (deregistered && deregistered(name)) std::erase_if(runners, [&](const github::Runner& r) { return r.name == name; });
+    forget_deregistered();
     for (const auto& r : runners) {
       if (r.name == name) return r;
     }

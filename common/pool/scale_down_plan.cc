@@ -200,6 +200,19 @@ class ScaleDownPlanner {
         return d(ScaleDownKind::kKeep, "terminating", "terminating; refresh finishes it");
       case State::kDraining:
         if (r.shared && agent_reported(r, AgentSignal::kDrained)) {
+          // `drained` is the agent's word, forgeable mid-job: GitHub must not list its runner online.
+          auto list = s_.runners.find(owner);
+          if (owner.empty() || list == s_.runners.end() || !list->second) {
+            if (!owner.empty()) failed_owners_.insert(owner);
+            return d(ScaleDownKind::kKeep, "drained.unconfirmed",
+                     "drained, but GitHub's runner list could not be read to confirm its runner is gone");
+          }
+          if (const RunnerView* v = match(r, *list->second); v && v->online) {
+            ScaleDownDecision kept = d(ScaleDownKind::kKeep, "drained.runner-online",
+                                       "its agent reported drained, but GitHub lists " + runner_words(*v));
+            kept.runner_id = v->id;
+            return kept;
+          }
           return d(ScaleDownKind::kTerminate, "drained", "shared runner drained for generation " +
                                                              std::to_string(r.generation) +
                                                              ": terminated, never returned to the pool");
@@ -302,7 +315,9 @@ ScaleDownPlan plan_scale_down(const ScaleDownSnapshot& snapshot, const ScaleDown
 std::vector<std::string> owners_to_list(const std::vector<InstanceRecord>& records, const std::string& pool) {
   std::set<std::string> owners;
   for (const auto& r : records) {
-    if (!in_scope(r, pool) || !needs_runner_list(r) || r.orphan_since_ms != 0) continue;
+    // A shared runner's drained is checked against the list too (the [drained] row).
+    const bool drained_shared = r.shared && r.state == State::kDraining && agent_reported(r, AgentSignal::kDrained);
+    if (!in_scope(r, pool) || !(needs_runner_list(r) || drained_shared) || r.orphan_since_ms != 0) continue;
     std::string owner = owner_scope(r.reg_url);
     if (!owner.empty()) owners.insert(std::move(owner));
   }

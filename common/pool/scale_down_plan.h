@@ -21,7 +21,10 @@
 // record's runner_id alone (the agent's word: runner_identity.h):
 //   bypass mark                                   → keep                      [bypass]
 //   terminating                                   → keep (refresh's)          [terminating]
-//   draining, shared, drained for its generation  → terminate                 [drained]
+//   draining, shared, drained for its generation:
+//     GitHub lists its runner online               → keep (the word is forgeable) [drained.runner-online]
+//     the owner's runner list failed                → keep                      [drained.unconfirmed]
+//     otherwise                                     → terminate                 [drained]
 //   draining otherwise                            → keep                      [draining]
 //   idle (a run-scoped pool instance, never registered while idle):
 //     runtime < minimum running time              → keep                      [min-running-time]
@@ -116,7 +119,8 @@ struct ScaleDownPlan {
 ScaleDownPlan plan_scale_down(const ScaleDownSnapshot& snapshot, const ScaleDownPolicy& policy);
 
 // What the shell must read before planning: the owners whose runners phase 2 needs (records of
-// the pool in created, claimed or running, not orphan-marked), and the runner ids of marked orphans
+// the pool in created, claimed or running, or shared, draining and drained; not orphan-marked), and
+// the runner ids of marked orphans
 // to look up (not bypassed, with a runner id, not terminating).
 std::vector<std::string> owners_to_list(const std::vector<InstanceRecord>& records, const std::string& pool);
 std::vector<int64_t> orphan_lookups(const std::vector<InstanceRecord>& records, const std::string& pool);

@@ -83,6 +83,50 @@ TEST(ScaleDownPhase2, OnlyASharedRunnerDrainedForItsGenerationIsTerminated) {
   }
 }
 
+// `drained` is the agent's word, forgeable by a thief holding the instance role's credentials while
+// the agent's drain still waits out a job: a shared instance is terminated on it only while GitHub
+// does not list its runner online, and never while the list could not be read.
+TEST(ScaleDownPhase2, ADrainedSharedRunnerGithubListsOnlineIsNotTerminated) {
+  enum class Github { kNotListed, kOffline, kOnline, kOnlineBusy, kListFailed, kOtherRunnerOnline };
+  struct Case {
+    Github github;
+    ScaleDownKind kind;
+    const char* rule;
+  };
+  const Case cases[] = {
+      {Github::kNotListed, ScaleDownKind::kTerminate, "drained"},
+      {Github::kOffline, ScaleDownKind::kTerminate, "drained"},
+      {Github::kOnline, ScaleDownKind::kKeep, "drained.runner-online"},
+      {Github::kOnlineBusy, ScaleDownKind::kKeep, "drained.runner-online"},
+      {Github::kListFailed, ScaleDownKind::kKeep, "drained.unconfirmed"},
+      {Github::kOtherRunnerOnline, ScaleDownKind::kTerminate, "drained"},  // a forged runner_id names it
+  };
+  for (const auto& c : cases) {
+    Fixture f;
+    InstanceRecord r = record(1, State::kDraining, true);
+    r.signal = AgentSignal::kDrained;
+    r.signal_generation = r.generation;
+    r.runner_id = 555;
+    f.add(r);
+    const std::string own = runner_name("ci", r.instance_id, r.generation);
+    switch (c.github) {
+      case Github::kNotListed: break;
+      case Github::kOffline: f.s.runners[kOwner]->push_back({101, own, false, false}); break;
+      case Github::kOnline: f.s.runners[kOwner]->push_back({101, own, false, true}); break;
+      case Github::kOnlineBusy: f.s.runners[kOwner]->push_back({101, own, true, true}); break;
+      case Github::kListFailed: f.s.runners[kOwner] = std::nullopt; break;
+      case Github::kOtherRunnerOnline: f.s.runners[kOwner]->push_back({555, "other-tenant-box", true, true}); break;
+    }
+    ScaleDownDecision d = only(f.plan(), r.instance_id);
+    expect(d, c.kind, c.rule);
+  }
+  InstanceRecord shared = record(1, State::kDraining, true);
+  EXPECT_TRUE(owners_to_list({shared}, "ci").empty()) << "still draining: nothing to check yet";
+  shared.signal = AgentSignal::kDrained;
+  shared.signal_generation = shared.generation;
+  EXPECT_EQ(owners_to_list({shared}, "ci"), std::vector<std::string>{kOwner}) << "its drained is checked on the list";
+}
+
 TEST(ScaleDownPhase2, IdlePoolInstanceYoungerThanTheMinimumIsKeptAtTheMinimumItIsNot) {
   for (const std::string os : {"linux", "", "macos", "windows"}) {
     const bool windows = os == "windows";
