@@ -6,7 +6,6 @@
 #include "common/aws/ec2_types.h"
 #include "common/pool/keep_failed.h"
 #include "common/pool/retire_plan.h"
-#include "common/pool/runner_identity.h"
 #include "common/pool/runner_name.h"
 #include "common/pool/span.h"
 
@@ -249,9 +248,10 @@ class RefreshPlanner {
 
   // `failed` and `drained` are the agent's word, and anyone holding the instance role's credentials
   // can write them (docs/security.md, "The record"). An assigned instance is terminated or returned on
-  // that word only while GitHub does not list its assignment's runner (by name, runner_identity.h)
-  // online: a real agent that failed has stopped its Listener, and one that drained has
-  // deregistered it. Contradicted or unconfirmed, the word is noted and the deadlines decide.
+  // that word only while GitHub lists no runner of the instance online (by name, of any generation:
+  // `generation` is writable with those credentials too): a real agent that failed has stopped its
+  // Listener, and one that drained has deregistered it. Contradicted or unconfirmed, the word is
+  // noted and the deadlines decide.
   bool contradicted(const InstanceRecord& r, const char* word) {
     if (r.state != State::kCreated && r.state != State::kClaimed && r.state != State::kRunning &&
         r.state != State::kDraining) {
@@ -261,9 +261,11 @@ class RefreshPlanner {
     if (!s_.runners) {
       why = "GitHub's runners could not be read to confirm it";
     } else {
-      const std::string name = records_runner_name(r);
       for (const auto& v : *s_.runners) {
-        if (v.name == name && v.online) why = "GitHub lists runner " + name + " online" + (v.busy ? " and busy" : "");
+        auto parts = parse_runner_name(s_.pool, v.name);
+        if (parts && parts->instance_id == r.instance_id && v.online) {
+          why = "GitHub lists runner " + v.name + " online" + (v.busy ? " and busy" : "");
+        }
       }
     }
     if (why.empty()) return false;

@@ -234,7 +234,8 @@ TEST(PlanRefresh, AFailedOrDrainedGithubContradictsIsNotActedOn) {
   const Case cases[] = {
       {Github::kNotListed, true},   {Github::kOffline, true},         {Github::kOfflineBusy, true},
       {Github::kOnline, false},     {Github::kOnlineBusy, false},     {Github::kUnread, false},
-      {Github::kOtherGeneration, true}, {Github::kOtherInstance, true},
+      // Any generation's runner of the instance: `generation` is forgeable with the same credentials.
+      {Github::kOtherGeneration, false}, {Github::kOtherInstance, true},
   };
   struct Signalled {
     State state;
