@@ -289,6 +289,7 @@ class RedTeamDocker : public RedTeam {
   void SetUp() override {
     daemon_ = std::make_unique<runpool::testing::DockerDaemon>("docker");
     ubuntu_id_ = daemon_->import_image("ubuntu:latest", "ubuntu");
+    daemon_->must({"volume", "create", "image-cache"});  // a volume of the image's own
     docker_host_ = "unix://" + daemon_->socket();
     RedTeam::SetUp();
   }
@@ -310,7 +311,8 @@ class RedTeamDocker : public RedTeam {
 TEST_F(RedTeamDocker, TheEnginesStateIsUndoneAndWhatRootWroteIsNot) {
   Outcome o = run_red_team("a job user per assignment, reuse always, job privileges docker");
   EXPECT_NE(o.attacker_uid, o.prober_uid);
-  for (const char* v : {"docker-build", "docker-image", "docker-container", "docker-volume", "docker-network"}) {
+  for (const char* v : {"docker-build", "docker-found-volume", "docker-image", "docker-container", "docker-volume",
+                        "docker-network"}) {
     EXPECT_EQ(o.vectors[v].attack, "planted") << v;
     EXPECT_EQ(o.vectors[v].probe, "gone") << v << " survived to the next tenant";
   }

@@ -228,7 +228,7 @@ needs hostname user hostname && try hostname user "[ \"\$(hostname)\" = $T ]" ho
 # the job user has no engine; the file written as root through a bind mount is beyond any cleaning.
 export DOCKER_HOST='@DOCKER_HOST@'
 [ -n "$DOCKER_HOST" ] || unset DOCKER_HOST
-docker_vectors="docker-build docker-image docker-container docker-volume docker-network docker-root-file"
+docker_vectors="docker-build docker-found-volume docker-image docker-container docker-volume docker-network docker-root-file"
 if ! command -v docker > /dev/null 2>&1; then
   for v in $docker_vectors; do record "$v" docker unavailable; done
 elif ! docker version > /dev/null 2>&1; then
@@ -239,6 +239,9 @@ else
   image_id() { docker image inspect --format '{{.Id}}' "$1" 2> /dev/null; }
   try docker-build docker "image_id $T-built | grep -q ." \
     env DOCKER_BUILDKIT=0 docker build -q --network none -t "$T-built" "$ctx"
+  # A volume the image itself ships (image-cache, made before any assignment): a file written into it.
+  try docker-found-volume docker "docker run --rm --network none -v image-cache:/v $T-built /bin/busybox test -e /v/$T" \
+    docker run --rm --network none -v image-cache:/v "$T-built" /bin/busybox touch "/v/$T"
   try docker-image docker "[ -n \"\$(image_id $T-poison)\" ] && [ \"\$(image_id ubuntu:latest)\" = \"\$(image_id $T-poison)\" ]" \
     sh -c "tar -cf - -C '$ctx' Dockerfile | docker import - '$T-poison' && docker tag '$T-poison' ubuntu:latest"
   try docker-container docker "docker ps --filter name=$T-ctr --format '{{.Names}}' | grep -q $T" \

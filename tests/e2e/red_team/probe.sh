@@ -112,6 +112,7 @@ export DOCKER_HOST='@DOCKER_HOST@'
 probe docker-image sh -c "[ \"\$(docker image inspect --format '{{.Id}}' ubuntu:latest 2> /dev/null)\" != '@UBUNTU_ID@' ]"
 probe docker-build sh -c "docker images -a --format '{{.Repository}}' | grep -q -- '$T'"
 probe docker-container sh -c "docker ps -a --format '{{.Names}}' | grep -q -- '$T'"
+probe docker-found-volume sh -c "docker run --rm --network none -v image-cache:/v '@UBUNTU_ID@' /bin/busybox test -e '/v/$T'"
 probe docker-volume sh -c "docker volume ls --format '{{.Name}}' | grep -q -- '$T'"
 probe docker-network sh -c "docker network ls --format '{{.Name}}' | grep -q -- '$T'"
 probe docker-root-file test -e "/tmp/$T-root"
