@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "common/pool/agent_text.h"
 #include "common/pool/record_update.h"
 #include "common/pool/runner_identity.h"
 #include "common/pool/transitions.h"
@@ -55,7 +56,7 @@ pool::RunnerFateDecision settle_runner(Context& ctx, const pool::InstanceRecord&
                                        const std::function<void()>& on_delete) {
   pool::RunnerFateFacts f;
   f.agent_left_runner = agent_left;
-  if (r.signal_generation == r.generation && r.signal_detail != "-") f.agent_detail = r.signal_detail;
+  if (r.signal_generation == r.generation && r.signal_detail != "-") f.agent_detail = pool::agent_text(r.signal_detail);
   f.runner_id = r.runner_id;
   f.deadline_forces = forced || (r.hard_deadline_ms != 0 && ctx.now_ms() >= r.hard_deadline_ms);
   // The agent's `drained` is its word (forgeable while a job still runs): GitHub, asked by the

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "common/log.h"
+
 namespace runpool::controller {
 
 std::string github_output_text(const Outputs& outputs, const std::function<std::string()>& random) {
@@ -48,6 +50,12 @@ std::string markdown_cell(const std::string& text) {
     }
   }
   return out;
+}
+
+std::string markdown_code(const std::string& text) {
+  std::string out = printable(text, 600);  // control characters as '?', whole UTF-8 sequences
+  std::replace(out.begin(), out.end(), '`', '\'');
+  return "`" + out + "`";
 }
 
 ActionsFiles actions_files(const std::function<const char*(const char*)>& getenv) {

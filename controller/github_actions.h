@@ -24,6 +24,11 @@ void append_to_file(const std::string& path, const std::string& text);
 // A Markdown table cell: '|' and '\' escaped, newlines as spaces, backticks dropped.
 std::string markdown_cell(const std::string& text);
 
+// Text that may quote an agent's words (forgeable: docs/security.md, "The record") as an inline code
+// span: shown as written, never read as Markdown, HTML or a link. One line, backticks as ', at most
+// 600 bytes. Not for table cells ('|' is left as it is).
+std::string markdown_code(const std::string& text);
+
 // Both variables set: we run in a GitHub Actions step.
 struct ActionsFiles {
   std::string output;   // $GITHUB_OUTPUT

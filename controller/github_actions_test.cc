@@ -76,6 +76,25 @@ TEST(GithubActions, MarkdownCell) {
   EXPECT_EQ(markdown_cell("`x`\\"), "x\\\\");
 }
 
+// What may quote an agent's words (forgeable) is a code span: no Markdown, HTML or link in it acts.
+TEST(GithubActions, MarkdownCode) {
+  struct Case {
+    std::string in, out;
+  };
+  const Case cases[] = {
+      {"exit 3: failed", "`exit 3: failed`"},
+      {"<img src=https://x/y.png> [click](https://x) **bold**", "`<img src=https://x/y.png> [click](https://x) **bold**`"},
+      {"a`b``c", "`a'b''c`"},  // no backtick can close the span early
+      {"x\n::set-output name=label::evil", "`x?::set-output name=label::evil`"},
+      {"", "``"},
+  };
+  for (const auto& c : cases) EXPECT_EQ(markdown_code(c.in), c.out) << c.in;
+  const std::string huge = markdown_code(std::string(100'000, 'a'));
+  EXPECT_LE(huge.size(), 600u + 5);
+  EXPECT_EQ(huge.front(), '`');
+  EXPECT_EQ(huge.back(), '`');
+}
+
 TEST(GithubActions, FilesFromTheEnvironmentAndAppend) {
   std::map<std::string, std::string> env = {{"GITHUB_OUTPUT", "/tmp/o"}, {"GITHUB_STEP_SUMMARY", "/tmp/s"}};
   auto f = actions_files([&](const char* n) -> const char* {

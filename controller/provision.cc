@@ -564,7 +564,7 @@ Outputs provision_outputs(const ProvisionReport& r) {
 
 std::string provision_summary(const ProvisionReport& r) {
   std::string out = "### runpool provision `" + markdown_cell(r.label) + "`\n\n";
-  if (!r.ok) out += "**Failed:** " + markdown_cell(r.error) + "\n\n";
+  if (!r.ok) out += "**Failed:** " + markdown_code(r.error) + "\n\n";
   if (!r.instances.empty()) {
     out += "| instance | type | usage | source | running after |\n|---|---|---|---|---|\n";
     for (const auto& i : r.instances) {
@@ -585,7 +585,7 @@ std::string provision_summary(const ProvisionReport& r) {
   if (!r.dropped.empty()) {
     out += "Let go:\n\n";
     for (const auto& d : r.dropped) {
-      out += "- " + markdown_cell(d.instance_id) + ": " + markdown_cell(d.why) +
+      out += "- " + markdown_cell(d.instance_id) + ": " + markdown_code(d.why) +
              (d.kept ? " (kept for inspection: keep_failed)" : "") + "\n";
     }
     out += "\n";

@@ -649,7 +649,7 @@ TEST(ProvisionReport, Formats) {
   r.resource_class = "small";
   r.instances = {{"i-1", "c7i.large", UsageClass::kSpot, true, 3, 0}};
   EXPECT_NE(provision_text(r).find("failed"), std::string::npos);
-  EXPECT_NE(provision_summary(r).find("timed out \\| badly"), std::string::npos);
+  EXPECT_NE(provision_summary(r).find("**Failed:** `timed out | badly`"), std::string::npos);
   EXPECT_FALSE(provision_json(r)["ok"].asBool());
   auto outs = provision_outputs(r);
   EXPECT_EQ(outs[0], (std::pair<std::string, std::string>{"label", "L"}));

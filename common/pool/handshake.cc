@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/aws/ec2_types.h"
+#include "common/pool/agent_text.h"
 #include "common/pool/transitions.h"
 
 namespace runpool::pool {
@@ -23,11 +24,11 @@ HandshakeDecision registered(const HandshakeFacts& f) {
   if (r.state == State::kRunning) return {Verdict::kDone, ""};
   if (r.state != State::kCreated && r.state != State::kClaimed) {
     return {Verdict::kFail, fmt::format("is {} ({})", state_name(r.state),
-                                        r.signal_detail.empty() ? "before registering" : r.signal_detail)};
+                                        r.signal_detail.empty() ? "before registering" : agent_text(r.signal_detail))};
   }
-  if (agent_reported(r, AgentSignal::kFailed)) return {Verdict::kFail, "its agent failed to register: " + r.signal_detail};
+  if (agent_reported(r, AgentSignal::kFailed)) return {Verdict::kFail, "its agent failed to register: " + agent_text(r.signal_detail)};
   if (agent_reported(r, AgentSignal::kInterrupted)) {
-    return {Verdict::kFail, "was interrupted before registering: " + r.signal_detail};
+    return {Verdict::kFail, "was interrupted before registering: " + agent_text(r.signal_detail)};
   }
   if (agent_reported(r, AgentSignal::kRegistered)) return {Verdict::kWrite, ""};
   // An instance that died (spot reclaimed, killed, its agent's self-termination) never
@@ -51,7 +52,7 @@ HandshakeDecision drained(const HandshakeFacts& f) {
     return {Verdict::kGone, "is " + std::string(state_name(r.state))};
   }
   if (r.state == State::kDraining && agent_reported(r, AgentSignal::kDrained)) return {Verdict::kDone, ""};
-  if (agent_reported(r, AgentSignal::kFailed)) return {Verdict::kFail, "its agent failed while draining: " + r.signal_detail};
+  if (agent_reported(r, AgentSignal::kFailed)) return {Verdict::kFail, "its agent failed while draining: " + agent_text(r.signal_detail)};
   if (wants_remove_token(r)) return {Verdict::kWrite, ""};
   // No agent is left to drain it: waiting for `drained` would only wait out the timeout.
   if (dead_in_ec2(f.ec2_state)) return {Verdict::kGone, "is " + f.ec2_state + " in EC2", true};

@@ -162,6 +162,32 @@ TEST(Handshake, DrainedEndsWhenTheRecordMovesOnOrTheInstanceEnds) {
   EXPECT_EQ(judge(Awaited::kDrained, w, &r, "terminated").verdict, Verdict::kDone) << "it drained before it went";
 }
 
+// signal_detail is the agent's word, forgeable by a thief holding the instance role's credentials:
+// a reason quoting it (provision's and release's errors, step summaries, logs) is one line, short.
+TEST(Handshake, AHostileDetailIsQuotedOnOneShortLine) {
+  const std::string hostile = "x\n::set-output name=label::thief\n" + std::string(100'000, 'y');
+  struct Case {
+    Awaited awaited;
+    State state;
+    AgentSignal signal;
+  };
+  const Case cases[] = {
+      {Awaited::kRegistered, State::kClaimed, AgentSignal::kFailed},
+      {Awaited::kRegistered, State::kClaimed, AgentSignal::kInterrupted},
+      {Awaited::kRegistered, State::kDraining, AgentSignal::kNone},
+      {Awaited::kDrained, State::kDraining, AgentSignal::kFailed},
+  };
+  for (const auto& c : cases) {
+    InstanceRecord w = written(c.awaited == Awaited::kDrained ? State::kDraining : State::kClaimed);
+    InstanceRecord cur = with_signal(written(c.state), c.signal, hostile);
+    HandshakeDecision d = judge(c.awaited, w, &cur);
+    EXPECT_EQ(d.verdict, Verdict::kFail) << d.reason.substr(0, 80);
+    EXPECT_EQ(d.reason.find('\n'), std::string::npos);
+    EXPECT_NE(d.reason.find("x?::set-output"), std::string::npos) << d.reason.substr(0, 80);
+    EXPECT_LT(d.reason.size(), 700u);
+  }
+}
+
 TEST(Handshake, ProblemsReadAsSentences) {
   EXPECT_EQ(handshake_problem("i-1", {Verdict::kGone, "is stopped in EC2", true}), "instance i-1 is stopped in EC2");
   EXPECT_EQ(handshake_problem("i-1", {Verdict::kMovedOn, "was taken over by another assignment"}),

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/aws/ec2_types.h"
+#include "common/pool/agent_text.h"
 #include "common/pool/keep_failed.h"
 #include "common/pool/retire_plan.h"
 #include "common/pool/runner_name.h"
@@ -129,7 +130,7 @@ class RefreshPlanner {
         break;
     }
     if (agent_reported(r, AgentSignal::kFailed) && !contradicted(r, "failed")) {
-      const std::string failed = state + ", agent reported failed" + (r.signal_detail.empty() ? "" : ": " + r.signal_detail);
+      const std::string failed = state + ", agent reported failed" + (r.signal_detail.empty() ? "" : ": " + agent_text(r.signal_detail));
       if (keep == KeepVerdict::kKeep) {
         add(records_, ActionKind::kKeep, r, "agent.failed.kept", failed + "; kept for inspection (keep_failed)");
       } else {
@@ -229,7 +230,7 @@ class RefreshPlanner {
     }
     if (agent_reported(r, AgentSignal::kInterrupted)) {
       add(records_, ActionKind::kTerminate, r, "agent.interrupted",
-          "idle, agent reported an interruption" + (r.signal_detail.empty() ? "" : ": " + r.signal_detail));
+          "idle, agent reported an interruption" + (r.signal_detail.empty() ? "" : ": " + agent_text(r.signal_detail)));
       return;
     }
     const int64_t last_sign = std::max(r.heartbeat_ms, r.state_since_ms);

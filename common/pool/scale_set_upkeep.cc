@@ -1,5 +1,6 @@
 #include "common/pool/scale_set_upkeep.h"
 
+#include "common/pool/agent_text.h"
 #include "common/pool/runner_name.h"
 #include "common/pool/transitions.h"
 
@@ -71,7 +72,7 @@ std::vector<Upkeep> plan_upkeep(const std::vector<InstanceRecord>& records, cons
     if (r.kept_until_ms != 0) continue;  // a failed instance kept for inspection: refresh ends it
     const bool live = r.state == State::kCreated || r.state == State::kClaimed || r.state == State::kRunning;
     if ((live || r.state == State::kDraining) && agent_reported(r, AgentSignal::kFailed)) {
-      out.push_back({UpkeepKind::kRetireFailed, r, "its agent reported failed: " + r.signal_detail});
+      out.push_back({UpkeepKind::kRetireFailed, r, "its agent reported failed: " + agent_text(r.signal_detail)});
     } else if (r.state == State::kDraining && agent_reported(r, AgentSignal::kDrained)) {
       out.push_back({UpkeepKind::kSettle, r, "drained"});
     } else if (live && finished_now(r, finished)) {
