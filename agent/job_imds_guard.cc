@@ -59,15 +59,18 @@ ImdsGuardPlan plan_job_imds_guard(const ImdsGuardInput& in) {
   }
   std::string uids = std::to_string(in.runner_uid);
   if (in.runner_uid_last > in.runner_uid) uids += "-" + std::to_string(in.runner_uid_last);
-  const std::string who = "meta skuid " + uids;
+  // Every uid but root's, not only the runner's and the job users': a job can get its requests
+  // made by a process of another uid (a local proxy or any service that fetches what it is
+  // asked), and such a relay would hand it the instance role's credentials.
+  const std::string who = "meta skuid != 0";
   p.kind = ImdsGuardPlan::Kind::kBlock;
   // Replaced as a whole in one transaction: never a moment without the rules once installed.
   p.ruleset = remove_table() + "add table " + t + "\n" + "add chain " + t +
               " output { type filter hook output priority 0; policy accept; }\n" + "add rule " + t + " output " +
               who + " ip daddr " + kImdsAddressV4 + " counter reject\n" + "add rule " + t + " output " + who +
               " ip6 daddr " + kImdsAddressV6 + " counter reject\n";
-  p.reason = std::string(in.runner_uid_last > in.runner_uid ? "jobs of uids " : "jobs of uid ") + uids +
-             " cannot reach IMDS (job_imds_access = false)";
+  p.reason = std::string("only root reaches IMDS: not the jobs (") + (in.runner_uid_last > in.runner_uid ? "uids " : "uid ") +
+             uids + ") nor any other uid that could relay for them (job_imds_access = false)";
   return p;
 }
 

@@ -1,7 +1,8 @@
 // Cuts the runner's jobs off from IMDS (job_imds_access = false, the default): the instance
 // role's credentials are one HTTP request away from any job otherwise. An nftables table of the
-// agent's own rejects every packet the runner user's processes send to IMDS (169.254.169.254 and
-// fd00:ec2::254); the agent (root) keeps its access. Installed before each runner starts,
+// agent's own rejects every packet a process of any uid but root's sends to IMDS (169.254.169.254
+// and fd00:ec2::254): the runner's and the job users', and every other local uid a job could get
+// to make the request for it; the agent (root) keeps its access. Installed before each runner starts,
 // replaced atomically (so applying it twice changes nothing), removed when access is allowed.
 //
 // The plan is a pure function; apply_job_imds_guard runs `nft` with it.
