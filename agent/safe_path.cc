@@ -75,6 +75,25 @@ int open_beneath(int base, std::string_view rel, int flags, Resolve how) {
   return openat(cur.get(), parts->back().c_str(), flags);
 }
 
+std::optional<std::vector<std::string>> names_in(int fd) {
+  int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (dup_fd < 0) return std::nullopt;
+  DIR* d = fdopendir(dup_fd);
+  if (!d) {
+    const int err = errno;
+    close(dup_fd);
+    errno = err;
+    return std::nullopt;
+  }
+  rewinddir(d);
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
+  }
+  closedir(d);
+  return names;
+}
+
 int open_trusted_dir(const std::string& path) {
   return open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
@@ -108,23 +127,6 @@ namespace {
 // Directories nested deeper than this are moved up to the top before they are emptied: the
 // removal keeps one descriptor per level, and a job may nest a million.
 constexpr int kRemoveParkDepth = 48;
-
-std::vector<std::string> names_in(int fd) {
-  std::vector<std::string> names;
-  int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (dup_fd < 0) return names;
-  DIR* d = fdopendir(dup_fd);
-  if (!d) {
-    close(dup_fd);
-    return names;
-  }
-  rewinddir(d);
-  while (dirent* e = readdir(d)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
-  }
-  closedir(d);
-  return names;
-}
 
 class Remover {
  public:
@@ -162,7 +164,9 @@ class Remover {
       fail(path, "changed while being removed");
       return;
     }
-    for (const auto& child : names_in(fd.get())) remove(fd.get(), *opened, child, path + "/" + child, depth + 1);
+    for (const auto& child : names_in(fd.get()).value_or(std::vector<std::string>{})) {
+      remove(fd.get(), *opened, child, path + "/" + child, depth + 1);
+    }
     if (unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) fail(path, "rmdir");
   }
 

@@ -70,6 +70,10 @@ std::optional<EntryStat> stat_at(int dir, const std::string& name);
 // layer) is not a boundary.
 bool crosses_boundary(const EntryStat& parent, const EntryStat& child);
 
+// The names in the directory `fd` ("." and ".." left out), read through a duplicate so the caller
+// keeps `fd` and its position. nullopt with errno when it cannot be read.
+std::optional<std::vector<std::string>> names_in(int fd);
+
 // A trusted directory, by its absolute path (its last component not followed). -1 with errno.
 int open_trusted_dir(const std::string& path);
 

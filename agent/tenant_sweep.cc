@@ -272,26 +272,14 @@ class Walker {
     if (++r_.walked % 4096 == 0 && alive_) alive_();
   }
 
-  // Names in the directory `fd` (read through a duplicate: the caller keeps `fd`).
+  // Names in the directory `fd`; none, and an error, when it cannot be read.
   std::vector<std::string> list(int fd, const std::string& path) {
-    std::vector<std::string> names;
-    int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (dup_fd < 0) {
-      error(path, "dup");
-      return names;
+    auto names = names_in(fd);
+    if (!names) {
+      error(path, "read");
+      return {};
     }
-    DIR* d = fdopendir(dup_fd);
-    if (!d) {
-      error(path, "opendir");
-      close(dup_fd);
-      return names;
-    }
-    rewinddir(d);
-    while (dirent* e = readdir(d)) {
-      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
-    }
-    closedir(d);
-    return names;
+    return *names;
   }
 
   enum class Boundary { kNone, kMount, kSubvolume, kUnknown };
