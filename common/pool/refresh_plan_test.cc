@@ -223,7 +223,7 @@ TEST(PlanRefresh, DrainedButNeverReturnedIsReturnedEvenPastItsDeadline) {
 
 // `failed` and `drained` are the agent's word: a thief holding the instance role's credentials can
 // write them for the current generation while a job runs. An assigned instance is terminated or
-// returned on that word only while GitHub does not list its assignment's runner online; otherwise,
+// returned on that word only while GitHub lists no runner of the instance online; otherwise,
 // and while GitHub cannot be read, the word is noted and only the deadlines act.
 TEST(PlanRefresh, AFailedOrDrainedGithubContradictsIsNotActedOn) {
   enum class Github { kNotListed, kOffline, kOfflineBusy, kOnline, kOnlineBusy, kUnread, kOtherGeneration, kOtherInstance };
