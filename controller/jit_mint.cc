@@ -1,10 +1,14 @@
 #include "controller/jit_mint.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <atomic>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
+
+#include "common/github/scaleset_errors.h"
 
 namespace runpool::controller {
 
@@ -35,6 +39,23 @@ std::vector<MintedJit> mint_jit_configs(const std::vector<JitLane>& lanes, const
   work(lanes[0]);
   for (std::thread& t : threads) t.join();
   return out;
+}
+
+Secret make_jit(github::ScaleSetClient& client, int64_t set_id, const std::string& name) {
+  try {
+    return client.generate_jit_config(set_id, name).encoded_jit_config;
+  } catch (const github::RunnerNameTakenError&) {
+    discard_jit(client, name);
+    return client.generate_jit_config(set_id, name).encoded_jit_config;
+  }
+}
+
+void discard_jit(github::ScaleSetClient& client, const std::string& name) {
+  try {
+    if (auto runner = client.get_runner_by_name(name)) client.delete_runner(runner->id);
+  } catch (const std::exception& e) {
+    spdlog::warn("could not delete the unused runner {} ({}); refresh removes it", name, e.what());
+  }
 }
 
 }  // namespace runpool::controller

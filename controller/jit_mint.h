@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/github/scaleset_client.h"
 #include "common/secret.h"
 
 namespace runpool::controller {
@@ -28,5 +29,12 @@ using JitMint = std::function<std::vector<MintedJit>(const std::vector<std::stri
 // thread of its own for this call, every lane taking the next name as it is free. A name whose
 // lane throws gets the error; the others are not affected. Returns when every name has an answer.
 std::vector<MintedJit> mint_jit_configs(const std::vector<JitLane>& lanes, const std::vector<std::string>& names);
+
+// A JIT runner of scale set `set_id` for `name`, made through `client`. A name already taken is one
+// this controller made before an answer was lost (names carry the instance and generation): it is
+// deleted and made again.
+Secret make_jit(github::ScaleSetClient& client, int64_t set_id, const std::string& name);
+// Deletes the runner named `name` if there is one; a failure is logged (refresh removes it later).
+void discard_jit(github::ScaleSetClient& client, const std::string& name);
 
 }  // namespace runpool::controller

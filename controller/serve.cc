@@ -467,29 +467,12 @@ class Server {
     }
   }
 
-  // A JIT runner of the set for `name`, made through `client`. A name already taken is one this
-  // controller made before an answer was lost (names carry the instance and generation): it is
-  // deleted and made again.
-  Secret make_jit(github::ScaleSetClient& client, const std::string& name) {
-    try {
-      return client.generate_jit_config(set_id_, name).encoded_jit_config;
-    } catch (const github::RunnerNameTakenError&) {
-      discard_jit(client, name);
-      return client.generate_jit_config(set_id_, name).encoded_jit_config;
-    }
-  }
-  void discard_jit(github::ScaleSetClient& client, const std::string& name) {
-    try {
-      if (auto runner = client.get_runner_by_name(name)) client.delete_runner(runner->id);
-    } catch (const std::exception& e) {
-      spdlog::warn("could not delete the unused runner {} ({}); refresh removes it", name, e.what());
-    }
-  }
   // Many runners' configurations at once: the admin client and each lane's side by side.
   std::vector<MintedJit> make_jits(const std::vector<std::string>& names) {
-    std::vector<JitLane> lanes = {[this](const std::string& name) { return make_jit(deps_.scale_sets, name); }};
+    std::vector<JitLane> lanes = {
+        [this](const std::string& name) { return make_jit(deps_.scale_sets, set_id_, name); }};
     for (github::ScaleSetClient* c : deps_.jit_lanes) {
-      lanes.push_back([this, c](const std::string& name) { return make_jit(*c, name); });
+      lanes.push_back([this, c](const std::string& name) { return make_jit(*c, set_id_, name); });
     }
     return mint_jit_configs(lanes, names);
   }
