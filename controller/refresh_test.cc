@@ -297,6 +297,28 @@ TEST_F(RefreshTest, KeepFailedKeepsAFailedInstanceThenTerminatesIt) {
   EXPECT_EQ(get(r.instance_id).state, State::kTerminated);
 }
 
+// A thief holding the instance role's credentials writes `failed` for the running assignment while
+// its job runs: GitHub's status of the runner, as the list reports it, decides. Online: nothing
+// ends the instance (a note says why); offline, as after a real agent's failure: terminated.
+TEST_F(RefreshTest, AForgedFailedWhileGithubListsTheRunnerOnlineEndsNothing) {
+  InstanceRecord forged = put(1, State::kRunning), real = put(2, State::kRunning);
+  for (const auto& [r, status] : {std::pair{forged, "online"}, std::pair{real, "offline"}}) {
+    github::Runner listed;
+    listed.id = 40 + (r.instance_id == forged.instance_id ? 1 : 2);
+    listed.name = pool::runner_name("ci", r.instance_id, r.generation);
+    listed.status = status;
+    listed.busy = true;
+    runners.runners.push_back(listed);
+    ASSERT_TRUE(table.report(r.instance_id, {.heartbeat_ms = kRefreshNow, .signal = pool::AgentSignal::kFailed,
+                                             .signal_detail = "the runner exited 1", .generation = r.generation}));
+  }
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(compute.state(forged.instance_id), "running") << out.str();
+  EXPECT_EQ(get(forged.instance_id).state, State::kRunning);
+  EXPECT_NE(out.str().find("not acted on"), std::string::npos) << out.str();
+  EXPECT_EQ(outcome("terminate", real.instance_id), "done") << out.str();
+}
+
 TEST_F(RefreshTest, DryRunChangesNothing) {
   InstanceRecord idle = put(1, State::kIdle);
   InstanceRecord running = put(2, State::kRunning);
