@@ -57,20 +57,17 @@ pool::RunnerFateDecision settle_runner(Context& ctx, const pool::InstanceRecord&
   pool::RunnerFateFacts f;
   f.agent_left_runner = agent_left;
   if (r.signal_generation == r.generation && r.signal_detail != "-") f.agent_detail = pool::agent_text(r.signal_detail);
-  f.runner_id = r.runner_id;
   f.deadline_forces = forced || (r.hard_deadline_ms != 0 && ctx.now_ms() >= r.hard_deadline_ms);
-  // The agent's `drained` is its word (forgeable while a job still runs): GitHub, asked by the
-  // assignment's runner name, must not list the runner any more.
+  // The agent's word — drained, failed, its runner_id — is forgeable while a job still runs: the
+  // runner is the one GitHub lists under the assignment's name (pool/runner_identity.h).
   std::optional<github::Runner> own;
-  if (!agent_left) {
-    try {
-      own = ctx.github.find(pool::records_runner_name(r));
-      f.listing = own ? pool::GithubListing::kPresent : pool::GithubListing::kAbsent;
-      if (own) f.runner_id = own->id;
-    } catch (const std::exception& e) {
-      f.listing = pool::GithubListing::kUnknown;
-      f.delete_error = e.what();
-    }
+  try {
+    own = ctx.github.find(pool::records_runner_name(r));
+    f.listing = own ? pool::GithubListing::kPresent : pool::GithubListing::kAbsent;
+    f.runner_id = own ? own->id : 0;
+  } catch (const std::exception& e) {
+    f.listing = pool::GithubListing::kUnknown;
+    f.delete_error = e.what();
   }
   pool::RunnerFateDecision d = pool::decide_runner_fate(f);
   if (!d.delete_runner) {
@@ -78,17 +75,8 @@ pool::RunnerFateDecision settle_runner(Context& ctx, const pool::InstanceRecord&
     return d;
   }
   try {
-    // runner_id is the agent's word: only a runner GitHub names as this assignment's is deleted.
-    std::optional<github::Runner> listed = own ? own : ctx.github.get(r.runner_id);
-    if (!listed) {
-      f.deleted = pool::ControllerDelete::kAlreadyGone;
-    } else if (!pool::is_records_runner(r, listed->name)) {
-      f.deleted = pool::ControllerDelete::kNotItsRunner;
-      f.delete_error = "GitHub names it " + listed->name.substr(0, 100) + ", not " + pool::records_runner_name(r);
-    } else {
-      if (on_delete) on_delete();
-      f.deleted = delete_outcome(ctx.github.remove(listed->id), f.delete_error);
-    }
+    if (on_delete) on_delete();
+    f.deleted = delete_outcome(ctx.github.remove(own->id), f.delete_error);
   } catch (const std::exception& e) {
     f.deleted = pool::ControllerDelete::kFailed;
     f.delete_error = e.what();

@@ -59,12 +59,12 @@ void make_unmatchable(Context& ctx, const pool::InstanceRecord& record, int64_t 
 DrainOutcome drain_to_pool(Context& ctx, const std::vector<pool::InstanceRecord>& records,
                            const std::function<Secret()>& remove_token, const DrainOptions& options);
 
-// Makes sure the record's runner is gone from GitHub before its instance is terminated or
-// returned: when its agent says it deregistered it (`agent_left`: false), GitHub's list, asked by
-// the assignment's runner name, must agree (a runner still listed is deleted as a left one; no
-// answer leaves the instance unless `forced`), else a DELETE of
-// the record's runner_id with the controller's own credentials (on_delete: each call) — only once
-// a GET shows GitHub names that runner as the assignment's (pool/runner_identity.h). `forced`: a
+// Makes sure the assignment's runner is gone from GitHub before its instance is terminated or
+// returned. GitHub is asked for it by name (pool/runner_identity.h), never by the record's
+// runner_id: none listed, nothing to do; listed — the agent left it (`agent_left`), or says it
+// deregistered it and is contradicted — a DELETE with the controller's own credentials (on_delete:
+// each call), which GitHub refuses while it runs a job; no answer leaves the instance unless
+// `forced`. `forced`: a
 // deadline makes the instance go whatever GitHub answers.
 pool::RunnerFateDecision settle_runner(Context& ctx, const pool::InstanceRecord& record, bool agent_left, bool forced,
                                        const std::function<void()>& on_delete = {});

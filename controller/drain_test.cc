@@ -60,7 +60,11 @@ class DeletingRunners final : public Runners {
   github::DeleteOutcome remove(int64_t id) override {
     deleted.push_back(id);
     if (fail) throw std::runtime_error("GitHub delete runner: Server Error (HTTP 502)");
+    if (outcome == github::DeleteOutcome::kDeleted) unlist(id);
     return outcome;
+  }
+  void unlist(int64_t id) {
+    std::erase_if(listed, [&](const github::Runner& r) { return r.id == id; });
   }
   github::DeleteOutcome outcome = github::DeleteOutcome::kDeleted;
   bool fail = false;
@@ -92,13 +96,19 @@ struct Fixture {
     w.table.report(id, a);
     gh.names[77] = "ci-" + id + "-g1";     // GitHub knows the assignment's runner under its id
     gh.names[88] = "other-tenant-box";     // and another tenant's runner
+    github::Runner own;
+    own.id = 77;
+    own.name = gh.names[77];
+    own.status = "online";
+    gh.listed.push_back(own);  // listed until its agent deregisters it or runpoolctl deletes it
     w.out.str("");
     w.agents.drain_ok = false;  // the drain is the test's own agent, below
   }
 
-  // The agent's `drained` once the record drains: deregistered, or with its runner left.
-  void agent_drains(const std::string& detail) {
-    w.on_tick = [this, detail] {
+  // The agent's `drained` once the record drains: deregistered (gone from GitHub's list), or with
+  // its runner left. `forged`: a thief's drained — the runner stays listed.
+  void agent_drains(const std::string& detail, bool forged = false) {
+    w.on_tick = [this, detail, forged] {
       auto r = w.table.get(id);
       if (!r || r->state != State::kDraining || pool::agent_reported(*r, AgentSignal::kDrained)) return;
       pool::AgentReport a;
@@ -106,6 +116,7 @@ struct Fixture {
       a.signal = AgentSignal::kDrained;
       a.take_remove_token = true;
       if (!detail.empty()) a.signal_detail = detail;
+      if (!forged && detail.rfind(pool::kRunnerLeftRegistered, 0) != 0) gh.unlist(77);  // config.sh remove
       w.table.report(id, a);
     };
   }
@@ -204,8 +215,8 @@ TEST(DrainRunner, WhenGithubRefusesBothTheInstanceStaysDrainingWithTheEvidence) 
 }
 
 // runner_id is the agent's word: a thief holding the instance role's credentials can point it at
-// another tenant's runner. The drain then neither takes that runner's labels nor deletes it; the
-// instance waits, draining, for refresh (whose ghost sweep finds its own runner by name).
+// another tenant's runner. The drain neither takes that runner's labels nor deletes it: the runner
+// removed is the one GitHub lists under the assignment's name.
 TEST(DrainRunner, AForgedRunnerIdNeverReachesAnotherRunner) {
   for (bool failed : {false, true}) {
     Fixture f;
@@ -216,31 +227,19 @@ TEST(DrainRunner, AForgedRunnerIdNeverReachesAnotherRunner) {
     if (failed) f.w.agents.failing.insert(f.id);
     else f.agent_drains(pool::runner_left_detail("ci-x-g1", 88, "config.sh remove failed"));
     Json::Value v = f.release();
-    EXPECT_EQ(f.exit_code, kExitFailed) << f.w.out.str();
-    EXPECT_TRUE(f.gh.deleted.empty()) << "another tenant's runner deleted";
+    EXPECT_EQ(f.gh.deleted, std::vector<int64_t>{77}) << "its own runner, found by name; never another's";
     EXPECT_TRUE(f.w.github.unlabelled.empty()) << "another tenant's runner unlabelled";
-    EXPECT_EQ(v["runners"][f.id]["fate"].asString(), "left-registered") << f.w.out.str();
-    const std::string detail = v["runners"][f.id]["detail"].asString();
-    EXPECT_NE(detail.find("not this assignment's runner"), std::string::npos) << detail;
-    EXPECT_TRUE(f.w.compute.terminated.empty());
-    EXPECT_EQ(f.w.record(f.id).state, State::kDraining);
+    EXPECT_EQ(v["runners"][f.id]["fate"].asString(), "deleted-by-runpoolctl") << f.w.out.str();
+    EXPECT_TRUE(contains(failed ? v["terminated"] : v["returned"], f.id)) << f.w.out.str();
   }
 }
 
-// `drained` is the agent's word, forgeable while a job still runs. GitHub still listing the
-// assignment's runner contradicts it: the runner is deleted first, and while GitHub refuses (a job
-// running) the instance stays draining — neither returned to the pool nor terminated.
 TEST(DrainRunner, ADrainedGithubContradictsIsCheckedBeforeTheInstanceLeaves) {
   for (bool busy : {true, false}) {
     Fixture f;
-    github::Runner still;
-    still.id = 77;
-    still.name = "ci-" + f.id + "-g1";
-    still.status = "online";
-    still.busy = busy;
-    f.gh.listed.push_back(still);
+    f.gh.listed.at(0).busy = busy;  // the assignment's runner, still listed
     if (busy) f.gh.outcome = github::DeleteOutcome::kBusy;
-    f.agent_drains("");  // says deregistered
+    f.agent_drains("", true);  // a forged drained: says deregistered
     Json::Value v = f.release();
     EXPECT_EQ(f.gh.deleted, std::vector<int64_t>{77});
     if (busy) {
@@ -287,17 +286,17 @@ TEST(DrainRunner, ADrainedGithubCannotConfirmLeavesTheInstanceDraining) {
   Json::Value v = parse_json(f.w.out.str(), "release --json");
   EXPECT_EQ(f.w.record(f.id).state, State::kDraining);
   EXPECT_TRUE(f.w.compute.terminated.empty());
-  EXPECT_NE(v["runners"][f.id]["detail"].asString().find("could not confirm"), std::string::npos) << f.w.out.str();
+  EXPECT_NE(v["runners"][f.id]["detail"].asString().find("GitHub could not be asked"), std::string::npos) << f.w.out.str();
 }
 
 TEST(DrainRunner, ARunnerGithubNoLongerKnowsIsAlreadyGoneWithoutADelete) {
   Fixture f;
-  f.gh.names.erase(77);
+  f.gh.unlist(77);
   f.agent_drains(pool::runner_left_detail("ci-x-g1", 77, "timed out"));
   Json::Value v = f.release();
   EXPECT_EQ(f.exit_code, kExitOk) << f.w.out.str();
   EXPECT_TRUE(f.gh.deleted.empty());
-  EXPECT_EQ(v["runners"][f.id]["fate"].asString(), "already-gone");
+  EXPECT_EQ(v["runners"][f.id]["fate"].asString(), "no-runner");
   EXPECT_TRUE(contains(v["returned"], f.id));
 }
 
@@ -324,6 +323,7 @@ TEST(DrainRunner, ARefusedRemoveTokenGetsAFreshOne) {
     if (seen.size() > 1) {  // the fresh one works
       a.signal = AgentSignal::kDrained;
       a.signal_detail = "runner deregistered";
+      f.gh.unlist(77);
     }
     f.w.table.report(f.id, a);
   };

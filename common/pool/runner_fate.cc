@@ -25,21 +25,21 @@ std::string_view runner_fate_name(RunnerFate f) {
 
 RunnerFateDecision decide_runner_fate(const RunnerFateFacts& f) {
   const std::string agent = f.agent_detail.empty() ? "" : " (agent: " + f.agent_detail + ")";
-  if (!f.agent_left_runner) {
-    switch (f.listing) {
-      case GithubListing::kAbsent:
-        return {false, RunnerFate::kDeregisteredByAgent, true, "runner deregistered by its agent"};
-      case GithubListing::kUnknown: {
-        const std::string why = "its agent says its runner is deregistered, but GitHub could not confirm it (" +
-                                (f.delete_error.empty() ? "no answer" : f.delete_error) + ")";
-        if (f.deadline_forces) return {false, RunnerFate::kLeftRegistered, true, why + "; the hard deadline forces the instance out"};
-        return {false, RunnerFate::kLeftRegistered, false, why + "; the instance is left for the next pass or refresh"};
-      }
-      case GithubListing::kPresent:
-        break;  // the agent's word is contradicted: the runner is removed as a left one would be
-    }
+  if (f.listing == GithubListing::kUnknown) {
+    const std::string why = std::string(f.agent_left_runner ? "its agent left its runner registered"
+                                                            : "its agent says its runner is deregistered") +
+                            ", but GitHub could not be asked for it (" +
+                            (f.delete_error.empty() ? "no answer" : f.delete_error) + ")";
+    if (f.deadline_forces) return {false, RunnerFate::kLeftRegistered, true, why + "; the hard deadline forces the instance out"};
+    return {false, RunnerFate::kLeftRegistered, false, why + "; the instance is left for the next pass or refresh"};
   }
-  if (f.runner_id == 0) return {false, RunnerFate::kNoRunner, true, "no runner id in the record: nothing to remove" + agent};
+  if (!f.agent_left_runner && f.listing == GithubListing::kAbsent) {
+    return {false, RunnerFate::kDeregisteredByAgent, true, "runner deregistered by its agent"};
+  }
+  // The agent left it, or its word is contradicted (still listed): removed as a left one.
+  if (f.runner_id == 0) {
+    return {false, RunnerFate::kNoRunner, true, "GitHub lists no runner of this assignment: nothing to remove" + agent};
+  }
   const std::string runner = "runner " + std::to_string(f.runner_id);
   switch (f.deleted) {
     case ControllerDelete::kNotTried: return {true, RunnerFate::kLeftRegistered, false, ""};
@@ -50,16 +50,7 @@ RunnerFateDecision decide_runner_fate(const RunnerFateFacts& f) {
     case ControllerDelete::kAlreadyGone:
       return {false, RunnerFate::kAlreadyGone, true, runner + " was already gone from GitHub" + agent};
     case ControllerDelete::kBusy:
-    case ControllerDelete::kFailed:
-    case ControllerDelete::kNotItsRunner: break;
-  }
-  if (f.deleted == ControllerDelete::kNotItsRunner) {
-    // The instance's own runner may still be registered: refresh's ghost sweep finds it by name.
-    const std::string why = runner + " is not this assignment's runner (" +
-                            (f.delete_error.empty() ? "GitHub names it otherwise" : f.delete_error) +
-                            "): not deleted" + agent;
-    if (f.deadline_forces) return {false, RunnerFate::kLeftRegistered, true, why + "; the hard deadline forces the instance out"};
-    return {false, RunnerFate::kLeftRegistered, false, why + "; the instance is left for the next pass or refresh"};
+    case ControllerDelete::kFailed: break;
   }
   const std::string why = runner + " is still registered: neither its agent" + agent +
                           " nor runpoolctl (" + (f.delete_error.empty() ? "refused" : f.delete_error) +

@@ -23,10 +23,8 @@ std::string runner_left_detail(const std::string& name, int64_t id, const std::s
 // GitHub: `drained` with the detail above, or `failed` (a failed agent deregistered nothing).
 bool runner_left_registered(const InstanceRecord& r);
 
-// The controller's DELETE of the runner (github::DeleteOutcome, or the call failed). kNotItsRunner:
-// not sent, because GitHub names the runner under the record's runner_id otherwise than the
-// record's assignment (runner_identity.h): the id is the agent's word, a forged one names another's.
-enum class ControllerDelete { kNotTried, kDeleted, kAlreadyGone, kBusy, kFailed, kNotItsRunner };
+// The controller's DELETE of the runner (github::DeleteOutcome, or the call failed).
+enum class ControllerDelete { kNotTried, kDeleted, kAlreadyGone, kBusy, kFailed };
 
 enum class RunnerFate {
   kDeregisteredByAgent,
@@ -37,20 +35,20 @@ enum class RunnerFate {
 };
 std::string_view runner_fate_name(RunnerFate f);
 
-// GitHub's list, asked by the assignment's runner name (runner_identity.h), when the agent says it
-// deregistered its runner: its `drained` is its word, which anyone holding the instance role's
-// credentials can forge while a job still runs there.
+// GitHub's list, asked by the assignment's runner name (runner_identity.h). The agent's word —
+// `drained` (deregistered), `failed`, its runner_id — is forgeable by anyone holding the instance
+// role's credentials, so the runner to remove is the one GitHub lists under that name.
 enum class GithubListing {
-  kAbsent,   // GitHub lists no such runner: the agent's word holds
-  kPresent,  // still listed (runner_id is then the listed one): removed as a left runner would be
-  kUnknown,  // GitHub could not be asked (delete_error says why)
+  kAbsent,   // GitHub lists no such runner: nothing to remove
+  kPresent,  // listed (runner_id is then the listed one's): removed first
+  kUnknown,  // GitHub could not be asked (delete_error says why): the instance waits
 };
 
 struct RunnerFateFacts {
   bool agent_left_runner = false;  // runner_left_registered(record), or the agent never confirmed
-  GithubListing listing = GithubListing::kAbsent;  // !agent_left_runner: what GitHub's list says
+  GithubListing listing = GithubListing::kAbsent;  // what GitHub's list says
   std::string agent_detail;        // the record's signal_detail: the agent's evidence
-  int64_t runner_id = 0;           // the record's
+  int64_t runner_id = 0;           // the listed runner's (never the record's alone); 0: none listed
   ControllerDelete deleted = ControllerDelete::kNotTried;
   std::string delete_error;        // kBusy / kFailed: GitHub's answer
   bool deadline_forces = false;    // a hard deadline: the instance goes even with its runner

@@ -109,7 +109,7 @@ TEST(RunnerFate, TheAgentsDeregistrationIsCheckedAgainstGithubsList) {
       {GithubListing::kAbsent, ControllerDelete::kNotTried, false, false, true, RunnerFate::kDeregisteredByAgent,
        "deregistered by its agent"},
       {GithubListing::kUnknown, ControllerDelete::kNotTried, false, false, false, RunnerFate::kLeftRegistered,
-       "could not confirm it (HTTP 502)"},
+       "says its runner is deregistered, but GitHub could not be asked for it (HTTP 502)"},
       {GithubListing::kUnknown, ControllerDelete::kNotTried, true, false, true, RunnerFate::kLeftRegistered,
        "forces the instance out"},
       {GithubListing::kPresent, ControllerDelete::kNotTried, false, true, false, RunnerFate::kLeftRegistered, ""},
@@ -139,24 +139,28 @@ TEST(RunnerFate, TheAgentsDeregistrationIsCheckedAgainstGithubsList) {
   }
 }
 
-// A runner_id GitHub names otherwise than the assignment's runner (a forged id, or an earlier
-// assignment's) is never deleted; the instance waits unless a deadline forces it out.
-TEST(RunnerFate, ARunnerThatIsNotTheAssignmentsIsNeverDeleted) {
-  for (bool forced : {false, true}) {
-    RunnerFateFacts f;
-    f.agent_left_runner = true;
-    f.runner_id = 9;
-    f.deadline_forces = forced;
-    f.deleted = ControllerDelete::kNotItsRunner;
-    f.delete_error = "GitHub names it other-box, not ci-i-0123456789abcdef0-g4";
-    RunnerFateDecision d = decide_runner_fate(f);
-    EXPECT_FALSE(d.delete_runner);
-    EXPECT_EQ(d.fate, RunnerFate::kLeftRegistered);
-    EXPECT_EQ(d.proceed, forced);
-    EXPECT_NE(d.detail.find("not this assignment's runner"), std::string::npos) << d.detail;
-    EXPECT_NE(d.detail.find("other-box"), std::string::npos) << d.detail;
-    EXPECT_NE(d.detail.find(forced ? "forces the instance out" : "left for the next pass"), std::string::npos) << d.detail;
-  }
+// A failed agent (or one that left its runner) names the runner by its runner_id, its word: the
+// runner is the one GitHub lists under the assignment's name, and while GitHub cannot be asked the
+// instance waits — a forged id of no runner never lets it go unchecked.
+TEST(RunnerFate, ALeftRunnerIsLookedUpByNameNotByTheRecordsId) {
+  RunnerFateFacts f;
+  f.agent_left_runner = true;
+  f.listing = GithubListing::kUnknown;
+  f.delete_error = "HTTP 502";
+  RunnerFateDecision d = decide_runner_fate(f);
+  EXPECT_FALSE(d.delete_runner);
+  EXPECT_FALSE(d.proceed);
+  EXPECT_NE(d.detail.find("left its runner registered, but GitHub could not be asked for it (HTTP 502)"),
+            std::string::npos) << d.detail;
+  f.deadline_forces = true;
+  EXPECT_TRUE(decide_runner_fate(f).proceed);
+  f = RunnerFateFacts{};
+  f.agent_left_runner = true;
+  f.listing = GithubListing::kAbsent;  // none listed under the assignment's name
+  d = decide_runner_fate(f);
+  EXPECT_TRUE(d.proceed);
+  EXPECT_EQ(d.fate, RunnerFate::kNoRunner);
+  EXPECT_NE(d.detail.find("GitHub lists no runner of this assignment"), std::string::npos) << d.detail;
 }
 
 TEST(RunnerFate, NoRunnerIdNothingToDelete) {
