@@ -104,7 +104,9 @@ TEST_F(SharedPool, ShrinksToTheQuotaWithoutKillingAJob) {
   }
   ASSERT_FALSE(drained.empty()) << write_json(pass);
   EXPECT_EQ(busy.count(drained), 0u) << "a busy runner was drained";
-  EXPECT_EQ(calls["GET /repos/{owner}/{repo}/actions/runners"], 1);
+  // The pass's list, and the drained runner looked up by its name before its instance goes (the
+  // agent's drained is its word: GitHub must no longer list the runner).
+  EXPECT_EQ(calls["GET /repos/{owner}/{repo}/actions/runners"], 2);
   EXPECT_EQ(calls["GET /repos/{owner}/{repo}/actions/runners/{runner_id}"], 1);
   EXPECT_EQ(calls["POST /repos/{owner}/{repo}/actions/runners/remove-token"], 1);
   EXPECT_EQ(calls["DELETE /repos/{owner}/{repo}/actions/runners/{runner_id}"], 0);
@@ -175,9 +177,10 @@ TEST_F(SharedPoolStock, AJobDispatchedBeforeTheStockDeregistration) {
   expect_guarantees(w, fate);
 }
 
-// One pass over N idle shared runners with a quota of k: one runner list per owner (its pages),
-// one GET per removal candidate (the busy re-check), one remove token, no DELETE (no orphan);
-// the report's github_calls says the same.
+// One pass over N idle shared runners with a quota of k: one runner list per owner (its pages), and
+// one list by name per drained runner (GitHub must no longer list it before its instance goes), one
+// GET per removal candidate (the busy re-check), one remove token, no DELETE (no orphan); the
+// report's github_calls says the same.
 TEST_F(SharedPool, OnePassMakesBoundedGithubCalls) {
   constexpr int kN = 3, kK = 1;
   const std::vector<std::string> ids = scale_up(kN);
@@ -203,14 +206,14 @@ TEST_F(SharedPool, OnePassMakesBoundedGithubCalls) {
   const int deletes = calls["DELETE /repos/{owner}/{repo}/actions/runners/{runner_id}"];
   // Each drained runner's labels removed at the drain request, so nothing new is routed to it.
   const int unlabels = calls["DELETE /repos/{owner}/{repo}/actions/runners/{runner_id}/labels"];
-  EXPECT_EQ(lists, pages);
+  EXPECT_EQ(lists, pages + (kN - kK));
   EXPECT_EQ(gets, kN - kK);
   EXPECT_LE(tokens, 1);
   EXPECT_EQ(deletes, 0);
   EXPECT_EQ(unlabels, kN - kK);
   EXPECT_EQ(total, lists + gets + tokens + deletes + unlabels) << "a REST call outside the budget";
   const Json::Value& reported = pass["github_calls"];
-  EXPECT_EQ(reported["list_runners"].asInt(), 1) << "one list per owner";
+  EXPECT_EQ(reported["list_runners"].asInt(), 1 + (kN - kK)) << "one list per owner, one by name per drained runner";
   EXPECT_EQ(reported["get_runner"].asInt(), gets);
   EXPECT_EQ(reported["remove_token"].asInt(), tokens);
   EXPECT_EQ(reported["delete_runner"].asInt(), deletes);
