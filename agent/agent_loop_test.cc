@@ -331,6 +331,21 @@ TEST_F(AgentLoopTest, TheRecordMovingOnWithoutADrainAbandonsQuietly) {
   EXPECT_FALSE(pool::agent_reported(record(), AgentSignal::kDrained));
 }
 
+// The instance role's credentials can write `generation` (it is named in the agent's own writes'
+// conditions): a thief that moves it mid-job makes the agent leave the assignment the way a drain
+// does — the job in hand runs to its end, and only then is the Listener stopped.
+TEST_F(AgentLoopTest, AGenerationMovedMidJobLetsTheJobInHandFinish) {
+  serve();
+  host_.say(RunnerEvent::kJobRequested, "9");
+  ticks(1);
+  ASSERT_TRUE(memory_.transition(kId, {}, {.generation = 7}));  // the forged generation
+  ticks(10);
+  EXPECT_FALSE(host_.listener->interrupted) << "the job in hand was ended";
+  EXPECT_FALSE(host_.listener->killed);
+  host_.say(RunnerEvent::kJobCompleted, "9");
+  ASSERT_TRUE(tick_until([&] { return host_.listener->interrupted; })) << "stopped once the job is over";
+}
+
 TEST_F(AgentLoopTest, ADrainOfAnAssignmentItNeverServedIsFinished) {
   launch();
   ASSERT_TRUE(memory_.report(kId, {.take_reg_token = true, .generation = 1}));

@@ -268,8 +268,8 @@ std::vector<Row> make_agent_table() {
                  }),
       bool_row("job_imds_access", &S::job_imds_access,
                "let the runner's jobs reach IMDS and so the instance role's credentials; false: an nftables rule "
-               "rejects the runner user's packets to 169.254.169.254 and fd00:ec2::254 (needs nft; the agent keeps "
-               "its access)"),
+               "rejects every non-root uid's packets to 169.254.169.254 and fd00:ec2::254 (needs nft; the agent, "
+               "root, keeps its access)"),
       path_row("pre_run_script", &S::pre_run_script,
                "an executable the agent runs as root once per boot before it takes its first assignment (mount disks, "
                "warm caches); if it fails or times out the instance serves nothing and is replaced; empty: none"),
