@@ -27,6 +27,10 @@ class AwsClock final : public Clock {
   WallTime now() const override { return local_.now() + offset(); }
   std::chrono::steady_clock::time_point steady_now() const override { return local_.steady_now(); }
   void sleep_for(Duration d) override { local_.sleep_for(d); }
+  bool wait_until(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, SteadyTime deadline,
+                  const std::function<bool()>& done) override {
+    return local_.wait_until(lock, cv, deadline, done);
+  }
 
   // AWS time minus local time: the median of the recent samples, 0 before any.
   Duration offset() const;

@@ -8,6 +8,18 @@ namespace runpool {
 
 void SystemClock::sleep_for(Duration d) { std::this_thread::sleep_for(d); }
 
+bool Clock::wait_until(std::unique_lock<std::mutex>& lock, std::condition_variable&, SteadyTime deadline,
+                       const std::function<bool()>& done) {
+  if (done()) return true;
+  const SteadyTime now = steady_now();
+  if (now < deadline) {
+    lock.unlock();
+    sleep_for(std::chrono::ceil<Duration>(deadline - now));
+    lock.lock();
+  }
+  return done();
+}
+
 Clock& system_clock() {
   static SystemClock clock;
   return clock;

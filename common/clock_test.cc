@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 namespace runpool {
 namespace {
 
@@ -49,6 +51,49 @@ TEST(FakeClock, SleepAdvances) {
   c.sleep_for(Duration{250});
   EXPECT_EQ(c.now() - start, Duration{250});
   EXPECT_EQ(c.total_slept(), Duration{250});
+}
+
+TEST(FakeClock, AWaitRunsToItsDeadlineUnlessDoneAlready) {
+  FakeClock c;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::unique_lock<std::mutex> lock(mu);
+  const SteadyTime start = c.steady_now();
+  EXPECT_FALSE(c.wait_until(lock, cv, start + Duration{1500}, [] { return false; }));
+  EXPECT_EQ(c.steady_now() - start, Duration{1500});
+  EXPECT_TRUE(lock.owns_lock());
+  EXPECT_TRUE(c.wait_until(lock, cv, start + Duration{9000}, [] { return true; }));
+  EXPECT_EQ(c.steady_now() - start, Duration{1500}) << "done at once: no time passes";
+  EXPECT_FALSE(c.wait_until(lock, cv, start, [] { return false; }));
+  EXPECT_EQ(c.steady_now() - start, Duration{1500}) << "a deadline passed already: no time passes";
+}
+
+TEST(SystemClock, AWaitEndsWhenNotifiedNotAtItsDeadline) {
+  SystemClock c;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread notifier([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+    cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(mu);
+  const SteadyTime start = c.steady_now();
+  EXPECT_TRUE(c.wait_until(lock, cv, start + std::chrono::minutes(10), [&] { return done; }));
+  lock.unlock();
+  notifier.join();
+  EXPECT_LT(c.steady_now() - start, std::chrono::minutes(5));
+}
+
+TEST(SystemClock, AWaitNobodyEndsLastsToItsDeadline) {
+  SystemClock c;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::unique_lock<std::mutex> lock(mu);
+  const SteadyTime start = c.steady_now();
+  EXPECT_FALSE(c.wait_until(lock, cv, start + Duration{30}, [] { return false; }));
+  EXPECT_GE(c.steady_now() - start, Duration{30});
 }
 
 }  // namespace
