@@ -130,6 +130,7 @@ void AgentLoop::finish_unserved(const InstanceRecord& r) {
     host_.remove_local();
     const Steady cleaning = steady();
     host_.clean();
+    st_.next_ready = false;
     metrics_.cleaned(now_ms(), r.resource_class, r.generation, since(cleaning));
   } catch (const std::exception& e) {
     spdlog::error("cleaning failed: {}", e.what());
@@ -269,8 +270,24 @@ void AgentLoop::clean_local(const std::string& reason) {
 void AgentLoop::finish_assignment() {
   st_.last_served = std::max(st_.last_served, st_.generation);
   st_.phase = Phase::kIdle;
+  st_.next_ready = false;  // cleaned: the job user is gone
   reset_assignment();
   set_busy(false);
+}
+
+// Once per cleaning, while idle in the pool: the next job user and its directories are made now,
+// off the claim's path. A failure is only logged — the claim's prepare() makes them then, and
+// refuses the assignment if it cannot.
+void AgentLoop::ready_next() {
+  st_.next_ready = true;
+  const Steady start = steady();
+  try {
+    host_.ready_next();
+    spdlog::info("the next assignment's job user is ready ({} ms)",
+                 std::chrono::duration_cast<std::chrono::milliseconds>(since(start)).count());
+  } catch (const std::exception& e) {
+    spdlog::warn("cannot ready the next assignment ahead ({}); its claim will", e.what());
+  }
 }
 
 }  // namespace runpool::agent

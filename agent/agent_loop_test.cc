@@ -70,6 +70,21 @@ TEST_F(AgentLoopTest, TheRunnerIsPreparedWithThePrivilegesTheRecordNames) {
   EXPECT_EQ(host_.prepared_privileges, std::vector<std::string>{"docker"});
 }
 
+TEST_F(AgentLoopTest, AJobUserThatCannotBeReadiedInThePoolIsMadeByTheClaim) {
+  auto r = pool::launched_record(kId, "ci", "", "small", pool::UsageClass::kSpot, "c7i.large", Secret(""),
+                                 "https://github.com/o/r", now(), timeouts_);
+  r.state = State::kIdle;  // warmed up into the pool
+  ASSERT_TRUE(memory_.create(r));
+  host_.ready_error = "useradd: cannot lock /etc/passwd";
+  ticks(5);
+  EXPECT_EQ(host_.readies, 1) << "tried once per cleaning, not every tick";
+  EXPECT_EQ(loop().state().phase, Phase::kIdle);
+  step(pool::claim(record(), "run-2", Secret("reg-2"), "https://github.com/o/r", now(), timeouts_));
+  ticks(1);
+  EXPECT_EQ(host_.prepares, 1);
+  EXPECT_EQ(host_.configures.size(), 1u) << "the claim is served all the same";
+}
+
 TEST_F(AgentLoopTest, ListenerDoesNotStartWhileTheTokenCannotBeTaken) {
   launch();
   table_.down = true;
@@ -157,9 +172,11 @@ TEST_F(AgentLoopTest, ADrainLetsTheJobInHandFinishDeregistersCleansAndServesTheN
   EXPECT_EQ(loop().status(), "idle, waiting for an assignment");
 
   // Back to the pool, claimed again: a new runner name for the new generation.
+  EXPECT_EQ(host_.readies, 0) << "the instance is not in the pool yet";
   step(pool::return_to_pool(r, now(), timeouts_));
   ticks(3);
   EXPECT_EQ(host_.configures.size(), 1u) << "idle record: nothing to do";
+  EXPECT_EQ(host_.readies, 1) << "in the pool: the next job user is made once, off the claim's path";
   step(pool::claim(record(), "run-2", Secret("reg-2"), "https://github.com/o/r", now(), timeouts_));
   ticks(1);
   ASSERT_EQ(host_.configures.size(), 2u);

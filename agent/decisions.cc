@@ -66,6 +66,7 @@ std::string_view action_name(Action a) {
     case Action::kAbandon: return "abandon";
     case Action::kDeregisterAndClean: return "deregister-and-clean";
     case Action::kCleanLocal: return "clean-local";
+    case Action::kReadyNext: return "ready-next";
   }
   return "?";
 }
@@ -94,6 +95,9 @@ Decision idle(const AgentState& a, const InstanceRecord& r) {
   if (r.state == State::kDraining) {
     if (sig == AgentSignal::kDrained) return {Action::kWait, "drained already reported" + gen};
     return {Action::kFinishUnserved, "drain of an assignment with no runner here" + gen};
+  }
+  if (r.state == State::kIdle && !a.next_ready && !a.interrupted) {
+    return {Action::kReadyNext, "in the pool: readying the next assignment's job user"};
   }
   if (!assigned_state(r.state)) return {Action::kWait, "waiting for an assignment (record " +
                                                            std::string(pool::state_name(r.state)) + ")"};

@@ -32,6 +32,9 @@ struct AgentState {
   // Non-empty: the pre-run script failed on this boot ("pre-run script failed: exit 3: …"). No
   // runner is served; every generation is answered with `failed`, which ends the instance.
   std::string pre_run_failure{};
+  // The next assignment's job user and runner directories are made (RunnerHost::ready_next) since
+  // the last cleaning: a claim then only hands them over.
+  bool next_ready = false;
 };
 
 enum class Action {
@@ -44,6 +47,7 @@ enum class Action {
   kAbandon,             // serving: the record moved on without a drain; stop the runner quietly
   kDeregisterAndClean,  // stopped: deregister, clean, report `drained`
   kCleanLocal,          // stopped: the assignment is over without a drain to report; clean, back to idle
+  kReadyNext,           // idle in the pool: make what the next assignment needs before it is claimed
 };
 std::string_view action_name(Action a);
 

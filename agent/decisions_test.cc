@@ -39,6 +39,7 @@ AgentState agent(Phase p, int64_t gen, int64_t last_served = 0) {
   a.phase = p;
   a.generation = gen;
   a.last_served = last_served;
+  a.next_ready = true;
   return a;
 }
 
@@ -69,6 +70,26 @@ TEST(DecideIdle, WaitsForAssignmentsAlreadyServedOrFailed) {
 // A corrupted or forged record: labels a run-scoped assignment was never given (a comma adds
 // labels), shell or control characters, a URL that is not a GitHub scope — refused, never
 // registered. A shared pool's label list is fine.
+TEST(DecideIdle, ReadiesTheNextJobUserOnceWhileInThePool) {
+  AgentState a = agent(Phase::kIdle, 0, 3);
+  a.next_ready = false;
+  EXPECT_EQ(act(a, rec(State::kIdle, 3, AgentSignal::kDrained)), Action::kReadyNext);
+  EXPECT_EQ(act(a, rec(State::kIdle, 0, AgentSignal::kBooted)), Action::kReadyNext) << "a fresh instance warmed up";
+  // Not before it is in the pool (an assignment is registered at once), not while ending.
+  EXPECT_EQ(act(a, rec(State::kClaimed, 4)), Action::kRegister);
+  for (State s : {State::kDraining, State::kTerminating, State::kTerminated}) {
+    EXPECT_NE(act(a, rec(s, 3)), Action::kReadyNext) << pool::state_name(s);
+  }
+  AgentState interrupted = a;
+  interrupted.interrupted = true;  // takes no new assignment
+  EXPECT_EQ(act(interrupted, rec(State::kIdle, 3)), Action::kWait);
+  AgentState failed = a;
+  failed.pre_run_failure = "pre-run script failed: exit 3";
+  EXPECT_NE(act(failed, rec(State::kIdle, 3)), Action::kReadyNext);
+  a.next_ready = true;
+  EXPECT_EQ(act(a, rec(State::kIdle, 3)), Action::kWait);
+}
+
 TEST(DecideIdle, RefusesHostileLabelsAndRegistrationUrls) {
   for (const std::string& label : {std::string("run-1,victim-run"), std::string("x,$(touch y)"), std::string("a b"),
                                    std::string("run\n1"), std::string(","), std::string("run-1,"), std::string(101, 'l')}) {

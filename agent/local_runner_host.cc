@@ -20,6 +20,7 @@
 
 #include "agent/local_listener.h"
 #include "agent/mount_baseline.h"
+#include "agent/runner_root_ops.h"
 #include "agent/safe_path.h"
 #include "agent/state_file.h"
 #include "common/pool/reuse_policy.h"
@@ -27,6 +28,9 @@
 namespace runpool::agent {
 
 namespace fs = std::filesystem;
+using root_ops::must;
+using root_ops::remove_path;
+using root_ops::user_dir;
 
 const std::vector<std::string>& runner_config_files() {
   static const std::vector<std::string> files = {".runner", ".runner_migrated", ".credentials",
@@ -41,43 +45,6 @@ std::vector<UserProcess> user_processes(uid_t uid) {
   std::vector<UserProcess> procs;
   for (pid_t p : processes_of_user(uid)) procs.push_back({p, process_parent(p)});
   return procs;
-}
-
-void must(bool ok, const std::string& what) {
-  if (!ok) throw std::runtime_error(what + ": " + std::strerror(errno));
-}
-
-// Removes `p`, an entry of the runner root or of its parent (both root's), relative to its
-// directory: never through a link a job planted in the tree, never into another file system.
-void remove_path(const fs::path& p) {
-  Fd dir(open_trusted_dir(p.parent_path().string()));
-  if (!dir.ok() && errno == ENOENT) return;
-  must(dir.ok(), "open " + p.parent_path().string());
-  remove_at_or_throw(dir.get(), p.filename().string(), p.string());
-}
-
-// Creates `p` (if missing) as a directory owned by the user; an existing non-directory (or a
-// symlink the runner planted) is replaced, never followed.
-void user_dir(const fs::path& p, const UserIdentity& u, mode_t mode) {
-  Fd dir(open_trusted_dir(p.parent_path().string()));
-  must(dir.ok(), "open " + p.parent_path().string());
-  make_owned_dir_at(dir.get(), p.filename().string(), u.uid, u.gid, mode);
-}
-
-// Can `u` reach (search) every directory from / down to `dir`'s parent?
-std::optional<std::string> unsearchable_ancestor(const fs::path& dir, const UserIdentity& u) {
-  fs::path cur = "/";
-  for (const auto& part : dir.parent_path().relative_path()) {
-    cur /= part;
-    struct stat st {};
-    if (stat(cur.c_str(), &st) != 0) return std::nullopt;  // created later with 0755
-    bool in_group = false;
-    for (gid_t g : u.groups) in_group = in_group || g == st.st_gid;
-    bool ok = (st.st_uid == u.uid && (st.st_mode & S_IXUSR)) || (in_group && (st.st_mode & S_IXGRP)) ||
-              (st.st_mode & S_IXOTH);
-    if (!ok) return cur.string();
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -123,79 +90,6 @@ std::vector<std::string> LocalRunnerHost::runner_env(const std::vector<std::stri
   env.insert(env.end(), s_.proxy_env.begin(), s_.proxy_env.end());
   env.insert(env.end(), extra.begin(), extra.end());
   return env;
-}
-
-void LocalRunnerHost::prepare(const std::string& job_privileges) {
-  const std::string name = job_privileges.empty() ? s_.job_privileges : job_privileges;
-  const std::optional<pool::JobPrivileges> privileges = pool::parse_job_privileges(name);
-  if (!privileges) throw std::runtime_error("job privileges '" + name + "' are none this agent knows (user, docker, sudo)");
-  const bool docker = *privileges == pool::JobPrivileges::kDocker;
-  if (docker && (!s_.tenants || !s_.docker)) {
-    throw std::runtime_error(s_.tenants ? "job privileges docker: this machine has no Docker engine (install one in "
-                                          "the image; its docker group must exist)"
-                                        : "job privileges docker need a job user per assignment (job_users)");
-  }
-  const bool grant_sudo = *privileges == pool::JobPrivileges::kSudo && s_.tenants;
-  if (grant_sudo && s_.sudoers_file.empty()) {
-    throw std::runtime_error("job privileges sudo: this machine has no sudo (install it in the image; "
-                             "/etc/sudoers.d must exist)");
-  }
-  if (s_.tenants && !runner_user()) {
-    // No job user, so none ran since the last sweep: the mounts now are the assignment's start
-    // (a mount added from here on fails its sweep).
-    record_mount_baseline(s_.sweep.mount_baseline);
-    tenant_ = s_.tenants->create(docker ? std::vector<std::string>{"docker"} : std::vector<std::string>{});
-    tenant_read_ = true;
-  }
-  const UserIdentity user = need_runner_user();
-  if (user.uid == 0) throw std::runtime_error("the runner user must not be root");
-  // Root for this assignment's user alone; sudo also needs the agent unit's drop-in that relaxes
-  // NoNewPrivileges (docs/agent.md). With a fixed runner user the image grants it.
-  if (grant_sudo) grant_root(user);
-  if (s_.confine_jobs) s_.confine_jobs();
-  const fs::path root(s_.root);
-  if (auto bad = unsearchable_ancestor(root, user)) {
-    throw std::runtime_error("runner user " + user.name + " cannot reach " + s_.root + ": " + *bad +
-                             " is not searchable by it");
-  }
-  std::error_code ec;
-  if (!fs::exists(root / "bin" / "Runner.Listener", ec)) {
-    if (s_.template_dir.empty()) {
-      throw std::runtime_error(s_.root + " has no bin/Runner.Listener and no runner_template is configured");
-    }
-    if (!fs::exists(fs::path(s_.template_dir) / "bin" / "Runner.Listener", ec)) {
-      throw std::runtime_error("runner_template " + s_.template_dir + " has no bin/Runner.Listener");
-    }
-    spdlog::info("installing the runner from {} into {}", s_.template_dir, s_.root);
-    fs::create_directories(root.parent_path(), ec);
-    if (ec) throw std::runtime_error("cannot create " + root.parent_path().string() + ": " + ec.message());
-    // Copied next to the root and renamed into place, so a crash never leaves half a runner.
-    const fs::path staging = root.string() + ".staging-" + std::to_string(getpid());
-    remove_path(staging);
-    fs::copy(s_.template_dir, staging, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
-    if (ec) throw std::runtime_error("cannot copy the runner template: " + ec.message());
-    if (fs::exists(root, ec)) {
-      fs::copy(staging, root,
-               fs::copy_options::recursive | fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing, ec);
-      remove_path(staging);
-      if (ec) throw std::runtime_error("cannot copy the runner template: " + ec.message());
-    } else {
-      fs::rename(staging, root, ec);
-      if (ec) throw std::runtime_error("cannot move the runner into " + s_.root + ": " + ec.message());
-    }
-  }
-  if (!root_owned_by_runner()) {
-    must(chown(s_.root.c_str(), 0, user.gid) == 0, "chown " + s_.root);
-    must(chmod(s_.root.c_str(), 01770) == 0, "chmod " + s_.root);
-  }
-  if (docker) keep_docker_baseline();
-  if (s_.tenants && !manifest_) {
-    // Taken with no job user's file in the root (the last clean removed them): what the next
-    // clean must find again.
-    manifest_ = take_manifest(s_.root, [&](const std::string&, uid_t owner) { return s_.tenant_range.contains(owner); });
-  }
-  user_dir(root / "_work", user, 0755);
-  user_dir(root / "_home", user, 0700);
 }
 
 void LocalRunnerHost::mark_ephemeral(int64_t generation) {
@@ -291,7 +185,7 @@ void LocalRunnerHost::remove_local() {
 }
 
 std::unique_ptr<ListenerProcess> LocalRunnerHost::start_listener(const ListenerStart& how) {
-  if (s_.confine_jobs) s_.confine_jobs();  // again: a resumed assignment (after a reboot) skips prepare()
+  confine();  // a resumed assignment (after a reboot) skips prepare()
   DiagTail diag(path("_diag"));  // before the start: only the new Listener's lines count
   DiagTail perf(path("_diag"), "Runner", ".perf");
   SpawnOptions o;
@@ -452,6 +346,7 @@ void LocalRunnerHost::retire_tenant() {
   }
   s_.tenants->retire();
   tenant_.reset();
+  unused_user_.reset();
 }
 
 void LocalRunnerHost::grant_root(const UserIdentity& user) {
@@ -506,6 +401,7 @@ void LocalRunnerHost::clean_docker() {
 void LocalRunnerHost::clean() {
   // No new sudo from here on; what root already did is not undone (docs/security.md).
   revoke_root();
+  confined_ = false;  // the next assignment confines its jobs again: this one's root may have undone it
   // The engine first, once the job can start nothing more through it: containers run as root,
   // beyond the job user's sweep. A failure fails the clean only after the job user is retired,
   // and the baseline stays, so every retry checks the engine again.

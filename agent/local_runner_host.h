@@ -19,6 +19,7 @@
 #include "agent/runner_host.h"
 #include "agent/tenant_sweep.h"
 #include "agent/tenant_users.h"
+#include "common/pool/reuse_policy.h"
 
 namespace runpool::agent {
 
@@ -29,9 +30,9 @@ std::vector<std::string> proxy_environment(const std::function<const char*(const
 struct RunnerHostSettings {
   std::string root;
   std::string template_dir;  // "" = none
-  // Who the runner runs as. With `tenants`, a new job user per assignment (created by prepare(),
-  // swept and retired by clean()); without, always `user` (one trust domain: what one job leaves
-  // outside the runner root, the next one finds).
+  // Who the runner runs as. With `tenants`, a new job user per assignment (created by ready_next()
+  // or prepare(), swept and retired by clean()); without, always `user` (one trust domain: what
+  // one job leaves outside the runner root, the next one finds).
   UserIdentity user;
   TenantUsers* tenants = nullptr;
   UidRange tenant_range;  // the tenants' uids: never part of the installation's manifest
@@ -68,8 +69,9 @@ struct RunnerHostSettings {
   // Whether clean() ends the runner user's processes. Always on an instance (one agent per host);
   // tests of the file handling on a shared machine turn it off.
   bool end_processes = true;
-  // Called by prepare() and start_listener(), before a runner process starts: installs what
-  // confines the jobs (job_imds_guard.h); throwing refuses the assignment. Empty: nothing.
+  // Called before a runner process starts (by ready_next(), prepare() or start_listener(), once
+  // per cleaning): installs what confines the jobs (job_imds_guard.h); throwing refuses the
+  // assignment. Empty: nothing.
   std::function<void()> confine_jobs;
 };
 
@@ -79,6 +81,7 @@ class LocalRunnerHost final : public RunnerHost {
   LocalRunnerHost(RunnerHostSettings settings, std::function<void()> alive);
 
   void prepare(const std::string& job_privileges) override;
+  void ready_next() override;
   std::optional<RunnerIdentity> configured() override;
   CommandResult configure(const Registration& r) override;
   CommandResult remove(const Secret& remove_token) override;
@@ -105,6 +108,14 @@ class LocalRunnerHost final : public RunnerHost {
   UserIdentity need_runner_user();
   // Ends the job user's processes, removes what it owns everywhere and retires it.
   void retire_tenant();
+  // local_runner_host_prepare.cc: the privileges asked for ("": the agent's own), when this
+  // machine can grant them (throws with the reason); a job user in the groups they need (docker),
+  // made when none is in place; the jobs confined (once per cleaning); the runner installed in a
+  // root the user can reach, with its _work and _home.
+  pool::JobPrivileges usable_privileges(const std::string& job_privileges) const;
+  void ensure_job_user(bool docker);
+  void confine();
+  void install_for(const UserIdentity& user);
   // job_privileges = sudo: the job user's sudoers drop-in, written by prepare(), removed by clean().
   void grant_root(const UserIdentity& user);
   void revoke_root();
@@ -124,6 +135,14 @@ class LocalRunnerHost final : public RunnerHost {
   std::optional<UserIdentity> tenant_;  // the job user in place (tenant mode), once read
   bool tenant_read_ = false;
   std::optional<InstallManifest> manifest_;  // the installation as the last prepare() left it
+  // The job user ready_next() made, until prepare() hands it to an assignment: no runner has run
+  // as it yet. Kept in memory only — a restarted agent cleans (and so retires) what it finds.
+  struct UnusedUser {
+    uid_t uid = 0;
+    bool docker = false;  // made in the docker group
+  };
+  std::optional<UnusedUser> unused_user_;
+  bool confined_ = false;  // confine_jobs ran since the last clean()
   std::string scope_key_;  // the assignment's cache scope, from its registration URL ("" unknown)
 };
 

@@ -57,6 +57,10 @@ class FakeHost final : public RunnerHost {
     prepared_privileges.push_back(job_privileges);
     if (!prepare_error.empty()) throw std::runtime_error(prepare_error);
   }
+  void ready_next() override {
+    ++readies;
+    if (!ready_error.empty()) throw std::runtime_error(ready_error);
+  }
   std::optional<RunnerIdentity> configured() override { return identity; }
   CommandResult configure(const Registration& r) override {
     configures.push_back(r);
@@ -138,9 +142,9 @@ class FakeHost final : public RunnerHost {
   std::vector<std::string> removes;
   std::deque<int> remove_results;
   bool remove_makes_listener_exit = true;
-  int remove_locals = 0, starts = 0, ends = 0, cleans = 0, prepares = 0, support_asks = 0;
+  int remove_locals = 0, starts = 0, ends = 0, cleans = 0, prepares = 0, support_asks = 0, readies = 0;
   std::vector<std::string> prepared_privileges;  // what each prepare() was asked to grant
-  std::string prepare_error, clean_error, remove_local_error;
+  std::string prepare_error, ready_error, clean_error, remove_local_error;
   bool start_error = false;
   std::shared_ptr<FakeListener::Shared> listener;
   std::optional<RunnerDrainSupport> support = RunnerDrainSupport{};  // what `run --help` shows

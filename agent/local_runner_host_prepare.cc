@@ -1,0 +1,140 @@
+// LocalRunnerHost: what an assignment needs before its runner starts — the job user, the runner
+// installed, its directories, the jobs confined, the assignment's privileges. ready_next() makes
+// what does not depend on the assignment while the instance waits in the pool; prepare() on the
+// claim's path then only adds the assignment's own part (sudo, Docker's baseline) — or makes it
+// all when nothing was readied.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+#include "agent/local_runner_host.h"
+#include "agent/mount_baseline.h"
+#include "agent/runner_root_ops.h"
+#include "common/pool/reuse_policy.h"
+
+namespace runpool::agent {
+
+namespace fs = std::filesystem;
+
+pool::JobPrivileges LocalRunnerHost::usable_privileges(const std::string& job_privileges) const {
+  const std::string name = job_privileges.empty() ? s_.job_privileges : job_privileges;
+  const std::optional<pool::JobPrivileges> privileges = pool::parse_job_privileges(name);
+  if (!privileges) throw std::runtime_error("job privileges '" + name + "' are none this agent knows (user, docker, sudo)");
+  if (*privileges == pool::JobPrivileges::kDocker && (!s_.tenants || !s_.docker)) {
+    throw std::runtime_error(s_.tenants ? "job privileges docker: this machine has no Docker engine (install one in "
+                                          "the image; its docker group must exist)"
+                                        : "job privileges docker need a job user per assignment (job_users)");
+  }
+  if (*privileges == pool::JobPrivileges::kSudo && s_.tenants && s_.sudoers_file.empty()) {
+    throw std::runtime_error("job privileges sudo: this machine has no sudo (install it in the image; "
+                             "/etc/sudoers.d must exist)");
+  }
+  return *privileges;
+}
+
+void LocalRunnerHost::ensure_job_user(bool docker) {
+  std::optional<UserIdentity> user = runner_user();
+  if (user && unused_user_ && unused_user_->uid == user->uid && unused_user_->docker != docker) {
+    // Readied for the agent's own privileges and never used: replaced by one in the groups this
+    // assignment is given. Nothing ran as it, so its two directories are all it owns.
+    spdlog::info("the readied job user {} is not in the groups this assignment needs: making another", user->name);
+    for (const char* d : {"_work", "_home"}) root_ops::remove_path(path(d));
+    s_.tenants->retire();
+    tenant_.reset();
+    unused_user_.reset();
+    user.reset();
+  }
+  if (user) return;
+  // No job user, so none ran since the last sweep: the mounts now are the assignment's start (a
+  // mount added from here on fails its sweep).
+  record_mount_baseline(s_.sweep.mount_baseline);
+  tenant_ = s_.tenants->create(docker ? std::vector<std::string>{"docker"} : std::vector<std::string>{});
+  tenant_read_ = true;
+  unused_user_ = UnusedUser{tenant_->uid, docker};
+}
+
+void LocalRunnerHost::confine() {
+  if (!s_.confine_jobs || confined_) return;
+  s_.confine_jobs();
+  confined_ = true;
+}
+
+void LocalRunnerHost::install_for(const UserIdentity& user) {
+  const fs::path root(s_.root);
+  if (auto bad = root_ops::unsearchable_ancestor(root, user)) {
+    throw std::runtime_error("runner user " + user.name + " cannot reach " + s_.root + ": " + *bad +
+                             " is not searchable by it");
+  }
+  std::error_code ec;
+  if (!fs::exists(root / "bin" / "Runner.Listener", ec)) {
+    if (s_.template_dir.empty()) {
+      throw std::runtime_error(s_.root + " has no bin/Runner.Listener and no runner_template is configured");
+    }
+    if (!fs::exists(fs::path(s_.template_dir) / "bin" / "Runner.Listener", ec)) {
+      throw std::runtime_error("runner_template " + s_.template_dir + " has no bin/Runner.Listener");
+    }
+    spdlog::info("installing the runner from {} into {}", s_.template_dir, s_.root);
+    fs::create_directories(root.parent_path(), ec);
+    if (ec) throw std::runtime_error("cannot create " + root.parent_path().string() + ": " + ec.message());
+    // Copied next to the root and renamed into place, so a crash never leaves half a runner.
+    const fs::path staging = root.string() + ".staging-" + std::to_string(getpid());
+    root_ops::remove_path(staging);
+    fs::copy(s_.template_dir, staging, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+    if (ec) throw std::runtime_error("cannot copy the runner template: " + ec.message());
+    if (fs::exists(root, ec)) {
+      fs::copy(staging, root,
+               fs::copy_options::recursive | fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing, ec);
+      root_ops::remove_path(staging);
+      if (ec) throw std::runtime_error("cannot copy the runner template: " + ec.message());
+    } else {
+      fs::rename(staging, root, ec);
+      if (ec) throw std::runtime_error("cannot move the runner into " + s_.root + ": " + ec.message());
+    }
+  }
+  if (!root_owned_by_runner()) {
+    root_ops::must(chown(s_.root.c_str(), 0, user.gid) == 0, "chown " + s_.root);
+    root_ops::must(chmod(s_.root.c_str(), 01770) == 0, "chmod " + s_.root);
+  }
+  if (s_.tenants && !manifest_) {
+    // Taken with no job user's file in the root (the last clean removed them): what the next
+    // clean must find again.
+    manifest_ = take_manifest(s_.root, [&](const std::string&, uid_t owner) { return s_.tenant_range.contains(owner); });
+  }
+  root_ops::user_dir(root / "_work", user, 0755);
+  root_ops::user_dir(root / "_home", user, 0700);
+}
+
+void LocalRunnerHost::ready_next() {
+  const pool::JobPrivileges privileges = usable_privileges("");
+  if (s_.tenants) ensure_job_user(privileges == pool::JobPrivileges::kDocker);
+  const UserIdentity user = need_runner_user();
+  if (user.uid == 0) throw std::runtime_error("the runner user must not be root");
+  confine();
+  install_for(user);
+}
+
+void LocalRunnerHost::prepare(const std::string& job_privileges) {
+  const pool::JobPrivileges privileges = usable_privileges(job_privileges);
+  const bool docker = privileges == pool::JobPrivileges::kDocker;
+  if (s_.tenants) {
+    ensure_job_user(docker);
+    // Readied earlier: nothing has run as it since, so the mounts now are the assignment's start
+    // (what the system mounted meanwhile is not the job's).
+    if (unused_user_) record_mount_baseline(s_.sweep.mount_baseline);
+  }
+  const UserIdentity user = need_runner_user();
+  if (user.uid == 0) throw std::runtime_error("the runner user must not be root");
+  // Root for this assignment's user alone; sudo also needs the agent unit's drop-in that relaxes
+  // NoNewPrivileges (docs/agent.md). With a fixed runner user the image grants it.
+  if (privileges == pool::JobPrivileges::kSudo && s_.tenants) grant_root(user);
+  confine();
+  install_for(user);
+  if (docker) keep_docker_baseline();
+  unused_user_.reset();  // handed over: its runner may start from now on
+}
+
+}  // namespace runpool::agent

@@ -1,0 +1,158 @@
+// The next assignment readied while the instance waits in the pool (RunnerHost::ready_next): the
+// job user, the runner installed, its directories and the jobs' confinement are made then, so the
+// claim's prepare() only hands them over — and a claim that needs other groups gets a user of its
+// own. Needs root and useradd; skipped otherwise.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "agent/local_runner_host.h"
+#include "agent/testing/memory_docker_engine.h"
+
+namespace runpool::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+bool in_docker_group(const std::string& user) {
+  std::ifstream in("/etc/group");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("docker:", 0) != 0) continue;
+    return ("," + line.substr(line.rfind(':') + 1) + ",").find("," + user + ",") != std::string::npos;
+  }
+  return false;
+}
+
+class ReadyNext : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0 || access("/usr/sbin/useradd", X_OK) != 0) GTEST_SKIP() << "needs root and useradd";
+    char tmpl[] = "/tmp/runner-ready-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    base_ = tmpl;
+    chmod(base_.c_str(), 0755);
+    const fs::path tpl = base_ / "template";
+    fs::create_directories(tpl / "bin");
+    std::ofstream(tpl / "bin" / "Runner.Listener") << "#!/bin/sh\nexit 0\n";
+    std::ofstream(tpl / "config.sh") << "#!/bin/sh\nexit 0\n";
+    fs::permissions(tpl / "bin" / "Runner.Listener", fs::perms(0755));
+    fs::permissions(tpl / "config.sh", fs::perms(0755));
+    TenantUsersSettings ts;
+    ts.range = {1987006000, 1987006999};  // the test's own: nothing else on the machine has it
+    ts.state_file = (base_ / "job-users").string();
+    ts.home = (base_ / "runner" / "_home").string();
+    users_ = std::make_unique<SystemTenantUsers>(ts, nullptr);
+    s_.root = (base_ / "runner").string();
+    s_.template_dir = tpl.string();
+    s_.tenants = users_.get();
+    s_.tenant_range = ts.range;
+    s_.sweep.roots = {base_.string()};
+    s_.sweep.sysvipc_dir = (base_ / "no-sysvipc").string();
+    s_.sweep.mount_baseline = (base_ / "mounts").string();
+    s_.path = "/usr/bin:/bin";
+    s_.cleanup_timeout = 2s;
+    s_.end_processes = false;
+    s_.confine_jobs = [this] { ++confinements_; };
+  }
+  void TearDown() override {
+    if (users_) {
+      try {
+        users_->retire();
+      } catch (const std::exception&) {
+      }
+    }
+    if (!base_.empty()) fs::remove_all(base_);
+  }
+  uid_t owner(const fs::path& p) {
+    struct stat st {};
+    return stat(p.c_str(), &st) == 0 ? st.st_uid : static_cast<uid_t>(-1);
+  }
+
+  fs::path base_;
+  std::unique_ptr<SystemTenantUsers> users_;
+  RunnerHostSettings s_;
+  int confinements_ = 0;
+};
+
+TEST_F(ReadyNext, TheClaimHandsOverTheJobUserMadeWhileIdle) {
+  LocalRunnerHost host(s_, nullptr);
+  host.ready_next();
+  const auto readied = users_->current();
+  ASSERT_TRUE(readied);
+  EXPECT_FALSE(in_docker_group(readied->name)) << "the agent's own privileges: user";
+  EXPECT_TRUE(fs::exists(base_ / "runner" / "bin" / "Runner.Listener")) << "the runner installed";
+  EXPECT_EQ(owner(base_ / "runner" / "_work"), readied->uid);
+  EXPECT_EQ(owner(base_ / "runner" / "_home"), readied->uid);
+  EXPECT_EQ(confinements_, 1);
+
+  // The claim: the same user, the jobs already confined, the mounts taken again as the start.
+  fs::remove(s_.sweep.mount_baseline);
+  host.prepare("");
+  const auto claimed = users_->current();
+  ASSERT_TRUE(claimed);
+  EXPECT_EQ(claimed->uid, readied->uid);
+  EXPECT_EQ(confinements_, 1);
+  EXPECT_TRUE(fs::exists(s_.sweep.mount_baseline)) << "the assignment's start is the claim, not the readying";
+
+  // Handed over: a second prepare (a registration retried) keeps it and the start.
+  fs::remove(s_.sweep.mount_baseline);
+  host.prepare("");
+  EXPECT_EQ(users_->current()->uid, readied->uid);
+  EXPECT_FALSE(fs::exists(s_.sweep.mount_baseline)) << "once the user is handed over, its start stays";
+
+  // The assignment ends: the user is retired, the next one is a new uid, confined again.
+  host.clean();
+  EXPECT_FALSE(users_->current());
+  EXPECT_FALSE(lookup_user(readied->name));
+  host.ready_next();
+  const auto next = users_->current();
+  ASSERT_TRUE(next);
+  EXPECT_GT(next->uid, readied->uid);
+  EXPECT_EQ(confinements_, 2);
+  host.ready_next();  // twice: nothing new
+  EXPECT_EQ(users_->current()->uid, next->uid);
+}
+
+TEST_F(ReadyNext, AClaimNeedingOtherGroupsGetsAUserOfItsOwn) {
+  if (!lookup_user("root") || access("/usr/sbin/groupadd", X_OK) != 0) GTEST_SKIP();
+  std::ifstream groups("/etc/group");
+  std::string text((std::istreambuf_iterator<char>(groups)), std::istreambuf_iterator<char>());
+  if (text.find("\ndocker:") == std::string::npos && text.rfind("docker:", 0) != 0) GTEST_SKIP() << "no docker group";
+  EngineState start;
+  testing::MemoryDockerEngine engine(start);
+  s_.docker = &engine;
+  s_.docker_baseline = (base_ / "docker-baseline").string();
+  LocalRunnerHost host(s_, nullptr);
+  host.ready_next();
+  const auto readied = users_->current();
+  ASSERT_TRUE(readied);
+  EXPECT_FALSE(in_docker_group(readied->name));
+
+  host.prepare("docker");
+  const auto claimed = users_->current();
+  ASSERT_TRUE(claimed);
+  EXPECT_NE(claimed->uid, readied->uid);
+  EXPECT_TRUE(in_docker_group(claimed->name)) << "a docker assignment's user is in the engine's group";
+  EXPECT_FALSE(lookup_user(readied->name)) << "the readied user is retired, its uid never handed out again";
+  EXPECT_EQ(owner(base_ / "runner" / "_work"), claimed->uid);
+  EXPECT_TRUE(fs::exists(s_.docker_baseline));
+  host.clean();
+}
+
+TEST_F(ReadyNext, PrivilegesThisMachineCannotGrantAreRefusedWhenClaimedNotWhenReadied) {
+  s_.job_privileges = "docker";  // no engine on this machine
+  LocalRunnerHost host(s_, nullptr);
+  EXPECT_THROW(host.ready_next(), std::runtime_error);
+  EXPECT_FALSE(users_->current()) << "nothing made for privileges that cannot be granted";
+  EXPECT_NO_THROW(host.prepare("user"));
+  EXPECT_THROW(host.prepare("sudo-please"), std::runtime_error);
+  host.clean();
+}
+
+}  // namespace
+}  // namespace runpool::agent
