@@ -23,8 +23,10 @@
 // until a bound, past which serve gives the lease up and keeps away from it for one lease time,
 // so a standby serves in its place (with none, it takes the lease back and tries again).
 //
-// The decisions are pure functions (pool::decide_lease, decide_session_fault, pool::plan_upkeep,
-// pool::plan_demand, absorb); this file carries them out.
+// The decisions are pure functions (pool::decide_lease, decide_session_fault, absorb, and the
+// reconcile pass: plan_serve_pass in serve_pass.h over pool::plan_upkeep and pool::plan_demand);
+// serve_server.h carries them out — its three loops (lease keeper, listener, serving loop), what
+// each owns and what crosses between them are written there.
 #pragma once
 
 #include <atomic>

@@ -23,7 +23,13 @@ void ServeLease::start() { thread_ = std::thread([this] { loop(); }); }
 
 void ServeLease::stop() {
   stop_.store(true);
-  if (thread_.joinable()) thread_.join();
+  { std::lock_guard<std::mutex> lock(wait_mu_); }  // a wait about to begin sees stop_
+  wait_cv_.notify_all();
+  if (thread_.joinable()) {
+    thread_.join();
+  } else {
+    give_up();
+  }
 }
 
 bool ServeLease::fenced() const {
@@ -34,31 +40,37 @@ bool ServeLease::fenced() const {
 void ServeLease::step_back(Duration hold_off) {
   back_until_ms_.store(ctx_.now_ms() + hold_off.count());
   give_up_now_.store(true);
+  { std::lock_guard<std::mutex> lock(wait_mu_); }
+  wait_cv_.notify_all();
+}
+
+int64_t ServeLease::tick() {
+  int64_t next_ms = 0;
+  try {
+    // Read before back_until_ms_, which step_back() writes first: a step back is never missed.
+    const bool asked = give_up_now_.exchange(false);
+    const int64_t now = ctx_.now_ms();
+    if (asked || now < back_until_ms_.load()) {
+      give_up();
+      next_ms = back_until_ms_.load() - now;
+    } else {
+      keep();
+      next_ms = mine_ ? mine_->expires_ms - times_.renew_before_ms - now : recheck_ms_ - ctx_.now_ms();
+    }
+  } catch (const std::exception& e) {
+    spdlog::warn("{}: the lease could not be read or written ({})", name_, e.what());
+    next_ms = s_.serve_retry_wait.count();
+  }
+  // Looked at again when due: at least every sixth of the lease's time, at most every 100 ms.
+  return std::clamp<int64_t>(next_ms, 100, std::max<int64_t>(100, times_.ttl_ms / 6));
 }
 
 void ServeLease::loop() {
   while (!stop_.load()) {
-    int64_t next_ms = 0;
-    try {
-      const int64_t now = ctx_.now_ms();
-      if (now < back_until_ms_.load()) {
-        give_up_now_.store(false);
-        give_up();
-        next_ms = back_until_ms_.load() - now;
-      } else {
-        keep();
-        next_ms = mine_ ? mine_->expires_ms - times_.renew_before_ms - now : recheck_ms_ - ctx_.now_ms();
-      }
-    } catch (const std::exception& e) {
-      spdlog::warn("{}: the lease could not be read or written ({})", name_, e.what());
-      next_ms = s_.serve_retry_wait.count();
-    }
-    // Looked at again when due: at least every sixth of the lease's time, at most every 100 ms.
-    next_ms = std::clamp<int64_t>(next_ms, 100, std::max<int64_t>(100, times_.ttl_ms / 6));
-    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(next_ms);
-    while (!stop_.load() && !give_up_now_.load() && std::chrono::steady_clock::now() < end) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    const int64_t next_ms = tick();
+    std::unique_lock<std::mutex> lock(wait_mu_);
+    ctx_.clock.wait_until(lock, wait_cv_, ctx_.clock.steady_now() + std::chrono::milliseconds(next_ms),
+                          [this] { return stop_.load() || give_up_now_.load(); });
   }
   give_up();
 }

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -24,9 +26,14 @@ class ServeLease {
              std::function<void()> on_taken);
   ~ServeLease();
 
+  // Runs tick() on a thread of its own, waiting on the clock between turns.
   void start();
-  // Stops the thread and gives the lease up.
+  // Stops the thread (if started) and gives the lease up.
   void stop();
+
+  // One turn of the thread: reads, decides and writes the lease (or gives it up while stepping
+  // back). Returns how long until the next turn is due, in ms. Tests call it on a fake clock.
+  int64_t tick();
 
   // Whether an action may be taken now: the lease is ours for at least a third of its time more,
   // and we are not stepping back.
@@ -53,6 +60,9 @@ class ServeLease {
   const std::function<void()> on_taken_;
   const pool::LeaseTimes times_;
   std::thread thread_;
+
+  std::mutex wait_mu_;  // only for the thread's wait: stop() and step_back() end it early
+  std::condition_variable wait_cv_;
 
   // The thread's own; the others read fence_until_ms_ and back_until_ms_.
   std::optional<pool::Lease> mine_;

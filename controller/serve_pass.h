@@ -1,0 +1,51 @@
+// One reconcile pass of `runpoolctl serve`, decided over plain data: from the scale set's records
+// (and the pool's depth, when runners are short) and what its session said, which finished names
+// are done with, the upkeep each record needs (pool::plan_upkeep), and the demand plan
+// (pool::plan_demand) with the records of the armed runners to remove. Pure; the serving loop
+// (serve.cc) gathers the snapshot and carries the pass out.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/pool/demand_plan.h"
+#include "common/pool/instance_record.h"
+#include "common/pool/scale_set_upkeep.h"
+#include "controller/session_demand.h"
+
+namespace runpool::controller {
+
+struct ServeSnapshot {
+  std::string pool;
+  std::string scale_set;
+  int64_t now_ms = 0;
+  // The set's records (by its label), and those claimed or launched so recently that the label
+  // index may not list them yet.
+  std::vector<pool::InstanceRecord> records;
+  int min_armed = 0;
+  int max_runners = 0;
+  int64_t return_wait_ms = 0;  // 0: the class never reuses an instance, so none is awaited
+  int64_t arm_grace_ms = 0;
+  // The warm pool's depth. Read only when runners are short (a request to the queue): nullopt
+  // until then, and the pass says so (needs_claimable).
+  std::optional<int> claimable;
+};
+
+struct ServePass {
+  // Finished runner names whose instance has left that assignment: the session's note of them is
+  // dropped (the others stay until their drain is written).
+  std::vector<std::string> forget;
+  std::vector<pool::Upkeep> upkeep;
+  pool::DemandFacts facts;  // what the plan was made from (the metrics sample reads the runners)
+  pool::DemandPlan plan;
+  // Runners are short and the pool's depth was not in the snapshot: read it and decide again; the
+  // plan's claims and launches are not to be acted on meanwhile.
+  bool needs_claimable = false;
+  std::vector<pool::InstanceRecord> remove;  // the records of plan.remove, in its order
+};
+
+ServePass plan_serve_pass(const ServeSnapshot& snapshot, const SessionDemand& session);
+
+}  // namespace runpool::controller
