@@ -48,14 +48,7 @@ class Claimer {
       if (m.message) ids.push_back(m.message->instance_id);
     }
     records_ = ids.empty() ? std::map<std::string, pool::InstanceRecord>{} : ctx_.table.get_many(ids);
-    const Settings& s = ctx_.settings;
-    pool::ClaimRequest request{plan_.resource_class,         plan_.usage,
-                               plan_.type_globs,             ctx_.now_ms(),
-                               s.claim_min_remaining.count(), s.max_heartbeat_age.count(),
-                               s.pool,  // never another pool's instance, whatever the message says
-                               s.max_instance_age_ms(plan_.resource_class),
-                               // same-scope reuse: a tagged instance is only for its own scope
-                               scope_key_};
+    const pool::ClaimRequest request = claim_request(ctx_.settings, plan_, ctx_.now_ms());
     verdicts_.clear();
     std::vector<QueuedMessage> arranged, claimable;
     std::vector<std::string> tags;
@@ -259,6 +252,19 @@ class Claimer {
 };
 
 }  // namespace
+
+pool::ClaimRequest claim_request(const Settings& s, const ClaimPlan& plan, int64_t now_ms) {
+  return pool::ClaimRequest{plan.resource_class,
+                            plan.usage,
+                            plan.type_globs,
+                            now_ms,
+                            s.claim_min_remaining.count(),
+                            s.max_heartbeat_age.count(),
+                            s.pool,  // never another pool's instance, whatever the message says
+                            s.max_instance_age_ms(plan.resource_class),
+                            // same-scope reuse: a tagged instance is only for its own scope
+                            pool::scope_key_for(plan.reg_url, s.reuse_policy_for(plan.resource_class).reuse_scope)};
+}
 
 ClaimOutcome claim_from_pool(Context& ctx, const ClaimPlan& plan) {
   Claimer claimer(ctx, plan);

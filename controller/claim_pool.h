@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/pool/claim.h"
 #include "common/pool/instance_record.h"
 #include "common/secret.h"
 #include "controller/context.h"
@@ -51,5 +52,9 @@ struct ClaimOutcome {
 };
 
 ClaimOutcome claim_from_pool(Context& ctx, const ClaimPlan& plan);
+
+// What the claim judge (pool::judge_pool_message) checks an instance against for `plan` at
+// `now_ms`: the pool's bounds, the class's maximum age, the claim's reuse scope.
+pool::ClaimRequest claim_request(const Settings& s, const ClaimPlan& plan, int64_t now_ms);
 
 }  // namespace runpool::controller

@@ -160,15 +160,25 @@ int run_provision_command(const Invocation& in, const CommandFlags& flags) {
 
 void add_release_flags(CLI::App& c, CommandFlags& flags) {
   c.add_option("--label", flags.release.label, "The label provision printed")->required();
-  add_timeout(c, flags.release.timeout, "How long to wait for drained (default: release_timeout)");
+  c.add_flag("--wait", flags.release.wait,
+             "Wait until every instance is back in the pool (its agent's drained, its runner confirmed gone on "
+             "GitHub), terminating those not drained within --timeout. Without it release returns once the drains "
+             "are written: the agents finish them on their own, and the next provision of their class (which "
+             "takes them) or refresh returns them to the pool");
+  add_timeout(c, flags.release.timeout, "With --wait (implied): how long to wait for drained (default: release_timeout)");
 }
 
 int run_release_command(const Invocation& in, const CommandFlags& flags) {
   require_github(in.settings);
   refuse_shared(in.settings, "release");
   return with_backend(in.settings, [&](Backend&, Context& ctx) {
-    return run_release(ctx, ReleaseOptions{flags.release.label, parse_timeout("--timeout", flags.release.timeout),
-                                           in.json});
+    ReleaseOptions o;
+    o.label = flags.release.label;
+    o.timeout = parse_timeout("--timeout", flags.release.timeout);
+    o.wait = flags.release.wait || o.timeout.has_value();
+    o.json = in.json;
+    o.actions = actions_files(env);
+    return run_release(ctx, o);
   });
 }
 
@@ -393,8 +403,10 @@ constexpr Command kCommands[] = {
      "failure or SIGINT/SIGTERM, claimed instances drain back to the pool and launched ones are terminated.",
      add_provision_flags, run_provision_command},
     {"release",
-     "Return a label's instances to the pool: drain (the agent deregisters the runner), wait for drained, make "
-     "them idle and advertise them. Not drained in time: terminated. Idempotent; safe to run concurrently.",
+     "Return a label's instances to the pool: start their drains (the runners' labels removed, each agent "
+     "deregisters its runner, cleans and reports drained) and return at once; the next provision of their class "
+     "or refresh confirms each runner gone on GitHub and puts the instance back in the pool. With --wait, waits "
+     "for drained and does that itself (not drained in time: terminated). Idempotent; safe to run concurrently.",
      add_release_flags, run_release_command},
     {"refresh",
      "Keep the fleet honest (run it on a schedule): expire whatever passed its deadline, finish half-done "

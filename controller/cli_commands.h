@@ -31,6 +31,7 @@ struct CommandFlags {
   } provision;
   struct {
     std::string label, timeout;
+    bool wait = false;
   } release;
   struct {
     bool dry_run = false;

@@ -20,11 +20,7 @@ pool::DrainedDecision drained_decision(const Settings& settings, const pool::Ins
   return pool::drained_fate(policy, pool::scope_key_for(record.reg_url, policy.reuse_scope));
 }
 
-bool return_drained(Context& ctx, const pool::InstanceRecord& record, const std::string& reuse_scope_key) {
-  pool::Step step = pool::return_to_pool(record, ctx.now_ms(), ctx.settings.timeouts, reuse_scope_key);
-  if (!ctx.table.transition(record.instance_id, step.expect, step.change)) return false;
-  pool::InstanceRecord idle = record;
-  pool::apply(idle, step.change);
+void advertise_idle(Context& ctx, const pool::InstanceRecord& idle) {
   try {
     ctx.queue.advertise(idle.resource_class, pool::PoolMessage{idle.instance_id, idle.generation});
     pool::Step done = pool::advertised(idle);
@@ -33,9 +29,18 @@ bool return_drained(Context& ctx, const pool::InstanceRecord& record, const std:
     spdlog::warn("instance {} is idle but its pool message failed ({}); refresh re-advertises it", idle.instance_id,
                  e.what());
   }
+}
+
+std::optional<pool::InstanceRecord> return_drained(Context& ctx, const pool::InstanceRecord& record,
+                                                   const std::string& reuse_scope_key, bool advertise) {
+  pool::Step step = pool::return_to_pool(record, ctx.now_ms(), ctx.settings.timeouts, reuse_scope_key);
+  if (!ctx.table.transition(record.instance_id, step.expect, step.change)) return std::nullopt;
+  pool::InstanceRecord idle = record;
+  pool::apply(idle, step.change);
+  if (advertise) advertise_idle(ctx, idle);
   spdlog::info("instance {} returned to the {} pool (generation {}{})", idle.instance_id, idle.resource_class,
                idle.generation, reuse_scope_key.empty() ? "" : ", kept for " + reuse_scope_key);
-  return true;
+  return idle;
 }
 
 namespace {
@@ -121,7 +126,7 @@ void make_unmatchable(Context& ctx, const pool::InstanceRecord& r, int64_t verif
   }
 }
 
-SettledDrain settle_drained(Context& ctx, const pool::InstanceRecord& r) {
+SettledDrain settle_drained(Context& ctx, const pool::InstanceRecord& r, bool advertise) {
   SettledDrain out;
   // Back to the pool only with its runner gone from GitHub: a runner left registered under the
   // assignment's label would be a ghost of it.
@@ -140,7 +145,9 @@ SettledDrain settle_drained(Context& ctx, const pool::InstanceRecord& r) {
     RetireOutcome ro = retire(ctx, {r}, "retired: " + out.retired_why);
     out.end = ro.skipped.empty() ? DrainedEnd::kRetired : DrainedEnd::kMoved;
   } else {
-    out.end = return_drained(ctx, r, reuse.scope_key) ? DrainedEnd::kReturned : DrainedEnd::kMoved;
+    std::optional<pool::InstanceRecord> idle = return_drained(ctx, r, reuse.scope_key, advertise);
+    out.end = idle ? DrainedEnd::kReturned : DrainedEnd::kMoved;
+    if (idle) out.returned = std::move(*idle);
   }
   return out;
 }

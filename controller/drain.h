@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,8 @@ struct DrainOutcome {
   // "reuse-never" (its class's reuse = never) or "reuse-no-scope" (same-scope reuse, but its
   // assignment had no repository or owner to keep it for).
   std::map<std::string, std::string> retired_reasons;
-  std::vector<std::string> left;        // still draining at the end: refresh finishes or terminates them
+  std::vector<std::string> left;        // still draining at the end (not waited for, or not in time): the next
+                                        // provision of their class or refresh finishes them, or terminates them late
   std::vector<std::string> gone;        // terminating/terminated/removed by someone else, or gone from
                                         // EC2 while draining (its record closed)
   std::vector<std::string> errors;      // "<id>: what failed"
@@ -77,20 +79,28 @@ enum class DrainedEnd { kReturned, kRetired, kRunnerLeft, kMoved };
 struct SettledDrain {
   DrainedEnd end = DrainedEnd::kMoved;
   pool::RunnerFateDecision runner;
-  std::string retired_why;  // kRetired: "outdated", "reuse-never" or "reuse-no-scope"
+  std::string retired_why;        // kRetired: "outdated", "reuse-never" or "reuse-no-scope"
+  pool::InstanceRecord returned;  // kReturned: the record as written, idle
 };
-SettledDrain settle_drained(Context& ctx, const pool::InstanceRecord& record);
+// `advertise` false: returned without its pool message (advertise_pending stays set), for a caller
+// that claims it at once and advertises it only when that fails (advertise_idle).
+SettledDrain settle_drained(Context& ctx, const pool::InstanceRecord& record, bool advertise = true);
 
 // A drain whose agent handed back a refused remove token (pool::wants_remove_token) gets a fresh
 // one. True when it was written.
 bool hand_fresh_remove_token(Context& ctx, const pool::InstanceRecord& record, const std::function<Secret()>& remove_token);
 
-// draining(gen) with `drained` for gen → idle, then the pool message, then advertise_pending
-// cleared. False when the record did not meet the condition (someone else moved it). A failed
-// SendMessage leaves advertise_pending set (refresh re-advertises) and still counts as returned.
-// Returned untagged, or tagged with the assignment's scope under same-scope reuse: callers first
-// ask drained_decision, which may say terminate instead.
-bool return_drained(Context& ctx, const pool::InstanceRecord& record, const std::string& reuse_scope_key = "");
+// draining(gen) with `drained` for gen → idle, then (`advertise`) the pool message, then
+// advertise_pending cleared. The idle record as written; nullopt when the record did not meet the
+// condition (someone else moved it). A failed SendMessage leaves advertise_pending set (refresh
+// re-advertises) and still counts as returned. Returned untagged, or tagged with the assignment's
+// scope under same-scope reuse: callers first ask drained_decision, which may say terminate instead.
+std::optional<pool::InstanceRecord> return_drained(Context& ctx, const pool::InstanceRecord& record,
+                                                   const std::string& reuse_scope_key = "", bool advertise = true);
+
+// An idle record's pool message sent, then its advertise_pending cleared; a failure is logged
+// (refresh re-advertises what stays pending).
+void advertise_idle(Context& ctx, const pool::InstanceRecord& idle);
 
 // The class's reuse policy applied to a drained record (common/pool/reuse_policy.h): the scope is
 // its registration URL's under the class's reuse_scope.

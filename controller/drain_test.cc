@@ -123,7 +123,7 @@ struct Fixture {
 
   Json::Value release() {
     w.out.str("");
-    exit_code = run_release(ctx, {"ci-1-1-build", std::chrono::seconds(30), true});
+    exit_code = run_release(ctx, {"ci-1-1-build", true, std::chrono::seconds(30), true, {}});
     return parse_json(w.out.str(), "release --json");
   }
   int exit_code = -1;
@@ -282,7 +282,7 @@ TEST(DrainRunner, ADrainedGithubCannotConfirmLeavesTheInstanceDraining) {
   Context ctx{f.w.settings, f.w.clock, f.w.table, f.w.queue, f.w.compute, gh, f.w.out, f.w.cancelled};
   f.agent_drains("");
   f.w.out.str("");
-  EXPECT_EQ(run_release(ctx, {"ci-1-1-build", std::chrono::seconds(30), true}), kExitFailed) << f.w.out.str();
+  EXPECT_EQ(run_release(ctx, {"ci-1-1-build", true, std::chrono::seconds(30), true, {}}), kExitFailed) << f.w.out.str();
   Json::Value v = parse_json(f.w.out.str(), "release --json");
   EXPECT_EQ(f.w.record(f.id).state, State::kDraining);
   EXPECT_TRUE(f.w.compute.terminated.empty());

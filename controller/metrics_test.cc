@@ -62,7 +62,7 @@ TEST(CommandMetrics, ReleaseReportsDrainedAndStragglers) {
   Metered m;
   ASSERT_EQ(run_provision(m.ctx, testing::provision_options(2)), kExitOk);
   m.sink.events.clear();
-  ASSERT_EQ(run_release(m.ctx, {"ci-1-1-build", std::nullopt, false}), kExitOk) << m.w.out.str();
+  ASSERT_EQ(run_release(m.ctx, {"ci-1-1-build", true, std::nullopt, false, {}}), kExitOk) << m.w.out.str();
   ASSERT_EQ(m.sink.events.size(), 1u);
   const metrics::Event& e = m.sink.events[0];
   EXPECT_EQ(values_of(e, "InstancesDrained"), std::vector<double>{2});
@@ -74,7 +74,7 @@ TEST(CommandMetrics, ReleaseReportsDrainedAndStragglers) {
   ASSERT_EQ(run_provision(m.ctx, testing::provision_options(1, "run-2")), kExitOk);
   m.w.agents.drain_ok = false;
   m.sink.events.clear();
-  run_release(m.ctx, {"run-2", std::chrono::seconds(3), false});
+  run_release(m.ctx, {"run-2", true, std::chrono::seconds(3), false, {}});
   ASSERT_EQ(m.sink.events.size(), 1u);
   EXPECT_EQ(values_of(m.sink.events[0], "StragglersTerminated"), std::vector<double>{1});
   EXPECT_EQ(values_of(m.sink.events[0], "InstancesDrained"), std::vector<double>{0});

@@ -19,6 +19,7 @@
 #include "controller/metrics_events.h"
 #include "controller/rerun.h"
 #include "controller/retire.h"
+#include "controller/take_draining.h"
 
 namespace runpool::controller {
 namespace {
@@ -106,11 +107,10 @@ class Provision {
     }
   }
 
+  // Claims from the class's pool queue; `plan` is filled in for take_draining.
   void claim(const ResourceClass& rc, std::optional<pool::UsageClass> usage, const std::vector<std::string>& globs,
-             const Secret& token, const std::string& url, Steady deadline) {
+             const Secret& token, const std::string& url, Steady deadline, ClaimPlan& plan) {
     int need = report_.requested - static_cast<int>(tracked_.size());
-    if (need <= 0) return;
-    ClaimPlan plan;
     plan.resource_class = rc.name;
     plan.usage = usage;
     plan.type_globs = globs;
@@ -119,18 +119,44 @@ class Provision {
     plan.reg_token = token;
     plan.reg_url = url;
     plan.deadline = deadline;
+    if (need <= 0) return;
     ClaimOutcome c = claim_from_pool(ctx_, plan);
     for (const auto& r : c.claimed) tracked_.push_back(Tracked{r, true, false, 0});
     spdlog::info("pool {}: claimed {} of {} (examined {}, dropped {} stale, left {} for others)", rc.name,
                  c.claimed.size(), need, c.examined, c.dropped, c.released);
   }
 
-  // Launches what is still needed. "" when it all launched, else what fell short and why.
-  // `token_seed`: see LaunchOrder ("": the label); a replacement's differs, or its CreateFleet would
-  // replay the first one's answer.
+  // What is draining in the class, when the queue fell short (controller/take_draining.h): the
+  // drained instances finished and claimed now; `launch_first(reserve)` launches what no draining
+  // instance can cover before the wait for the others, so its boot runs meanwhile. True when
+  // launch_first was called.
+  bool take_draining(const ClaimPlan& base, const std::function<void(int reserve)>& launch_first) {
+    ClaimPlan plan = base;
+    plan.count = report_.requested - static_cast<int>(tracked_.size());
+    if (plan.count <= 0 || ctx_.cancelled.load()) return false;
+    DrainingTakeover t(ctx_, plan);
+    t.finish_drained();
+    size_t kept = 0;
+    auto keep = [&] {
+      for (; kept < t.claimed.size(); ++kept) tracked_.push_back(Tracked{t.claimed[kept], true, false, 0});
+    };
+    keep();
+    const int reserve = std::min(t.awaitable(), plan.count - static_cast<int>(t.claimed.size()));
+    if (reserve <= 0) return false;
+    launch_first(reserve);
+    t.await_drains();
+    keep();
+    spdlog::info("pool {}: {} taken from draining instances", plan.resource_class, t.claimed.size());
+    return true;
+  }
+
+  // Launches what is still needed but `reserve`. "" when it all launched, else what fell short and
+  // why. `token_seed`: see LaunchOrder ("": the label); a replacement's differs, or its CreateFleet
+  // would replay the first one's answer.
   std::string launch(const ResourceClass& rc, const std::vector<std::string>& types, pool::UsageClass usage,
-                     const Secret& token, const std::string& url, Steady deadline, const std::string& token_seed) {
-    int need = report_.requested - static_cast<int>(tracked_.size());
+                     const Secret& token, const std::string& url, Steady deadline, const std::string& token_seed,
+                     int reserve = 0) {
+    int need = report_.requested - static_cast<int>(tracked_.size()) - reserve;
     if (need <= 0 || ctx_.cancelled.load()) return "";
     LaunchOrder order;
     order.resource_class = rc.name;
@@ -355,11 +381,6 @@ void emit(Context& ctx, const ProvisionOptions& o, const ProvisionReport& r) {
 
 }  // namespace
 
-int ProvisionReport::warm() const {
-  return static_cast<int>(std::count_if(instances.begin(), instances.end(), [](const auto& i) { return i.warm; }));
-}
-int ProvisionReport::launched() const { return static_cast<int>(instances.size()) - warm(); }
-
 ProvisionReport provision(Context& ctx, const ProvisionOptions& o) {
   const Settings& s = ctx.settings;
   if (o.count < 1 || o.count > s.max_count) {
@@ -412,10 +433,21 @@ ProvisionReport provision(Context& ctx, const ProvisionOptions& o) {
     // Claims from the pool, then launches what is still needed.
     int replaced = 0;
     auto acquire = [&] {
-      if (o.claim_warm) p.claim(*rc, claim_usage_filter(usage, s.on_demand_fallback), globs, token, url, deadline);
       const std::string seed = o.fleet_seed.empty() ? report.label : o.fleet_seed;
-      return p.launch(*rc, types, usage, token, url, deadline,
-                      replaced == 0 ? o.fleet_seed : fmt::format("{}/replacement-{}", seed, replaced));
+      std::string fleet_seed = replaced == 0 ? o.fleet_seed : fmt::format("{}/replacement-{}", seed, replaced);
+      if (o.claim_warm) {
+        ClaimPlan plan;
+        p.claim(*rc, claim_usage_filter(usage, s.on_demand_fallback), globs, token, url, deadline, plan);
+        const bool launched_first = p.take_draining(plan, [&](int reserve) {
+          if (std::string short_by = p.launch(*rc, types, usage, token, url, deadline, fleet_seed, reserve);
+              !short_by.empty()) {
+            spdlog::warn("{}; the rest is launched after the wait for the draining instances", short_by);
+          }
+        });
+        // What the drains did not cover gets a CreateFleet of its own (another ClientToken).
+        if (launched_first) fleet_seed = (fleet_seed.empty() ? seed : fleet_seed) + "/after-drains";
+      }
+      return p.launch(*rc, types, usage, token, url, deadline, fleet_seed);
     };
     std::string short_by = acquire();
     if (!short_by.empty() && static_cast<int>(p.tracked().size()) < report.min_count) throw std::runtime_error(short_by);
@@ -492,105 +524,6 @@ int run_provision(Context& ctx, const ProvisionOptions& o) {
   ProvisionReport report = provision(ctx, o);
   emit(ctx, o, report);
   return report.ok ? kExitOk : kExitFailed;
-}
-
-std::string provision_text(const ProvisionReport& r) {
-  std::string out;
-  if (r.ok) {
-    const std::string how_many = static_cast<int>(r.instances.size()) < r.requested
-                                     ? fmt::format("{} of {}", r.instances.size(), r.requested)
-                                     : std::to_string(r.instances.size());
-    out += fmt::format("provisioned {} runner(s) for label {} (class {}): {} warm, {} launched, running after {}\n",
-                       how_many, r.label, r.resource_class, r.warm(), r.launched(), seconds(r.elapsed_ms));
-  } else {
-    out += fmt::format("provision {} failed after {}: {}\n", r.label, seconds(r.elapsed_ms), r.error);
-    if (!r.instances.empty()) out += "cleaned up (claimed instances drain back to the pool, launched ones terminate):\n";
-  }
-  for (const auto& i : r.instances) {
-    out += fmt::format("  {:<20} {:<14} {:<10} {:<9} {}\n", i.instance_id, i.instance_type,
-                       pool::usage_class_name(i.usage), i.warm ? "warm" : "launched",
-                       i.running_after_ms ? "running after " + seconds(i.running_after_ms) : "");
-  }
-  if (!r.dropped.empty()) out += "let go (claimed ones drain back to the pool, launched ones terminate):\n";
-  for (const auto& d : r.dropped) {
-    out += fmt::format("  {:<20} {:<9} {}{}\n", d.instance_id, d.warm ? "warm" : "launched", d.why,
-                       d.kept ? "; kept for inspection (keep_failed)" : "");
-  }
-  return out;
-}
-
-Json::Value provision_json(const ProvisionReport& r) {
-  Json::Value v(Json::objectValue);
-  v["ok"] = r.ok;
-  if (!r.ok) v["error"] = r.error;
-  v["label"] = r.label;
-  v["resource_class"] = r.resource_class;
-  v["requested"] = r.requested;
-  v["min_count"] = r.min_count;
-  v["warm"] = r.warm();
-  v["launched"] = r.launched();
-  v["elapsed_ms"] = static_cast<Json::Int64>(r.elapsed_ms);
-  v["instances"] = Json::Value(Json::arrayValue);
-  for (const auto& i : r.instances) {
-    Json::Value j(Json::objectValue);
-    j["instance_id"] = i.instance_id;
-    j["instance_type"] = i.instance_type;
-    j["usage_class"] = std::string(pool::usage_class_name(i.usage));
-    j["source"] = i.warm ? "warm" : "launched";
-    j["generation"] = static_cast<Json::Int64>(i.generation);
-    j["running_after_ms"] = static_cast<Json::Int64>(i.running_after_ms);
-    v["instances"].append(j);
-  }
-  v["dropped"] = Json::Value(Json::arrayValue);
-  for (const auto& d : r.dropped) {
-    Json::Value j(Json::objectValue);
-    j["instance_id"] = d.instance_id;
-    j["source"] = d.warm ? "warm" : "launched";
-    j["why"] = d.why;
-    j["kept"] = d.kept;
-    v["dropped"].append(j);
-  }
-  return v;
-}
-
-Outputs provision_outputs(const ProvisionReport& r) {
-  std::string ids;
-  for (const auto& i : r.instances) ids += (ids.empty() ? "" : " ") + i.instance_id;
-  return {{"label", r.label},
-          {"instance-ids", ids},
-          {"warm", std::to_string(r.warm())},
-          {"launched", std::to_string(r.launched())}};
-}
-
-std::string provision_summary(const ProvisionReport& r) {
-  std::string out = "### runpool provision `" + markdown_cell(r.label) + "`\n\n";
-  if (!r.ok) out += "**Failed:** " + markdown_code(r.error) + "\n\n";
-  if (!r.instances.empty()) {
-    out += "| instance | type | usage | source | running after |\n|---|---|---|---|---|\n";
-    for (const auto& i : r.instances) {
-      out += fmt::format("| {} | {} | {} | {} | {} |\n", markdown_cell(i.instance_id), markdown_cell(i.instance_type),
-                         pool::usage_class_name(i.usage), i.warm ? "warm" : "launched",
-                         i.running_after_ms ? seconds(i.running_after_ms) : "–");
-    }
-    out += "\n";
-  }
-  if (r.ok) {
-    out += fmt::format("{} warm, {} launched ({}); {} running after {}.\n\n", r.warm(), r.launched(),
-                       markdown_cell(r.resource_class),
-                       static_cast<int>(r.instances.size()) < r.requested
-                           ? fmt::format("{} of {}", r.instances.size(), r.requested)
-                           : std::string("all"),
-                       seconds(r.elapsed_ms));
-  }
-  if (!r.dropped.empty()) {
-    out += "Let go:\n\n";
-    for (const auto& d : r.dropped) {
-      out += "- " + markdown_cell(d.instance_id) + ": " + markdown_code(d.why) +
-             (d.kept ? " (kept for inspection: keep_failed)" : "") + "\n";
-    }
-    out += "\n";
-  }
-  return out;
 }
 
 }  // namespace runpool::controller

@@ -12,10 +12,13 @@
 
 namespace runpool::controller {
 
-ReleaseResult release_label(Context& ctx, const std::string& label, Duration wait) {
+ReleaseResult release_label(Context& ctx, const std::string& label, std::optional<Duration> wait) {
   DrainOptions options;
-  options.wait = wait;
-  options.terminate_stragglers = true;
+  // Not waiting: one look at the records just written (a drain a previous release started may be
+  // done already, and is finished then), nothing terminated: the rest is the agents' and then the
+  // next provision's or refresh's.
+  options.wait = wait.value_or(Duration{0});
+  options.terminate_stragglers = wait.has_value();
   options.stop_on_cancel = true;
 
   DrainOutcome total;
@@ -52,7 +55,7 @@ ReleaseResult release_label(Context& ctx, const std::string& label, Duration wai
     total.retired_reasons.insert(d.retired_reasons.begin(), d.retired_reasons.end());
     if (ctx.cancelled.load()) break;
   }
-  failed = failed || !total.errors.empty() || !total.left.empty();
+  failed = failed || !total.errors.empty() || (wait && !total.left.empty());
   return {std::move(total), failed};
 }
 
@@ -61,25 +64,46 @@ int run_release(Context& ctx, const ReleaseOptions& o) {
   const auto start = ctx.clock.steady_now();
   // The workflow run is done with the label: from now on a re-run of its jobs is refresh's to serve.
   end_run(ctx, o.label);
-  auto [total, failed] = release_label(ctx, o.label, o.timeout.value_or(ctx.settings.release_timeout));
+  std::optional<Duration> wait;
+  if (o.wait) wait = o.timeout.value_or(ctx.settings.release_timeout);
+  auto [total, failed] = release_label(ctx, o.label, wait);
   const auto elapsed = std::chrono::duration_cast<Duration>(ctx.clock.steady_now() - start).count();
   ctx.metrics.emit(release_event(ctx.settings, ctx.now_ms(), o.label, total, failed, elapsed));
   if (o.json) {
-    Json::Value v = release_json(o.label, total);
+    Json::Value v = release_json(o.label, total, o.wait);
     v["ok"] = !failed;
     ctx.out << write_json(v) << "\n";
   } else {
-    ctx.out << release_text(o.label, total);
+    ctx.out << release_text(o.label, total, o.wait);
+  }
+  if (!o.actions.summary.empty()) {
+    try {
+      append_to_file(o.actions.summary, release_summary(o.label, total, o.wait, failed));
+    } catch (const std::exception& e) {
+      spdlog::error("could not write the step summary: {}", e.what());
+    }
   }
   return failed ? kExitFailed : kExitOk;
 }
 
-std::string release_text(const std::string& label, const DrainOutcome& d) {
+namespace {
+
+// Where an instance still draining goes from here.
+const char* still_draining_note(bool waited) {
+  return waited ? "refresh finishes or terminates them"
+                : "their agents finish the drains; the next provision of their class or refresh returns them to the "
+                  "pool";
+}
+
+}  // namespace
+
+std::string release_text(const std::string& label, const DrainOutcome& d, bool waited) {
   size_t n = d.returned.size() + d.terminated.size() + d.retired.size() + d.left.size() + d.gone.size();
   if (n == 0 && d.errors.empty()) return fmt::format("release {}: nothing assigned to this label\n", label);
   std::string out = fmt::format("release {}: {} returned to the pool, {} terminated (not drained in time), {} already "
-                                "gone, {} still draining\n",
-                                label, d.returned.size(), d.terminated.size(), d.gone.size(), d.left.size());
+                                "gone, {} still draining{}\n",
+                                label, d.returned.size(), d.terminated.size(), d.gone.size(), d.left.size(),
+                                d.left.empty() ? "" : std::string(" (") + still_draining_note(waited) + ")");
   auto list = [&](const char* what, const std::vector<std::string>& ids) {
     if (!ids.empty()) out += fmt::format("  {}: {}\n", what, fmt::join(ids, " "));
   };
@@ -98,9 +122,10 @@ std::string release_text(const std::string& label, const DrainOutcome& d) {
   return out;
 }
 
-Json::Value release_json(const std::string& label, const DrainOutcome& d) {
+Json::Value release_json(const std::string& label, const DrainOutcome& d, bool waited) {
   Json::Value v(Json::objectValue);
   v["label"] = label;
+  v["waited"] = waited;  // false: `draining` is the expected end, the agents finish them
   auto arr = [](const std::vector<std::string>& ids) {
     Json::Value a(Json::arrayValue);
     for (const auto& id : ids) a.append(id);
@@ -130,6 +155,21 @@ Json::Value release_json(const std::string& label, const DrainOutcome& d) {
   }
   v["runners"] = runners;
   return v;
+}
+
+std::string release_summary(const std::string& label, const DrainOutcome& d, bool waited, bool failed) {
+  std::string out = "### runpool release `" + markdown_cell(label) + "`\n\n";
+  if (failed) out += "**Failed.**\n\n";
+  out += fmt::format("{} returned to the pool, {} still draining, {} terminated, {} retired, {} already gone.\n\n",
+                     d.returned.size(), d.left.size(), d.terminated.size(), d.retired.size(), d.gone.size());
+  if (!d.left.empty()) {
+    out += std::string("Still draining (") + still_draining_note(waited) + "):\n\n";
+    for (const auto& id : d.left) out += "- " + markdown_cell(id) + "\n";
+    out += "\n";
+  }
+  for (const auto& e : d.errors) out += "- error: " + markdown_code(e) + "\n";
+  if (!d.errors.empty()) out += "\n";
+  return out;
 }
 
 }  // namespace runpool::controller

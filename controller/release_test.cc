@@ -32,7 +32,7 @@ void provision(World& w, int count, const std::string& label = "ci-1-1-build") {
 TEST(Release, DrainsWaitsAndReturnsEveryInstanceToThePool) {
   World w;
   provision(w, 2);
-  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", std::nullopt, false}), kExitOk) << w.out.str();
+  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", true, std::nullopt, false, {}}), kExitOk) << w.out.str();
   auto bodies = w.queue.bodies("small");
   ASSERT_EQ(bodies.size(), 2u);
   for (const auto& id : w.compute.launched) {
@@ -59,7 +59,7 @@ TEST(Release, DrainsWaitsAndReturnsEveryInstanceToThePool) {
 TEST(Release, TheNextProvisionClaimsWhatWasReleased) {
   World w;
   provision(w, 2, "run-1");
-  ASSERT_EQ(run_release(w.ctx, {"run-1", std::nullopt, false}), kExitOk);
+  ASSERT_EQ(run_release(w.ctx, {"run-1", true, std::nullopt, false, {}}), kExitOk);
   provision(w, 2, "run-2");
   EXPECT_EQ(w.compute.launched.size(), 2u);  // none launched for run-2
   for (const auto& id : w.compute.launched) {
@@ -71,9 +71,9 @@ TEST(Release, TheNextProvisionClaimsWhatWasReleased) {
 TEST(Release, IsIdempotent) {
   World w;
   provision(w, 1);
-  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", std::nullopt, false}), kExitOk);
+  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", true, std::nullopt, false, {}}), kExitOk);
   w.out.str("");
-  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", std::nullopt, false}), kExitOk);
+  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", true, std::nullopt, false, {}}), kExitOk);
   EXPECT_NE(w.out.str().find("nothing assigned"), std::string::npos) << w.out.str();
   EXPECT_EQ(w.queue.bodies("small").size(), 1u);
 }
@@ -91,9 +91,9 @@ TEST(Release, AConcurrentReleaseWinsNothingTwice) {
     w.agents.drain_ok = true;
     std::ostringstream other_out;
     Context other{w.settings, w.clock, w.table, w.queue, w.compute, w.github, other_out, w.cancelled};
-    EXPECT_EQ(run_release(other, {"ci-1-1-build", std::nullopt, false}), kExitOk);
+    EXPECT_EQ(run_release(other, {"ci-1-1-build", true, std::nullopt, false, {}}), kExitOk);
   };
-  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", std::nullopt, false}), kExitOk) << w.out.str();
+  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", true, std::nullopt, false, {}}), kExitOk) << w.out.str();
   EXPECT_EQ(w.queue.bodies("small").size(), 2u);  // one message each, not two
   for (const auto& id : w.compute.launched) EXPECT_EQ(w.record(id).state, State::kIdle);
 }
@@ -102,7 +102,7 @@ TEST(Release, NotDrainedInTimeIsTerminated) {
   World w;
   provision(w, 2);
   w.agents.drain_ok = false;
-  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", std::chrono::seconds(10), true}), kExitOk);
+  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", true, std::chrono::seconds(10), true, {}}), kExitOk);
   Json::Value j = parse_json(w.out.str(), "release");
   EXPECT_EQ(j["terminated"].size(), 2u);
   for (const auto& id : w.compute.launched) {
@@ -117,7 +117,7 @@ TEST(Release, AFailedAgentIsTerminatedWithoutWaiting) {
   provision(w, 1);
   w.agents.drain_ok = false;
   w.agents.failing.insert(w.compute.launched[0]);
-  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", std::chrono::minutes(10), false}), kExitOk);
+  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", true, std::chrono::minutes(10), false, {}}), kExitOk);
   EXPECT_EQ(w.record(w.compute.launched[0]).state, State::kTerminated);
   EXPECT_LT(w.clock.sleeps, 10);
 }
@@ -134,7 +134,7 @@ TEST(Release, AnInstanceGoneFromEc2IsClosedWithoutWaitingOutTheTimeout) {
   // the release waits, not after.
   w.on_tick = [&] { w.agents.drain_ok = w.record(victim).state == State::kTerminated; };
   const int64_t start = w.now();
-  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", std::chrono::minutes(10), true}), kExitOk) << w.out.str();
+  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", true, std::chrono::minutes(10), true, {}}), kExitOk) << w.out.str();
   Json::Value j = parse_json(w.out.str(), "release");
   EXPECT_EQ(write_json(j["gone"]), "[\"" + victim + "\"]") << w.out.str();
   EXPECT_EQ(write_json(j["returned"]), "[\"" + survivor + "\"]") << w.out.str();
@@ -181,7 +181,7 @@ TEST(Release, AStoppedInstanceIsTerminatedWithoutWaitingOutTheTimeout) {
   std::ostringstream out;
   Context ctx{w.settings, w.clock, w.table, w.queue, ec2, w.github, out, w.cancelled};
   const int64_t start = w.now();
-  ASSERT_EQ(run_release(ctx, {"ci-1-1-build", std::chrono::minutes(10), true}), kExitOk) << out.str();
+  ASSERT_EQ(run_release(ctx, {"ci-1-1-build", true, std::chrono::minutes(10), true, {}}), kExitOk) << out.str();
   Json::Value j = parse_json(out.str(), "release");
   EXPECT_EQ(write_json(j["terminated"]), "[\"" + id + "\"]") << out.str();
   EXPECT_EQ(w.compute.terminated.count(id), 1u) << "TerminateInstances for the stopped instance";
@@ -201,7 +201,7 @@ TEST(Release, Ec2UnreadableKeepsWaitingForTheAgents) {
   Context ctx{w.settings, w.clock, w.table, w.queue, ec2, w.github, out, w.cancelled};
   const int64_t start = w.now();
   w.on_tick = [&] { w.agents.drain_ok = w.now() - start > 20'000; };
-  ASSERT_EQ(run_release(ctx, {"ci-1-1-build", std::chrono::minutes(10), true}), kExitOk) << out.str();
+  ASSERT_EQ(run_release(ctx, {"ci-1-1-build", true, std::chrono::minutes(10), true, {}}), kExitOk) << out.str();
   EXPECT_GE(ec2.describes, 3) << "looked every 5 s, failing";
   EXPECT_EQ(w.record(id).state, State::kIdle) << "drained and returned, not closed on a failed look";
 }
@@ -213,7 +213,7 @@ TEST(Release, AQuickDrainDoesNotAskEc2) {
   StoppingCompute ec2(w.compute);
   std::ostringstream out;
   Context ctx{w.settings, w.clock, w.table, w.queue, ec2, w.github, out, w.cancelled};
-  ASSERT_EQ(run_release(ctx, {"ci-1-1-build", std::nullopt, false}), kExitOk) << out.str();
+  ASSERT_EQ(run_release(ctx, {"ci-1-1-build", true, std::nullopt, false, {}}), kExitOk) << out.str();
   EXPECT_EQ(ec2.describes, 0);
 }
 
@@ -221,7 +221,7 @@ TEST(Release, APoolMessageThatFailsLeavesAdvertisePendingForRefresh) {
   World w;
   provision(w, 1);
   w.queue.fail_advertise = true;
-  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", std::nullopt, false}), kExitOk);
+  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", true, std::nullopt, false, {}}), kExitOk);
   auto r = w.record(w.compute.launched[0]);
   EXPECT_EQ(r.state, State::kIdle);
   EXPECT_TRUE(r.advertise_pending);
@@ -232,7 +232,7 @@ TEST(Release, CancellationLeavesTheRestDrainingAndFails) {
   provision(w, 1);
   w.agents.drain_ok = false;
   w.on_tick = [&] { w.cancelled = true; };
-  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", std::nullopt, false}), kExitFailed);
+  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", true, std::nullopt, false, {}}), kExitFailed);
   EXPECT_EQ(w.record(w.compute.launched[0]).state, State::kDraining);
   EXPECT_TRUE(w.compute.terminated.empty());
 }
@@ -241,7 +241,7 @@ TEST(Release, OtherPoolsAreNotTouched) {
   World w;
   provision(w, 1);
   w.settings.pool = "other";
-  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", std::nullopt, false}), kExitOk);
+  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", true, std::nullopt, false, {}}), kExitOk);
   EXPECT_EQ(w.record(w.compute.launched[0]).state, State::kRunning);
 }
 
@@ -252,7 +252,7 @@ TEST(Release, ReuseNeverTerminatesTheDrainedInstance) {
       pool::ReusePolicy{pool::JobPrivileges::kSudo, pool::Reuse::kNever, pool::ReuseScope::kRepository,
                         pool::TrustDomain::kNone};
   provision(w, 1, "run-1");
-  ASSERT_EQ(run_release(w.ctx, {"run-1", std::nullopt, true}), kExitOk) << w.out.str();
+  ASSERT_EQ(run_release(w.ctx, {"run-1", true, std::nullopt, true, {}}), kExitOk) << w.out.str();
   const std::string id = w.compute.launched.at(0);
   Json::Value j = parse_json(w.out.str(), "release");
   ASSERT_EQ(j["retired"].size(), 1u) << w.out.str();
@@ -273,7 +273,7 @@ TEST(Release, SameScopeKeepsTheInstanceForItsRepository) {
   World w;
   w.settings.reuse_policy.reuse = pool::Reuse::kSameScope;
   provision(w, 1, "run-1");
-  ASSERT_EQ(run_release(w.ctx, {"run-1", std::nullopt, false}), kExitOk) << w.out.str();
+  ASSERT_EQ(run_release(w.ctx, {"run-1", true, std::nullopt, false, {}}), kExitOk) << w.out.str();
   const std::string kept = w.compute.launched.at(0);
   EXPECT_EQ(w.record(kept).state, State::kIdle);
   EXPECT_EQ(w.record(kept).reuse_scope_key, "repository:acme/app");
@@ -287,7 +287,7 @@ TEST(Release, SameScopeKeepsTheInstanceForItsRepository) {
   EXPECT_EQ(w.queue.bodies("small").size(), 1u) << "its message is left for its own repository";
 
   // The untagged fresh instance of acme/other comes back tagged with acme/other.
-  ASSERT_EQ(run_release(w.ctx, {"run-2", std::nullopt, false}), kExitOk) << w.out.str();
+  ASSERT_EQ(run_release(w.ctx, {"run-2", true, std::nullopt, false, {}}), kExitOk) << w.out.str();
   EXPECT_EQ(w.record(w.compute.launched.at(1)).reuse_scope_key, "repository:acme/other");
 
   w.github.url = "https://github.com/acme/app";
@@ -298,7 +298,7 @@ TEST(Release, SameScopeKeepsTheInstanceForItsRepository) {
 
 TEST(Release, BadLabel) {
   World w;
-  EXPECT_THROW(run_release(w.ctx, {"a b", std::nullopt, false}), UsageError);
+  EXPECT_THROW(run_release(w.ctx, {"a b", true, std::nullopt, false, {}}), UsageError);
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ struct RerunWorld : World {
     o.getenv = actions_env({{"GITHUB_REPOSITORY", "acme/app"}, {"GITHUB_RUN_ID", "7001"}, {"GITHUB_RUN_ATTEMPT", "1"}});
     o.keep_run = true;
     ASSERT_EQ(run_provision(ctx, o), kExitOk) << out.str();
-    ASSERT_EQ(run_release(ctx, {label, std::nullopt, false}), kExitOk) << out.str();
+    ASSERT_EQ(run_release(ctx, {label, true, std::nullopt, false, {}}), kExitOk) << out.str();
   }
   // GitHub after "re-run failed jobs": attempt 2 of run 7001, `queued` jobs waiting on `label`.
   void rerun_queued(const std::string& label, int queued) {
@@ -80,7 +80,7 @@ TEST(Rerun, AProvisionInsideActionsKeepsItsRunAndItsReleaseEndsIt) {
   EXPECT_EQ(kept->resource_class, w.settings.default_resource_class);
   EXPECT_EQ(kept->allowed_types, "c7i.*");
   EXPECT_EQ(kept->ended_ms, 0);
-  ASSERT_EQ(run_release(w.ctx, {"ci-7001-1-provision-9", std::nullopt, false}), kExitOk);
+  ASSERT_EQ(run_release(w.ctx, {"ci-7001-1-provision-9", true, std::nullopt, false, {}}), kExitOk);
   EXPECT_GT(w.runs.get("ci-7001-1-provision-9")->ended_ms, 0);
 }
 
@@ -131,7 +131,7 @@ TEST(Rerun, ARerunsQueuedJobsGetRunnersOnTheirLabelOnce) {
   // The next pass: the label is served, nothing more.
   EXPECT_TRUE(serve_reruns(w.ctx, w.records(), false, errors).empty());
   // The re-run's release returns them and ends it again; attempt 2 is not served twice.
-  ASSERT_EQ(run_release(w.ctx, {"ci-7001-1-provision", std::nullopt, false}), kExitOk);
+  ASSERT_EQ(run_release(w.ctx, {"ci-7001-1-provision", true, std::nullopt, false, {}}), kExitOk);
   EXPECT_TRUE(serve_reruns(w.ctx, w.records(), false, errors).empty());
   EXPECT_EQ(w.running("ci-7001-1-provision"), 0);
   // A third attempt queues the job again: served again.

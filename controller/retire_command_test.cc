@@ -115,11 +115,11 @@ TEST(Retire, AnAssignedInstanceIsMarkedAndItsReleaseRetiresItInsteadOfReturningI
   EXPECT_NE(w.out.str().find("marked already"), std::string::npos) << "idempotent: " << w.out.str();
 
   w.out.str("");
-  ASSERT_EQ(run_release(w.ctx, {"run-1", std::nullopt, false}), kExitOk) << w.out.str();
+  ASSERT_EQ(run_release(w.ctx, {"run-1", true, std::nullopt, false, {}}), kExitOk) << w.out.str();
   EXPECT_EQ(w.record(old_one).state, State::kTerminated);
   EXPECT_NE(w.out.str().find("retired (outdated): " + old_one), std::string::npos) << w.out.str();
   EXPECT_TRUE(w.queue.bodies("small").empty()) << "the outdated instance never went back to the pool";
-  ASSERT_EQ(run_release(w.ctx, {"run-2", std::nullopt, false}), kExitOk) << w.out.str();
+  ASSERT_EQ(run_release(w.ctx, {"run-2", true, std::nullopt, false, {}}), kExitOk) << w.out.str();
   EXPECT_EQ(w.record(new_one).state, State::kIdle);
   EXPECT_EQ(w.queue.bodies("small").size(), 1u);
 }

@@ -83,7 +83,7 @@ TEST(WaitReads, ReleaseReadsEveryDrainingRecordWithOneBatchReadPerRoundAndRetrie
   w.table.reads.clear();
   const int sleeps_before = w.clock.sleeps;
   w.table.fail_get_many = 2;  // the first two rounds' reads fail: warned about, read again
-  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", std::nullopt, false}), kExitOk) << w.out.str();
+  ASSERT_EQ(run_release(w.ctx, {"ci-1-1-build", true, std::nullopt, false, {}}), kExitOk) << w.out.str();
   EXPECT_EQ(w.clock.sleeps - sleeps_before, 2);
   EXPECT_EQ(w.table.reads, std::vector<std::string>(3, "get_many 4"));
   for (const auto& id : w.compute.launched) EXPECT_EQ(w.record(id).state, State::kIdle) << id;
