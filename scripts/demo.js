@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 'use strict';
 // The main job: the whole run-scoped lifecycle on the local cloud, with the real runpoolctl and
-// runpool-agent. Two workflows provision 3 runners each (cold, then warm from the pool), the
-// broker runs their jobs, release pools the instances; refresh retires the idle pool once its
+// runpool-agent. Two workflows provision 3 runners each (cold, then warm), the broker runs their
+// jobs, release pools the instances: the first release returns once the drains are written and the
+// second workflow's provision takes the instances as their agents finish draining; the second
+// release waits (--wait) until they are back in the pool. Refresh retires the idle pool once its
 // deadline passes. It ends by checking that no instance runs and no runner is registered.
 //
 //   node scripts/demo.js --build DIR     (scripts/demo.sh sets up, builds and calls this)
@@ -95,7 +97,7 @@ async function runJobs(cloud, label, workflow, n) {
   return done;
 }
 
-async function workflow(cloud, run, name, label) {
+async function workflow(cloud, run, name, label, waitForDrains) {
   const started = Date.now();
   const out = JSON.parse(await run(['--json', 'provision', '--count', '3', '--resource-class', 'small',
     '--label', label]));
@@ -111,9 +113,15 @@ async function workflow(cloud, run, name, label) {
       : `${name}: ${found.length} of its jobs did not succeed (one that found what workflow 1 left says so above)`);
   }
   const releaseStarted = Date.now();
-  await run(['release', '--label', label]);
-  say(`${name}: release → the instances drained, deregistered, cleaned and back in the pool in ` +
-      `${Date.now() - releaseStarted} ms`);
+  if (waitForDrains) {
+    await run(['release', '--wait', '--label', label]);
+    say(`${name}: release --wait → the instances drained, deregistered, cleaned and back in the pool in ` +
+        `${Date.now() - releaseStarted} ms`);
+  } else {
+    const rel = JSON.parse(await run(['--json', 'release', '--label', label]));
+    say(`${name}: release → ${rel.draining.length} drain(s) written in ${Date.now() - releaseStarted} ms; the ` +
+        'agents drain, deregister and clean on their own, and the next provision takes them');
+  }
   return { ms, warm: out.warm, launched: out.launched, jobs, instances: out.instance_ids || out.instanceIds };
 }
 
@@ -163,8 +171,8 @@ async function main() {
     await run(['init']);
     say('runpoolctl init: state table, pool queue and launch template created');
 
-    const w1 = await workflow(cloud, run, 'workflow 1', 'demo-run-101-1');
-    const w2 = await workflow(cloud, run, 'workflow 2', 'demo-run-102-1');
+    const w1 = await workflow(cloud, run, 'workflow 1', 'demo-run-101-1', false);
+    const w2 = await workflow(cloud, run, 'workflow 2', 'demo-run-102-1', true);
 
 
     say('status:');

@@ -157,7 +157,7 @@ TEST_F(CrashPoints, TheControllerKilledAtEveryStep) {
   const int np = count_steps("provision", provision_args(label, 2));
   provisioned(label);
   const std::set<std::string> counted = ids_labelled(label);
-  const int nr = count_steps("release", {"--json", "release", "--label", label});
+  const int nr = count_steps("release", {"--json", "release", "--wait", "--label", label});
   released(label, counted);
   const int ns = count_steps("scale-down", scale_down_args);
   prepare_refresh(++ghost_n);
@@ -181,7 +181,7 @@ TEST_F(CrashPoints, TheControllerKilledAtEveryStep) {
     trial("provision", provision_args(label, 2), at(pp, i), {label}, label,
           [&](const std::string& l) { provisioned(l); });
     const std::set<std::string> ids = ids_labelled(label);
-    trial("release", {"--json", "release", "--label", label}, at(pr, i), {}, label,
+    trial("release", {"--json", "release", "--wait", "--label", label}, at(pr, i), {}, label,
           [&](const std::string& l) { released(l, ids); });
     // Claims of this cycle may have hidden a message for claim_visibility: scale-down does not
     // care, but the invariants read the queue.
@@ -255,7 +255,7 @@ TEST_F(CrashPoints, TheAgentKilledAtEveryStep) {
         90s);
     Json::Value j = job(job_id);
     EXPECT_EQ(j["result"].asString(), "Succeeded") << write_json(j) << console(x);
-    run({"--json", "release", "--label", label});
+    run({"--json", "release", "--wait", "--label", label});
     const InstanceRecord r = record(x);
     fate = "job " + j["state"].asString() + " (" + j["result"].asString() + "), instance " +
            (r.state == State::kIdle ? std::string("back in the pool") : "replaced (" + state_str(r.state) + ")");

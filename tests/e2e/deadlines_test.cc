@@ -65,8 +65,8 @@ TEST_F(Deadlines, ExpiredInEveryStateRefreshRetiresOrDrains) {
   // The job in hand when max_runtime passes.
   int64_t long_job = queue_job("dl-running", "outlives-max-runtime", "true", 14'000);
   // idle with a 5 s TTL; the seed idle for the default hour.
-  auto idle_r = start_ctl({"--json", "release", "--label", "dl-idle"}, {{"RUNPOOL_IDLE_TTL", "5s"}});
-  auto seed_r = start_ctl({"--json", "release", "--label", "dl-seed"});
+  auto idle_r = start_ctl({"--json", "release", "--wait", "--label", "dl-idle"}, {{"RUNPOOL_IDLE_TTL", "5s"}});
+  auto seed_r = start_ctl({"--json", "release", "--wait", "--label", "dl-seed"});
   expect_ok(idle_r->wait(60s), "release dl-idle");
   expect_ok(seed_r->wait(60s), "release dl-seed");
   // claimed: the seed, claimed for a label its agent never registers (registration_timeout 4 s).
@@ -82,7 +82,7 @@ TEST_F(Deadlines, ExpiredInEveryStateRefreshRetiresOrDrains) {
   auto agent = pids_matching(draining, "runpool-agent --config");
   ASSERT_EQ(agent.size(), 1u) << console(draining);
   ASSERT_EQ(kill(agent[0], SIGSTOP), 0);
-  auto draining_r = start_ctl({"--json", "release", "--label", "dl-draining", "--timeout", "120s"},
+  auto draining_r = start_ctl({"--json", "release", "--wait", "--label", "dl-draining", "--timeout", "120s"},
                               {{"RUNPOOL_DRAIN_TIMEOUT", "12s"}});
   ASSERT_TRUE(eventually([&] { return record(draining).state == State::kDraining; }, 30s));
 

@@ -71,7 +71,7 @@ class DrainRace : public E2eTest {
     return queue_job(label_of(trial), "drain-race-" + std::to_string(trial), "true", duration_ms);
   }
   virtual std::unique_ptr<CtlProcess> start_drain(int trial) {
-    return start_ctl({"--json", "release", "--label", label_of(trial)});
+    return start_ctl({"--json", "release", "--wait", "--label", label_of(trial)});
   }
   // Checks the drain command's result; false when it left the instance serving (a busy runner).
   virtual bool drained(const CtlResult& r, const std::string&) {

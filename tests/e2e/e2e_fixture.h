@@ -206,7 +206,7 @@ class E2eTest : public ::testing::Test {
   }
   // A release expected to succeed; its JSON report.
   Json::Value release(const std::string& label, const std::map<std::string, std::string>& env = {}) {
-    CtlResult r = ctl({"--json", "release", "--label", label}, env);
+    CtlResult r = ctl({"--json", "release", "--wait", "--label", label}, env);
     EXPECT_EQ(r.exit_code, 0) << describe(r) << consoles();
     return parse_json(r.out.empty() ? "{}" : r.out, "release");
   }

@@ -180,7 +180,7 @@ class Races : public E2eTest {
       return {"--json", "provision", "--count", std::to_string(c.count), "--usage-class", "on-demand",
               "--timeout", "90s"};
     }
-    if (c.kind == "release") return {"--json", "release", "--label", c.label};
+    if (c.kind == "release") return {"--json", "release", "--wait", "--label", c.label};
     return {"--json", "refresh"};
   }
 
@@ -285,7 +285,7 @@ class Races : public E2eTest {
   // Releases every label concurrently; then refresh, and the pool trimmed back to kPoolSize.
   void reset_pool(const std::set<std::string>& labels) {
     std::vector<std::unique_ptr<CtlProcess>> procs;
-    for (const auto& l : labels) procs.push_back(start_ctl({"--json", "release", "--label", l}));
+    for (const auto& l : labels) procs.push_back(start_ctl({"--json", "release", "--wait", "--label", l}));
     for (auto& p : procs) {
       CtlResult r = p->wait(240s);
       EXPECT_EQ(r.exit_code, 0) << describe(r);
@@ -663,7 +663,7 @@ class ReuseRaces : public E2eTest {
       finished_job(l.job, 90s);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(l.hold_ms));
-    l.release = timed(for_repo(l.repo, {"--json", "release", "--label", l.label}));
+    l.release = timed(for_repo(l.repo, {"--json", "release", "--wait", "--label", l.label}));
   }
 
   // Three repositories of four once, then one or two more runs of any, started later so some find
@@ -698,7 +698,7 @@ class ReuseRaces : public E2eTest {
     const std::string label = "seed-" + std::to_string(++n);
     Json::Value p = provision(label, kReusePoolSize - idle, {"--set", "reuse=always"});
     ASSERT_EQ(ids_of(p).size(), static_cast<size_t>(kReusePoolSize - idle)) << write_json(p);
-    CtlResult r = ctl({"--set", "reuse=always", "--json", "release", "--label", label});
+    CtlResult r = ctl({"--set", "reuse=always", "--json", "release", "--wait", "--label", label});
     ASSERT_EQ(r.exit_code, 0) << describe(r);
   }
 

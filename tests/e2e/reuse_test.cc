@@ -20,7 +20,7 @@ class Reuse : public E2eTest {
     return parse_json(r.out.empty() ? "{}" : r.out, "provision");
   }
   Json::Value release_for(const std::string& repo, const std::string& label) {
-    CtlResult r = ctl_for(repo, {"--json", "release", "--label", label});
+    CtlResult r = ctl_for(repo, {"--json", "release", "--wait", "--label", label});
     EXPECT_EQ(r.exit_code, 0) << describe(r) << consoles();
     return parse_json(r.out.empty() ? "{}" : r.out, "release");
   }

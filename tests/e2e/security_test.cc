@@ -92,7 +92,7 @@ class Security : public E2eTest {
   void release_label(const std::string& label) {
     for (const auto& w : pending_watchers_) release_of_[w] = now_ms();
     pending_watchers_.clear();
-    CtlResult r = run_ctl({"--json", "release", "--label", label});
+    CtlResult r = run_ctl({"--json", "release", "--wait", "--label", label});
     EXPECT_EQ(r.exit_code, 0) << describe(r) << consoles();
   }
 

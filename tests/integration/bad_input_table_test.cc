@@ -148,7 +148,7 @@ TEST_F(BadInputTable, CorruptedAndForeignItemsAreSkippedWithAWarningAndLeftAsThe
       {"status"}, {"--json", "status", "--all"}, {"refresh", "--dry-run"}, {"refresh"}, {"--json", "refresh"},
       {"scale-down", "--dry-run"}, {"--log-format", "json", "status"},
       {"--json", "provision", "--count", "1", "--label", "bad-table-run", "--usage-class", "on-demand"},
-      {"--json", "release", "--label", "bad-table-run"}};
+      {"--json", "release", "--wait", "--label", "bad-table-run"}};
   for (const auto& args : commands) {
     auto r = pool_->run(args);
     ++runs;
@@ -250,7 +250,7 @@ TEST_F(BadInputTable, MalformedForgedAndStaleMessagesAreDroppedNeverClaimed) {
   EXPECT_EQ(running->generation, 4);
 
   // refresh sweeps whatever provision left: no malformed or stale message survives it.
-  auto rel = pool_->run({"release", "--label", "bad-msg-1"});
+  auto rel = pool_->run({"release", "--wait", "--label", "bad-msg-1"});
   expect_clean(rel, "release\n" + describe(rel));
   auto r = pool_->run({"refresh"});
   expect_clean(r, "refresh\n" + describe(r).substr(0, 4000));

@@ -78,7 +78,7 @@ TEST_F(ControllerGithub, ARenamedRepositoryStillWorksAndTheOperatorIsTold) {
   ASSERT_EQ(recs.size(), 1u);
   EXPECT_EQ(recs[0].label, "moved-1");
 
-  CtlResult rel = pool_->run({"--json", "release", "--label", "moved-1"});
+  CtlResult rel = pool_->run({"--json", "release", "--wait", "--label", "moved-1"});
   ASSERT_EQ(rel.exit_code, 0) << describe(rel);
   // refresh lists the runners (its ghost sweep): the listing (GET) goes through GitHub's 301.
   CtlResult refresh = pool_->run({"--json", "refresh", "--dry-run"});
@@ -105,7 +105,7 @@ TEST_F(ControllerGithub, EnterpriseRunnersUseTheEnterprisePaths) {
   CtlResult refresh = pool_->run({"--json", "refresh", "--dry-run"});
   ASSERT_EQ(refresh.exit_code, 0) << describe(refresh);
   EXPECT_GE(github_calls("GET /enterprises/{enterprise}/actions/runners"), 1);
-  ASSERT_EQ(pool_->run({"--json", "release", "--label", "ent-1"}).exit_code, 0);
+  ASSERT_EQ(pool_->run({"--json", "release", "--wait", "--label", "ent-1"}).exit_code, 0);
 }
 
 TEST_F(ControllerGithub, AWorkflowsGithubUrlsServeWhenNothingIsConfigured) {
@@ -124,7 +124,7 @@ TEST_F(ControllerGithub, AWorkflowsGithubUrlsServeWhenNothingIsConfigured) {
   EXPECT_NE(config.out.find("github_api_url = " + cloud_.github() + "    # derived"), std::string::npos) << config.out;
   EXPECT_NE(config.out.find("github_server_url = " + cloud_.github_web() + "    # derived"), std::string::npos)
       << config.out;
-  CtlResult rel = pool_->run({"--json", "release", "--label", "env-1"}, job);
+  CtlResult rel = pool_->run({"--json", "release", "--wait", "--label", "env-1"}, job);
   ASSERT_EQ(rel.exit_code, 0) << describe(rel);
 }
 

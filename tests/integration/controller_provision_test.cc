@@ -50,7 +50,7 @@ class ControllerProvision : public ::testing::Test {
     a.insert(a.end(), args.begin(), args.end());
     return pool_->run(a, env);
   }
-  CtlResult release(const std::string& label) { return pool_->run({"--json", "release", "--label", label}); }
+  CtlResult release(const std::string& label) { return pool_->run({"--json", "release", "--wait", "--label", label}); }
 
   std::vector<pool::InstanceRecord> by_state(State s) {
     std::vector<pool::InstanceRecord> out;

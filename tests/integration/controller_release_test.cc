@@ -3,6 +3,8 @@
 // configuration errors (exit 2, naming the key).
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "common/json.h"
 #include "tests/support/runpoolctl_harness.h"
 
@@ -57,10 +59,10 @@ class ControllerRelease : public ::testing::Test {
 };
 
 TEST_F(ControllerRelease, TwiceIsOnce) {
-  auto first = pool_->run({"release", "--label", "job-1"});
+  auto first = pool_->run({"release", "--wait", "--label", "job-1"});
   ASSERT_EQ(first.exit_code, 0) << describe(first);
   EXPECT_NE(first.out.find("2 returned to the pool"), std::string::npos) << first.out;
-  auto second = pool_->run({"release", "--label", "job-1"});
+  auto second = pool_->run({"release", "--wait", "--label", "job-1"});
   ASSERT_EQ(second.exit_code, 0) << describe(second);
   EXPECT_NE(second.out.find("nothing assigned"), std::string::npos) << second.out;
   EXPECT_EQ(queue_depth(), 2);
@@ -71,10 +73,44 @@ TEST_F(ControllerRelease, TwiceIsOnce) {
   }
 }
 
+// Without --wait: exit 0 once the drains are written, the instances listed as still draining;
+// two provisions racing for them (one while they still drain, one after) take each exactly once.
+TEST_F(ControllerRelease, WithoutWaitReturnsAtOnceAndProvisionsTakeTheDrainsOnce) {
+  agents_->drain_ok = false;
+  const auto started = std::chrono::steady_clock::now();
+  auto rel = pool_->run({"--json", "release", "--label", "job-1"});
+  const auto took = std::chrono::steady_clock::now() - started;
+  ASSERT_EQ(rel.exit_code, 0) << describe(rel);
+  Json::Value j = parse_json(rel.out, "release");
+  EXPECT_EQ(j["draining"].size(), 2u) << rel.out;
+  EXPECT_FALSE(j["waited"].asBool());
+  EXPECT_LT(took, std::chrono::seconds(5));
+  for (const auto& r : records()) EXPECT_EQ(r.state, State::kDraining);
+  EXPECT_EQ(queue_depth(), 0);
+
+  auto a = pool_->start({"--json", "provision", "--count", "2", "--label", "job-2", "--usage-class", "on-demand"});
+  auto b = pool_->start({"--json", "provision", "--count", "1", "--label", "job-3", "--usage-class", "on-demand"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  agents_->drain_ok = true;
+  auto ra = a->wait(), rb = b->wait();
+  ASSERT_EQ(ra.exit_code, 0) << describe(ra);
+  ASSERT_EQ(rb.exit_code, 0) << describe(rb);
+  Json::Value pa = parse_json(ra.out, "provision"), pb = parse_json(rb.out, "provision");
+  EXPECT_EQ(pa["warm"].asInt() + pb["warm"].asInt(), 2) << ra.out << rb.out;
+  EXPECT_EQ(pa["launched"].asInt() + pb["launched"].asInt(), 1) << ra.out << rb.out;
+  std::set<std::string> owners;
+  for (const auto& r : records()) {
+    EXPECT_EQ(r.state, State::kRunning) << r.instance_id;
+    owners.insert(r.label + "/" + r.instance_id);
+  }
+  EXPECT_EQ(owners.size(), 3u);
+  EXPECT_EQ(queue_depth(), 0) << "taken straight from their drains: no pool message";
+}
+
 TEST_F(ControllerRelease, ConcurrentReleasesReturnEachInstanceOnce) {
   agents_->drain_ok = false;  // both releases get to wait on the same drains
-  auto a = pool_->start({"--json", "release", "--label", "job-1"});
-  auto b = pool_->start({"--json", "release", "--label", "job-1"});
+  auto a = pool_->start({"--json", "release", "--wait", "--label", "job-1"});
+  auto b = pool_->start({"--json", "release", "--wait", "--label", "job-1"});
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   agents_->drain_ok = true;
   auto ra = a->wait(), rb = b->wait();
@@ -86,7 +122,7 @@ TEST_F(ControllerRelease, ConcurrentReleasesReturnEachInstanceOnce) {
 
 TEST_F(ControllerRelease, NotDrainedInTimeIsTerminated) {
   agents_->drain_ok = false;
-  auto res = pool_->run({"--json", "release", "--label", "job-1", "--timeout", "2s"});
+  auto res = pool_->run({"--json", "release", "--wait", "--label", "job-1", "--timeout", "2s"});
   ASSERT_EQ(res.exit_code, 0) << describe(res);
   Json::Value j = parse_json(res.out, "release");
   EXPECT_EQ(j["terminated"].size(), 2u);
@@ -110,7 +146,7 @@ TEST_F(ControllerRelease, RetriesThrottlingAndErrors) {
     cloud_.control("POST", "/_control/faults", f);
   }
   // Attempts enough that no single call plausibly exhausts them at a 30% fault rate (0.3^20).
-  auto res = pool_->run({"--set", "aws_max_attempts=20", "release", "--label", "job-1"});
+  auto res = pool_->run({"--set", "aws_max_attempts=20", "release", "--wait", "--label", "job-1"});
   cloud_.clear_faults();
   ASSERT_EQ(res.exit_code, 0) << describe(res);
   Json::Value stats = cloud_.control("GET", "/_control/stats");
@@ -132,7 +168,7 @@ TEST_F(ControllerRelease, StatusShowsTheInstancesAndThePool) {
   EXPECT_EQ(j["instances"][0]["state"].asString(), "running");
   EXPECT_EQ(j["instances"][0]["label"].asString(), "job-1");
   EXPECT_TRUE(j["instances"][0].isMember("heartbeat_age_ms"));
-  ASSERT_EQ(pool_->run({"release", "--label", "job-1"}).exit_code, 0);
+  ASSERT_EQ(pool_->run({"release", "--wait", "--label", "job-1"}).exit_code, 0);
   auto text = pool_->run({"status"});
   ASSERT_EQ(text.exit_code, 0) << describe(text);
   EXPECT_NE(text.out.find("idle"), std::string::npos) << text.out;

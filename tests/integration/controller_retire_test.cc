@@ -56,7 +56,7 @@ TEST_F(ControllerRetire, IdleOutdatedEndsNowAssignedEndsAtItsReleaseNoJobLost) {
   // Two instances launched on the configured AMI, one back in the pool, one serving job-2.
   auto p = pool_->run({"provision", "--count", "2", "--label", "job-1", "--usage-class", "on-demand"});
   ASSERT_EQ(p.exit_code, 0) << describe(p);
-  auto rel = pool_->run({"release", "--label", "job-1"});
+  auto rel = pool_->run({"release", "--wait", "--label", "job-1"});
   ASSERT_EQ(rel.exit_code, 0) << describe(rel);
   auto p2 = pool_->run({"--json", "provision", "--count", "1", "--label", "job-2", "--usage-class", "on-demand"});
   ASSERT_EQ(p2.exit_code, 0) << describe(p2);
@@ -88,7 +88,7 @@ TEST_F(ControllerRetire, IdleOutdatedEndsNowAssignedEndsAtItsReleaseNoJobLost) {
   EXPECT_TRUE(record(busy_id).retire_pending);
 
   // The job ends: release drains it and terminates it rather than returning it.
-  auto rel2 = pool_->run({"--json", "release", "--label", "job-2"});
+  auto rel2 = pool_->run({"--json", "release", "--wait", "--label", "job-2"});
   ASSERT_EQ(rel2.exit_code, 0) << describe(rel2);
   Json::Value r2 = parse_json(rel2.out, "release");
   ASSERT_EQ(r2["retired"].size(), 1u) << rel2.out;

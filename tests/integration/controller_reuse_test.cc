@@ -62,7 +62,7 @@ TEST_F(ControllerReuse, SameScopeInstanceServesItsOwnRepositoryOnly) {
   start("reu1", "reuse = same-scope\njob_privileges = docker\n");
   auto p1 = provision("job-1", "acme/app");
   ASSERT_EQ(p1.exit_code, 0) << describe(p1);
-  auto rel = pool_->run({"--set", "github_owner=acme/app", "release", "--label", "job-1"});
+  auto rel = pool_->run({"--set", "github_owner=acme/app", "release", "--wait", "--label", "job-1"});
   ASSERT_EQ(rel.exit_code, 0) << describe(rel);
   auto all = records();
   ASSERT_EQ(all.size(), 1u);
@@ -92,7 +92,7 @@ TEST_F(ControllerReuse, ReuseNeverTerminatesOnRelease) {
   auto all = records();
   ASSERT_EQ(all.size(), 1u);
   const std::string id = all[0].instance_id;
-  auto rel = pool_->run({"--json", "release", "--label", "job-1"});
+  auto rel = pool_->run({"--json", "release", "--wait", "--label", "job-1"});
   ASSERT_EQ(rel.exit_code, 0) << describe(rel);
   Json::Value r = parse_json(rel.out, "release");
   ASSERT_EQ(r["retired"].size(), 1u) << rel.out;
