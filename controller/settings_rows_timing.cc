@@ -40,8 +40,8 @@ std::vector<Row> timing_rows() {
                    "provision with --min-count: once that many run, how much longer the rest may take before they are "
                    "let go",
                    Duration{0}, kHour),
-      duration_row("release_timeout", &Settings::release_timeout, "release: how long to wait for the agents' drained",
-                   kSec, kDay),
+      duration_row("release_timeout", &Settings::release_timeout,
+                   "release --wait: how long to wait for the agents' drained", kSec, kDay),
       duration_row("cancel_drain_wait", &Settings::cancel_drain_wait,
                    "a failed provision: how long to wait for claimed instances to drain back to the pool", Duration{0},
                    kHour),
