@@ -154,6 +154,55 @@ TEST(ReleaseNoWait, ADrainThatDoesNotEndInADrainsTimeIsNotWaitedForLong) {
   EXPECT_LT(w.now() - later, 10'000);
 }
 
+// GitHub still lists each instance's runner as busy: an agent's `drained` is forged (written with
+// the instance role's credentials while a job runs), so no provision takes the instance.
+class BusyListedRunners final : public Runners {
+ public:
+  explicit BusyListedRunners(Runners& inner) : inner_(inner) {}
+  Secret registration_token() override { return inner_.registration_token(); }
+  Secret remove_token() override { return inner_.remove_token(); }
+  std::string registration_url() override { return inner_.registration_url(); }
+  std::vector<github::Runner> list() override { return {}; }
+  std::optional<github::Runner> find(const std::string& name) override {
+    ++finds;
+    github::Runner r;
+    r.id = 900 + finds;
+    r.name = name;
+    r.status = "online";
+    r.busy = true;
+    return r;
+  }
+  github::DeleteOutcome remove(int64_t) override { return github::DeleteOutcome::kBusy; }
+  bool remove_labels(int64_t id) override { return inner_.remove_labels(id); }
+  long requests_sent(const std::string& op) override { return inner_.requests_sent(op); }
+  std::vector<github::WorkflowRun> workflow_runs(const std::string& r, const std::string& s) override {
+    return inner_.workflow_runs(r, s);
+  }
+  std::vector<github::WorkflowJob> run_jobs(const std::string& r, int64_t id) override { return inner_.run_jobs(r, id); }
+  int finds = 0;
+
+ private:
+  Runners& inner_;
+};
+
+TEST(ReleaseNoWait, AForgedDrainedIsConfirmedOnGitHubBeforeAProvisionTakesTheInstance) {
+  World w;
+  two_released(w);
+  w.agents.drain_ok = true;
+  w.agents.tick();  // `drained`, as a forger would write it
+  BusyListedRunners github(w.github);
+  Context ctx{w.settings, w.clock, w.table, w.queue, w.compute, github, w.out, w.cancelled};
+  const size_t launched = w.compute.launched.size();
+  ProvisionReport r = provision(ctx, testing::provision_options(2, "run-2"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.warm(), 0);
+  EXPECT_EQ(r.launched(), 2);
+  EXPECT_EQ(w.compute.launched.size(), launched + 2);
+  EXPECT_EQ(github.finds, 2) << "each drained instance's runner asked for by name";
+  EXPECT_EQ(w.in_state(State::kDraining).size(), 2u) << "left draining: its runner still serves a job";
+  EXPECT_TRUE(w.queue.bodies("small").empty());
+}
+
 TEST(ReleaseNoWait, ScaleUpsWarmUpNeverTakesDrainingInstances) {
   World w;
   two_released(w);
