@@ -19,12 +19,15 @@
 //
 //   serving loop (the reconciler) — run()'s own thread, turn turn(). Owns the scale set, the
 //     session's life (open, start and join the listener, close), recent_, the metrics sample,
-//     last_why_. Under mu_ it reads a copy of demand_ and session_end_, drops forgotten finished
-//     names, resets them for a new session. It holds mu_ across no request: a claim or a launch
-//     that takes minutes delays neither the lease keeper (no lock in common) nor the listener (mu_
-//     is free; stop_queue_ ends its poll only when the session ends).
+//     last_why_. Under mu_ it reads copies of demand_ and session_end_, drops the finished names
+//     a pass is done with, adds those found finished at take-over, and resets demand_,
+//     session_end_ and the failures' clock for a new session (before its listener starts). It
+//     holds mu_ across no request: a claim or a launch that takes minutes delays neither the lease
+//     keeper (no lock in common) nor the listener (mu_ is free; stop_queue ends its poll only when
+//     the session ends). serve_server_test.cc shows it on a fake clock.
 //
-// mu_ guards the fields marked below and is held only for copies and counters, never across I/O.
+// Both the listener and the serving loop count the session's failures (failed(), answered()).
+// mu_ guards the fields below it and is held only for copies and counters, never across I/O.
 // Atomics: stop_listening_ (serving loop → listener), ServeDeps::stop_queue (serving loop → the
 // listener's connection), ctx.cancelled (signal → all three).
 #pragma once
@@ -119,10 +122,11 @@ class Server {
   ScaleSetSample sample_;
   SteadyTime next_metrics_;
 
-  // The listener's own.
+  // The listener's own (reset by the serving loop before a listener starts).
   int64_t last_message_id_ = 0;
+  std::atomic<bool> stop_listening_{false};  // set by the serving loop to end the listener
 
-  std::mutex mu_;  // guards the fields below
+  std::mutex mu_;  // guards the fields from here to lease_
   std::condition_variable cv_;
   bool woken_ = false;
   std::optional<SessionVerdict> session_end_;  // set by the listener: why the session ended
@@ -130,7 +134,6 @@ class Server {
   int64_t last_good_ms_ = 0;
   SessionDemand demand_;
   std::vector<int64_t> started_ms_;  // queued → started of each job started since the last emission
-  std::atomic<bool> stop_listening_{false};
   ServeLease lease_;  // last: its thread wakes the serving loop through the fields above
 };
 
