@@ -124,6 +124,30 @@ TEST_F(ServeServer, ASessionAnswered404EndsAndANewOneIsOpenedUnderTheSameLease) 
   EXPECT_TRUE(w.we_hold());
 }
 
+TEST_F(ServeServer, AnotherListenersLiveSessionIsWaitedOutHoldingTheLease) {
+  ours();
+  w.service.open_foreign_session();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(server.turn(), w.world.settings.serve_retry_wait);
+    EXPECT_FALSE(server.in_session());
+    run_for(w.world.settings.serve_retry_wait, true, false);
+  }
+  EXPECT_TRUE(w.we_hold()) << "a standby would wait the same";
+  w.service.lapse_foreign_session();
+  EXPECT_EQ(server.turn(), Duration{0});
+  EXPECT_TRUE(server.in_session());
+  EXPECT_EQ(w.service.counts().sessions_created, 1);
+}
+
+TEST_F(ServeServer, ACancellationClosesTheSessionAtTheNextTurn) {
+  start_serving();
+  w.world.cancelled = true;
+  EXPECT_EQ(server.turn(), Duration{0});
+  EXPECT_FALSE(server.in_session());
+  EXPECT_EQ(w.service.live_session(), "") << "closed, so a standby need not wait for it to lapse";
+  EXPECT_EQ(server.listen_turn(), std::nullopt);
+}
+
 TEST_F(ServeServer, SessionsThatKeepBeingLostHandTheLeaseToTheStandby) {
   start_serving();
   for (int lost = 1; lost <= 2; ++lost) {

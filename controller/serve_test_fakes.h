@@ -43,6 +43,16 @@ class FakeScaleSetService {
     std::lock_guard<std::mutex> lock(mu_);
     live_session_.clear();
   }
+  // Another listener's session is live (a holder killed a moment ago): ours is refused until it
+  // lapses (lapse_foreign_session).
+  void open_foreign_session() {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_session_ = "foreign-session";
+  }
+  void lapse_foreign_session() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (live_session_ == "foreign-session") live_session_.clear();
+  }
   // Queues an envelope of job messages (a JSON array) with the statistics' assigned jobs.
   void push_message(const std::string& jobs_json, int64_t assigned_jobs) {
     std::lock_guard<std::mutex> lock(mu_);
