@@ -93,6 +93,8 @@ mv "$work/install/usr/lib/systemd/system/runpool-agent.service" "$work/install/u
   "$work/install/usr/lib/systemd/system/runpoolctl-refresh.timer" \
   "$top/share/runpool/systemd/"
 cp "$src/LICENSE" "$top/"
+# Installs this directory on any systemd distribution (units, links, default configurations).
+install -m 0755 "$src/packaging/install.sh" "$top/install.sh"
 
 # Every shared library the binaries load beyond the system's (ldd: the whole closure), copied with
 # its SONAME as file name. Each finds the others through RUNPATH $ORIGIN, the binaries through

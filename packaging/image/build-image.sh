@@ -119,19 +119,12 @@ case "$runpool" in
       *-x86_64) [ "$arch" = x64 ] || die "$runpool is for x86_64, this machine is $(uname -m)" ;;
       *-arm64) [ "$arch" = arm64 ] || die "$runpool is for arm64, this machine is $(uname -m)" ;;
     esac
-    say "installing $top under /opt/runpool"
-    mkdir -p /opt/runpool
-    rm -rf "/opt/runpool/$top.new"
-    mkdir "/opt/runpool/$top.new"
-    tar -C "/opt/runpool/$top.new" --strip-components=1 --no-same-owner -xzf "$runpool"
-    chown -R root:root "/opt/runpool/$top.new"
-    chmod -R go-w "/opt/runpool/$top.new"
-    rm -rf "/opt/runpool/$top"
-    mv "/opt/runpool/$top.new" "/opt/runpool/$top"
-    ln -sfn "$top" /opt/runpool/current
-    ln -sfn /opt/runpool/current/bin/runpool-agent /usr/bin/runpool-agent
-    ln -sfn /opt/runpool/current/bin/runpoolctl /usr/bin/runpoolctl
-    install -m 0644 /opt/runpool/current/share/runpool/systemd/runpool-agent.service /etc/systemd/system/runpool-agent.service
+    # The tarball's own install script: /opt/runpool/<version> (current), the /usr/bin links, the
+    # agent's unit (user-data starts it) and the default configurations.
+    unpacked=$(mktemp -d)
+    tar -C "$unpacked" --no-same-owner -xzf "$runpool"
+    "$unpacked/$top/install.sh" --units agent
+    rm -rf "$unpacked"
     ;;
   *) die "$runpool is neither a release tarball (.tar.gz) nor a .deb" ;;
 esac

@@ -12,7 +12,8 @@
 #   - as root: the same commands in a chroot of a minimal Debian 12 root (debootstrap
 #     --variant=minbase, made by scripts/setup.sh; no curl, OpenSSL, jsoncpp, CA certificates),
 #     whose own loader finds every library, and there runpoolctl reaches an HTTPS server on
-#     127.0.0.1 trusted through Amazon Linux's CA bundle path alone.
+#     127.0.0.1 trusted through Amazon Linux's CA bundle path alone; the tarball's install.sh
+#     installs it there (and into a root file system with --root).
 #
 # The Release build runs one compiler at a time (RUNPOOL_RELEASE_JOBS, default 1 here), beside the
 # other tests. RUNPOOL_RELEASE_CHECK=0 skips the test (exit 77, which ctest reports as skipped).
@@ -59,7 +60,7 @@ grep -q "  $name.tar.gz\$" "$work/out/SHA256SUMS" || fail "SHA256SUMS does not l
 mkdir -p "$work/unpacked"
 tar -C "$work/unpacked" -xzf "$tarball"
 top=$work/unpacked/$name
-for f in LICENSE bin/runpoolctl bin/runpool-agent etc/runpool/agent.conf etc/runpool/runpoolctl.conf \
+for f in LICENSE install.sh bin/runpoolctl bin/runpool-agent etc/runpool/agent.conf etc/runpool/runpoolctl.conf \
          share/runpool/systemd/runpool-agent.service share/runpool/systemd/runpoolctl-serve.service \
          "share/runpool/systemd/runpoolctl-serve@.service" share/runpool/systemd/runpoolctl-refresh.service \
          share/runpool/systemd/runpoolctl-refresh.timer \
@@ -193,4 +194,34 @@ cp "$tls/cert.pem" "$root/etc/pki/tls/certs/ca-bundle.crt"
 out=$(status_in_root)
 grep -q Scan "$tls/requests" 2>/dev/null ||
   fail "runpoolctl did not reach the HTTPS stand-in with /etc/pki/tls/certs/ca-bundle.crt as the only bundle: $out"
+# install.sh, as a system with nothing of runpool runs it (the minimal root, as its root): the copy
+# in /opt/runpool/<name> (current), the /usr/bin links the units name, the units, the default
+# configurations; run again, a configuration changed since stays. Native builds only (under
+# qemu-user the script's bash would be the target's).
+if ((${#run[@]} == 0)); then
+  rm -rf "$root/opt/runpool"
+  cp -a "$top" "$root/tmp/$name"
+  out=$(in_root "/tmp/$name/install.sh" 2>&1) || fail "chroot: install.sh: $out"
+  [ "$(readlink "$root/opt/runpool/current")" = "$name" ] || fail "install.sh: /opt/runpool/current is not $name: $out"
+  [ "$(in_root runpoolctl --version 2>&1)" = "$version" ] || fail "install.sh: runpoolctl on PATH is not $version"
+  [ "$(in_root runpool-agent --version 2>&1)" = "$version" ] || fail "install.sh: runpool-agent on PATH is not $version"
+  for unit in runpool-agent.service runpoolctl-serve.service runpoolctl-serve@.service runpoolctl-refresh.service \
+              runpoolctl-refresh.timer; do
+    [ -f "$root/etc/systemd/system/$unit" ] || fail "install.sh installed no $unit"
+  done
+  [ -z "$(find "$root/opt/runpool/$name" -perm /022 -not -type l)" ] || fail "install.sh left files writable by others"
+  [ "$(stat -c %u "$root/opt/runpool/$name/bin/runpoolctl")" = 0 ] || fail "install.sh left runpoolctl not root's"
+  echo "# the operator's" >>"$root/etc/runpool/runpoolctl.conf"
+  out=$(in_root "/tmp/$name/install.sh" --units serve 2>&1) || fail "chroot: install.sh, again: $out"
+  grep -q "the operator's" "$root/etc/runpool/runpoolctl.conf" || fail "install.sh replaced a configuration: $out"
+  grep -q "runpoolctl.conf is kept" <<<"$out" || fail "install.sh did not say it kept the configuration: $out"
+  # Into a root file system being built (an image): no units with --units none, links all the same.
+  img=$work/image-root
+  rm -rf "$img" && mkdir -p "$img"
+  "$top/install.sh" --units none --root "$img" >/dev/null || fail "install.sh --root failed"
+  [ "$(readlink "$img/usr/bin/runpoolctl")" = /opt/runpool/current/bin/runpoolctl ] || fail "install.sh --root: no /usr/bin link"
+  [ ! -e "$img/etc/systemd" ] || fail "install.sh --units none installed units"
+  if out=$("$top/install.sh" --units some 2>&1); then fail "install.sh took --units some"; fi
+  grep -q "all, agent, serve or none" <<<"$out" || fail "install.sh --units some: $out"
+fi
 echo "portable_test: OK, $arch (and in a debootstrap minbase root of Debian $(cat "$root/etc/debian_version")${run:+, under ${run[0]}})"
