@@ -21,6 +21,7 @@
 #include "agent/agent_settings.h"
 #include "agent/decisions.h"
 #include "agent/runner_host.h"
+#include "agent/runner_update.h"
 #include "agent/sealed_record.h"
 #include "agent/table_health.h"
 #include "common/pool/state_table.h"
@@ -124,6 +125,12 @@ class AgentLoop {
   void supervise();
   void take_token();
 
+  // agent_loop_update.cc: a runner updating itself (decide_runner_update)
+  UpdateFacts update_facts(UpdateSign sign, UpdateMarker marker) const;
+  void on_update_failed(const std::string& words);  // "Runner update failed: …"; the Listener runs on
+  void on_update_exit(const ExitStatus& status, const std::string& tail);  // exit 3 or 4
+  bool await_update();  // while update.sh runs: true once the Listener may start again
+
   // agent_loop_drain.cc: draining
   const std::optional<RunnerDrainSupport>& runner_drain_support();  // `run --help`, asked once
   void begin_drain(const std::string& reason);
@@ -206,6 +213,11 @@ class AgentLoop {
     bool token_taken = false;  // the registration token (or JIT configuration) is out of the record
     int restarts = 0;
     std::optional<Steady> restart_at;
+    // A self-update: the Listener's version and the one GitHub asked for, the wait for
+    // update.finished (set while update.sh runs), and how updates of this assignment went.
+    std::string runner_version, update_to;
+    std::optional<Steady> update_wait_until;
+    int updates_done = 0, update_failures = 0;
     bool stopping = false;
     bool failed = false;
     bool failure_reported = false;

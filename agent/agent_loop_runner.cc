@@ -48,6 +48,16 @@ void AgentLoop::observe(const RunnerEvent& e) {
     case RunnerEvent::kJobCompleted:
       job_track_ = apply_job_signal(job_track_, JobSignal::kCompleted, now);
       break;
+    case RunnerEvent::kVersion:
+      as_.runner_version = e.result;
+      break;
+    case RunnerEvent::kUpdateRequested:
+      as_.update_to = e.result;
+      spdlog::warn("GitHub asks the runner to update itself to {}", e.result);
+      break;
+    case RunnerEvent::kUpdateFailed:
+      on_update_failed(e.result);
+      break;
     default:
       break;
   }
@@ -68,6 +78,10 @@ void AgentLoop::update_busy() {
 }
 
 void AgentLoop::on_listener_exit(const ExitStatus& status, const std::string& tail) {
+  if (!as_.stopping && is_update_exit(status)) {
+    on_update_exit(status, tail);
+    return;
+  }
   ExitDecision d =
       after_listener_exit(status, as_.stopping, as_.restarts, s_.max_restarts, s_.restart_backoff, as_.ephemeral);
   activity_ = RunnerActivity{};
@@ -123,6 +137,7 @@ void AgentLoop::supervise() {
   if (!as_.token_taken) take_token();
   if (!as_.token_taken) return;  // the Listener never starts while the token is readable in the record
   if (!listener_) {
+    if (as_.update_wait_until && !await_update()) return;
     if (as_.restart_at && steady() < *as_.restart_at) return;
     if (as_.ephemeral) {
       // Only what a restart mid-job would learn from it is at stake: the runner starts regardless.
@@ -164,9 +179,11 @@ void AgentLoop::supervise() {
       } catch (const std::exception&) {
       }
       if (as_.identity && as_.ephemeral && !as_.identity->disable_update) {
-        spdlog::warn("GitHub's JIT configuration lets runner {} update itself: an update ends the assignment "
-                     "(the image's runner is what a pool serves; roll the image to a newer runner)",
-                     as_.identity->name);
+        spdlog::warn("GitHub's JIT configuration lets runner {} update itself: {}", as_.identity->name,
+                     host_.runner_owns_installation()
+                         ? "an update is waited for as run-helper.sh does, once per assignment"
+                         : "an update fails the assignment (the installation is root's: bake a newer runner into "
+                           "the image)");
       }
     }
     AgentReport r;

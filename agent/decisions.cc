@@ -460,11 +460,9 @@ ExitDecision after_listener_exit(const ExitStatus& s, bool stopping, int restart
         if (ephemeral) return {AfterExit::kDone, Duration{0}, what + ": the ephemeral runner's assignment is over"};
         return {AfterExit::kFail, Duration{0}, what + " without a drain: its registration was deleted?"};
       case 1: return {AfterExit::kFail, Duration{0}, what + ": terminated (not configured, or its registration is gone)"};
-      // The runner is updating itself: update.sh (in the Listener's process group) waits for the
-      // Listener to exit, swaps bin/ and writes update.finished, which run-helper.sh waits for
-      // before it starts the new version (actions/runner SelfUpdater.cs, update.sh.template). A
-      // pool serves the runner its image carries and checks that installation after every
-      // assignment, so the update is not waited for: the assignment fails at once, saying why.
+      // The runner is updating itself (update.sh, in the Listener's process group, swaps bin/):
+      // the loop asks decide_runner_update (runner_update.h), which waits for it only where the
+      // runner owns its installation; without that, the assignment fails at once, saying why.
       case 3:
       case 4:
         return {AfterExit::kFail, Duration{0},

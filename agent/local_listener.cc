@@ -75,6 +75,8 @@ void LocalListener::take_lines(std::string& buffer, bool is_stdout, std::vector<
       if (e.kind != RunnerEvent::kNone) events.push_back(e);
     } else {
       spdlog::warn("runner stderr: {}", line);
+      RunnerEvent e = parse_stderr_line(line);
+      if (e.kind != RunnerEvent::kNone) events.push_back(e);
     }
   }
   buffer.erase(0, start);

@@ -270,6 +270,19 @@ bool LocalRunnerHost::worker_running() {
   return user && listener_has_worker(user->uid, listener_pid_);
 }
 
+bool LocalRunnerHost::take_update_finished() {
+  // The runner user writes it: looked at and removed through the root's descriptor, never
+  // through a link; only a regular file counts.
+  Fd root(open_trusted_dir(s_.root));
+  if (!root.ok()) return false;
+  auto st = stat_at(root.get(), "update.finished");
+  if (!st || !S_ISREG(st->mode)) return false;
+  if (unlinkat(root.get(), "update.finished", 0) != 0 && errno != ENOENT) {
+    spdlog::warn("cannot remove {}/update.finished: {}", s_.root, std::strerror(errno));
+  }
+  return true;
+}
+
 int LocalRunnerHost::end_detached() {
   auto user = runner_user();
   if (!s_.end_processes || !user || listener_pid_ <= 0) return 0;

@@ -92,6 +92,8 @@ class LocalRunnerHost final : public RunnerHost {
   void mark_ephemeral(int64_t generation) override;
   std::optional<int64_t> ephemeral_mark() override;
   bool worker_running() override;
+  bool runner_owns_installation() override { return root_owned_by_runner(); }
+  bool take_update_finished() override;
   int end_detached() override;
   void end_user_processes() override;
   void clean() override;

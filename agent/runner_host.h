@@ -94,6 +94,12 @@ class RunnerHost {
   // The last generation so marked (nullopt: none).
   virtual std::optional<int64_t> ephemeral_mark() = 0;
   virtual bool worker_running() = 0;  // a Runner.Worker runs in the Listener's process tree
+  // The runner user owns the runner root (the operator's choice): the runner can update its own
+  // installation. False in the agent's layout (root's installation, sticky root).
+  virtual bool runner_owns_installation() = 0;
+  // update.finished, which the runner's update.sh touches in the Listener's working directory
+  // (the root) once it has swapped bin/: true when it is there, and then it is removed.
+  virtual bool take_update_finished() = 0;
   // Ends what jobs left running outside the Listener's tree, unless that tree holds a job in hand
   // (a job's own processes are in it while it runs). Such a process runs as the runner's user and
   // can write what the runner writes — a job request in its logs — to keep the drain waiting.

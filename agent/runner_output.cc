@@ -23,11 +23,18 @@ RunnerEvent parse_stdout_line(std::string_view raw) {
   constexpr std::string_view kJob = "Job ";
   constexpr std::string_view kCompleted = " completed with result: ";
   constexpr std::string_view kVersion = "Current runner version: '";
+  // SelfUpdater.cs 71 / SelfUpdaterV2.cs 69, written without a time stamp (Terminal.WriteLine).
+  constexpr std::string_view kDownloading = "Downloading ";
+  constexpr std::string_view kRunnerWord = " runner";
   if (line == "Listening for Jobs") {
     e.kind = RunnerEvent::kListening;
   } else if (line.starts_with(kVersion) && line.size() > kVersion.size() + 1 && line.back() == '\'') {
     e.kind = RunnerEvent::kVersion;
     e.result = line.substr(kVersion.size(), line.size() - kVersion.size() - 1);
+  } else if (line.starts_with(kDownloading) && line.ends_with(kRunnerWord) &&
+             line.size() > kDownloading.size() + kRunnerWord.size()) {
+    e.kind = RunnerEvent::kUpdateRequested;
+    e.result = line.substr(kDownloading.size(), line.size() - kDownloading.size() - kRunnerWord.size());
   } else if (line.starts_with(kRunning)) {
     e.kind = RunnerEvent::kJobStarted;
     e.job = line.substr(kRunning.size());
@@ -38,6 +45,18 @@ RunnerEvent parse_stdout_line(std::string_view raw) {
       e.job = line.substr(kJob.size(), pos - kJob.size());
       e.result = line.substr(pos + kCompleted.size());
     }
+  }
+  return e;
+}
+
+RunnerEvent parse_stderr_line(std::string_view raw) {
+  // SelfUpdater.cs 124 / SelfUpdaterV2.cs 124 through Terminal.WriteError (stderr).
+  constexpr std::string_view kFailed = "Runner update failed: ";
+  std::string_view line = trim_end(raw);
+  RunnerEvent e;
+  if (line.starts_with(kFailed)) {
+    e.kind = RunnerEvent::kUpdateFailed;
+    e.result = line.substr(kFailed.size());
   }
   return e;
 }
@@ -69,6 +88,8 @@ RunnerEvent parse_perf_line(std::string_view raw) {
 void RunnerActivity::apply(const RunnerEvent& e) {
   switch (e.kind) {
     case RunnerEvent::kNone:
+    case RunnerEvent::kUpdateRequested:
+    case RunnerEvent::kUpdateFailed:
       break;
     case RunnerEvent::kVersion:
       runner_version_ = e.result;

@@ -17,13 +17,26 @@ enum class RunnerPhase {
 };
 
 struct RunnerEvent {
-  enum Kind { kNone, kListening, kJobRequested, kJobStarted, kJobCompleted, kVersion } kind = kNone;
+  enum Kind {
+    kNone,
+    kListening,
+    kJobRequested,
+    kJobStarted,
+    kJobCompleted,
+    kVersion,
+    kUpdateRequested,  // "Downloading 2.340.0 runner": GitHub asked for a self-update
+    kUpdateFailed,     // stderr "Runner update failed: …": the Listener goes on with its version
+  } kind = kNone;
   std::string job;     // job name (stdout) or request id (_diag)
-  std::string result;  // for kJobCompleted: Succeeded, Failed, Canceled…; for kVersion: the version
+  // kJobCompleted: Succeeded, Failed, Canceled…; kVersion, kUpdateRequested: the version;
+  // kUpdateFailed: the runner's words.
+  std::string result;
 };
 
 // Parses one line of the Listener's stdout ("2026-11-21 02:52:24Z: Running job: build").
 RunnerEvent parse_stdout_line(std::string_view line);
+// Parses one line of the Listener's stderr (the runner's WriteError: "Runner update failed: …").
+RunnerEvent parse_stderr_line(std::string_view line);
 // Parses one line of _diag/Runner_*.log ("[… INFO BrokerMessageListener] Acknowledging runner request '42'.";
 // the tag is MessageListener on the legacy flow).
 RunnerEvent parse_diag_line(std::string_view line);

@@ -31,6 +31,24 @@ TEST(ParseStdoutLine, OtherLinesAreIgnored) {
   }
 }
 
+TEST(ParseStdoutLine, AnUpdateRequestNamesItsVersion) {
+  auto e = parse_stdout_line("Downloading 2.340.0 runner");
+  EXPECT_EQ(e.kind, RunnerEvent::kUpdateRequested);
+  EXPECT_EQ(e.result, "2.340.0");
+  EXPECT_EQ(parse_stdout_line("2026-11-21 02:52:24Z: Downloading 2.340.0 runner").result, "2.340.0");
+  EXPECT_EQ(parse_stdout_line("Downloading  runner").kind, RunnerEvent::kNone) << "no version";
+  EXPECT_EQ(parse_stdout_line("Downloading runner").kind, RunnerEvent::kNone);
+  EXPECT_EQ(parse_stdout_line("Downloading action repository 'actions/checkout@v4'").kind, RunnerEvent::kNone);
+}
+
+TEST(ParseStderrLine, OnlyAFailedUpdate) {
+  auto e = parse_stderr_line("Runner update failed: Access to the path '/r/config.sh' is denied.\n");
+  EXPECT_EQ(e.kind, RunnerEvent::kUpdateFailed);
+  EXPECT_EQ(e.result, "Access to the path '/r/config.sh' is denied.");
+  EXPECT_EQ(parse_stderr_line("An error occurred: Runner update failed: x").kind, RunnerEvent::kNone);
+  EXPECT_EQ(parse_stderr_line("Runner is not configured.").kind, RunnerEvent::kNone);
+}
+
 TEST(ParseDiagLine, AcknowledgeMarksTheRequest) {
   auto e = parse_diag_line("[2026-11-21 02:52:24Z INFO BrokerMessageListener] Acknowledging runner request '1234'.");
   EXPECT_EQ(e.kind, RunnerEvent::kJobRequested);

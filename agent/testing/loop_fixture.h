@@ -113,6 +113,11 @@ class FakeHost final : public RunnerHost {
   void mark_ephemeral(int64_t generation) override { marked_ephemeral = generation; }
   std::optional<int64_t> ephemeral_mark() override { return marked_ephemeral; }
   bool worker_running() override { return worker; }
+  bool runner_owns_installation() override { return owns_installation; }
+  bool take_update_finished() override {
+    ++update_looks;
+    return std::exchange(update_finished, false);
+  }
   int end_detached() override {
     ++detached_ends;
     if (worker) return 0;
@@ -153,6 +158,9 @@ class FakeHost final : public RunnerHost {
   std::optional<int64_t> marked_ephemeral;  // mark_ephemeral()'s file, kept across agents
   int adopts = 0;
   bool worker = false;
+  bool owns_installation = false;  // the runner user owns the root (runner_owns_installation())
+  bool update_finished = false;    // update.finished is there (take_update_finished() removes it)
+  int update_looks = 0;
   int detached = 0;  // processes jobs left beside the Listener (end_detached() ends them)
   int detached_ends = 0;
 };
