@@ -9,7 +9,7 @@
 #                                        ca-certificates package): minbase has none
 #   /var/lib/runpool                     the state directory (metrics_file), the user's
 #   user runpool, uid and gid 65532, no home and no login shell; the image runs as it
-#   ENTRYPOINT runpoolctl, CMD serve; SIGTERM closes the session and gives the lease up
+#   ENTRYPOINT runpoolctl, CMD serve; docker stop's SIGTERM closes the session, gives the lease up
 # The GitHub token comes from the environment (RUNPOOL_GITHUB_TOKEN or
 # RUNPOOL_GITHUB_APP_PRIVATE_KEY: `docker run --env-file`), AWS credentials from the task's or
 # instance's role (or AWS_* variables), as for the systemd unit.
@@ -63,7 +63,6 @@ tar -C "$root" --numeric-owner -c . | docker import "${platform[@]}" \
   --change 'ENV PATH=/usr/bin:/bin' \
   --change 'ENTRYPOINT ["/usr/bin/runpoolctl"]' \
   --change 'CMD ["serve"]' \
-  --change 'STOPSIGNAL SIGTERM' \
   --change "LABEL org.opencontainers.image.title=runpool-serve org.opencontainers.image.version=$version" \
   - "$tag" >/dev/null
 echo "build-serve-image: $tag (runpool $version, $arch): $(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1 / 1e6}')"
