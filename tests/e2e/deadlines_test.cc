@@ -78,11 +78,12 @@ TEST_F(Deadlines, ExpiredInEveryStateRefreshRetiresOrDrains) {
   const std::string claimed = seed;
   EXPECT_EQ(record(claimed).label, claimed_label);
   // draining: its agent hangs (SIGSTOP), so it can never confirm; a release that waits longer
-  // than the drain deadline (12 s) sets it draining.
+  // than the drain deadline (12 s), and than the provisions above take to give up (their 120 s
+  // timeouts, then their clean-up), sets it draining.
   auto agent = pids_matching(draining, "runpool-agent --config");
   ASSERT_EQ(agent.size(), 1u) << console(draining);
   ASSERT_EQ(kill(agent[0], SIGSTOP), 0);
-  auto draining_r = start_ctl({"--json", "release", "--wait", "--label", "dl-draining", "--timeout", "120s"},
+  auto draining_r = start_ctl({"--json", "release", "--wait", "--label", "dl-draining", "--timeout", "300s"},
                               {{"RUNPOOL_DRAIN_TIMEOUT", "12s"}});
   ASSERT_TRUE(eventually([&] { return record(draining).state == State::kDraining; }, 30s));
 
