@@ -3,6 +3,7 @@
 // in README.md next to this file.
 const { lc, Model, SYSTEM_LABELS } = require('./model');
 const { restRunner } = require('./rest');
+const { VERSION, nextVersion } = require('./pipelines');
 
 function createControl({ model, auth, broker, calls, runs, scalesets = null }) {
   const ok = (json, status = 200) => ({ status, json });
@@ -97,6 +98,17 @@ function createControl({ model, auth, broker, calls, runs, scalesets = null }) {
       if (!['runner', 'rest', 'both'].includes(via)) return bad('via must be "runner", "rest" or "both"');
       r.removalErrors = count ? { count, status, via } : null;
       return ok({ id: r.id, removalErrors: r.removalErrors });
+    }],
+    // The service asks the runner to update itself: its next message is the refresh (the
+    // broker's RunnerRefresh, the legacy AgentRefresh). Never for a runner with updates disabled.
+    ['POST', /^\/runners\/(\d+)\/refresh$/, (b, m) => {
+      const r = model.runners.get(Number(m[1]));
+      if (!r) return bad('no such runner', 404);
+      if (r.disableUpdate) return bad('the runner has updates disabled: GitHub sends it no update', 409);
+      const version = b.version === undefined ? nextVersion(VERSION) : b.version;
+      if (typeof version !== 'string' || !/^\d+\.\d+\.\d+$/.test(version)) return bad('version must be "x.y.z"');
+      r.refreshTo = version;
+      return ok({ id: r.id, refreshTo: version });
     }],
     ['POST', /^\/runners\/(\d+)\/busy$/, (b, m) => {
       const r = model.runners.get(Number(m[1]));

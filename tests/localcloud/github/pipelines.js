@@ -34,7 +34,10 @@ function compareVersions(a, b) {
   return 0;
 }
 
-function routes({ model, broker }) {
+// The next minor version: what a refresh asks for when no version is named.
+const nextVersion = (v) => v.split('.').map((n, i) => (i === 1 ? Number(n) + 1 : i === 2 ? 0 : n)).join('.');
+
+function routes({ model, broker, downloads }) {
   const st = () => model.settings;
   // Renewals keep both the job lock and the session alive, so they come often enough for both.
   const renewMs = () => Math.max(100, Math.min(60000, Math.floor(Math.min(st().lockExpiryMs, st().sessionIdleMs) / 3)));
@@ -184,14 +187,31 @@ function routes({ model, broker }) {
       const r = runnerOf(ctx);
       return broker.deleteSession(r, ctx.params.session) ? { status: 204 } : { status: 404, body: { message: 'session not found' } };
     }],
-    ['GET', `${P}/messages`, (ctx) => {
+    // The legacy flow's package lookup (SelfUpdater.cs 152: GetPackageAsync("agent", platform, version)).
+    ['GET', `${P}/packages/agent/{platform}/{version}`, async (ctx) => {
+      runnerOf(ctx);
+      let pkg;
+      try { pkg = await downloads.package(ctx.origin, ctx.params.version); } catch { throw new HttpError(404, `Package ${ctx.params.version} not found`); }
+      return { status: 200, body: { type: 'agent', platform: ctx.params.platform, version: pkg.version, filename: pkg.filename, downloadUrl: pkg.download_url, hashValue: pkg.sha256_checksum } };
+    }],
+    ['GET', `${P}/messages`, async (ctx) => {
       const r = runnerOf(ctx);
       if (!r.session || r.session.id !== ctx.query.get('sessionId')) {
         return { status: 404, body: { typeKey: 'TaskAgentSessionExpiredException', message: 'The session has expired or was deleted.' } };
       }
-      if (r.needsUpdate) {
+      if (r.needsUpdate || r.refreshTo) {
+        // The update request, as each flow carries it: the broker's RunnerRefresh names the
+        // package (actions/runner RunnerRefreshMessage.cs: target_version, download_url,
+        // sha256_checksum, os); the legacy AgentRefresh only the version (AgentRefreshMessage.cs),
+        // the runner then asks for the package (SelfUpdater.cs 152).
+        const target = r.refreshTo || st().minRunnerVersion;
         r.needsUpdate = false;
-        return { status: 200, body: { messageType: 'AgentRefresh', body: { targetVersion: st().minRunnerVersion } } };
+        r.refreshTo = null;
+        if (st().listener === 'legacy') {
+          return { status: 200, body: { messageType: 'AgentRefresh', body: { agentId: r.id, targetVersion: target, timeout: '01:00:00' } } };
+        }
+        const pkg = await downloads.package(ctx.origin, target);
+        return { status: 200, body: { messageType: 'RunnerRefresh', body: { target_version: target, download_url: pkg.download_url, sha256_checksum: pkg.sha256_checksum, os: 'linux' } } };
       }
       return new Promise((resolve) => {
         const poll = broker.openPoll(r, (status, body) => resolve({ status, body }));
@@ -240,4 +260,4 @@ function routes({ model, broker }) {
   ];
 }
 
-module.exports = { routes, VERSION, notFoundRunner, compareVersions };
+module.exports = { routes, VERSION, notFoundRunner, compareVersions, nextVersion };

@@ -48,7 +48,8 @@ async function restToken() {
   return (await r.json()).token;
 }
 function listen(root, env = {}, args = []) {
-  const p = spawn(path.join(root, 'bin', 'Runner.Listener'), ['run', ...args], { env: baseEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  // Started from the root, as the agent and run.sh do: update.sh touches update.finished there.
+  const p = spawn(path.join(root, 'bin', 'Runner.Listener'), ['run', ...args], { cwd: root, env: baseEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(p);
   const l = { out: '' };
   p.stdout.on('data', (d) => { l.out += d; });
@@ -108,16 +109,101 @@ test('--disableupdate below the minimum: refused a session, exit 1, or 7 with th
   await ctl('POST', '/settings', { minRunnerVersion: '' });
 });
 
-test('updates enabled below the minimum: the first message asks for an update, exit 3 (4 when ephemeral)', async () => {
+// Waits (bounded) for update.sh to finish: update.finished in the root.
+async function updated(root) {
+  const end = Date.now() + 15000;
+  while (!fs.existsSync(path.join(root, 'update.finished'))) {
+    assert.ok(Date.now() < end, `no update.finished in ${root}: ${fs.readdirSync(path.join(root, '_diag')).join(' ')}`);
+    await sleep(100);
+  }
+}
+
+test('updates enabled below the minimum: the runner updates itself as actions/runner does, exit 3 (4 when ephemeral)', async () => {
   const root = await configured('updating');
   const eph = await configured('updating-once', ['--ephemeral']);
   await ctl('POST', '/settings', { minRunnerVersion: NEWER });
   const l = listen(root, { ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE: '1' });
-  assert.equal(await l.exit(5000), 3);
-  assert.match(l.out, new RegExp(`^${TS}: Runner update in progress, do not shutdown runner\\.$`, 'm'));
-  assert.match(l.out, new RegExp(`Downloading ${NEWER.replace(/\./g, '\\.')} runner`));
+  assert.equal(await l.exit(10000), 3, l.out);
+  // Terminal.WriteLine: no time stamp on the updater's lines.
+  assert.match(l.out, /^Runner update in progress, do not shutdown runner\.$/m);
+  assert.match(l.out, new RegExp(`^Downloading ${NEWER.replace(/\./g, '\\.')} runner$`, 'm'));
+  assert.match(l.out, /^Runner will exit shortly for update, should be back online within 10 seconds\.$/m);
   assert.match(l.out, /Listening for Jobs/, 'the session was created');
+  assert.ok(fs.existsSync(path.join(root, '_work', '_update', 'bin', 'Runner.Listener')), 'unpacked into _work/_update');
+  assert.ok(fs.existsSync(path.join(root, '_work', '_update.sh')), 'the update script written');
+  await updated(root);
+  // update.sh: bin and externals link to the new version; the old ones kept as <name>.<version>.
+  assert.equal(fs.readlinkSync(path.join(root, 'bin')), path.join(root, `bin.${NEWER}`));
+  assert.equal(fs.readlinkSync(path.join(root, 'externals')), path.join(root, `externals.${NEWER}`));
+  assert.ok(fs.statSync(path.join(root, `bin.${VERSION}`)).isDirectory());
+  const logs = fs.readdirSync(path.join(root, '_diag')).filter((f) => /^SelfUpdate-\d{8}-\d{6}\.log\.succeed$/.test(f));
+  assert.equal(logs.length, 1, fs.readdirSync(path.join(root, '_diag')).join(' '));
+  // Started again (run-helper.sh's part): the new version, at the minimum, is not asked again.
+  fs.rmSync(path.join(root, 'update.finished'));
+  const again = listen(root);
+  const end = Date.now() + 5000;
+  while (!/Listening for Jobs/.test(again.out)) {
+    assert.ok(Date.now() < end, `not listening:\n${again.out}`);
+    await sleep(25);
+  }
+  assert.match(again.out, new RegExp(`Current runner version: '${NEWER.replace(/\./g, '\\.')}'`));
+  await sleep(800);
+  again.stop();
+  assert.equal(await again.exit(3000), 0);
+  assert.doesNotMatch(again.out, /update/i);
+
   const once = listen(eph);
-  assert.equal(await once.exit(5000), 4);
+  assert.equal(await once.exit(10000), 4, once.out);
+  await updated(eph);
   await ctl('POST', '/settings', { minRunnerVersion: '' });
+});
+
+test('a refresh sent through control: RunnerRefresh on the broker flow, AgentRefresh and a package lookup on the legacy one; never to --disableupdate', async () => {
+  const pinned = await configured('refresh-pinned', ['--disableupdate']);
+  const runners = (await ctl('GET', '/runners')).runners;
+  const idOf = (name) => runners.find((r) => r.name === name).id;
+  const refused = await gh.control('POST', `/runners/${idOf('refresh-pinned')}/refresh`, {});
+  assert.equal(refused.status, 409, JSON.stringify(refused.json));
+  assert.ok(pinned);
+  assert.equal((await gh.control('POST', '/runners/999999/refresh', {})).status, 404);
+
+  for (const listener of ['broker', 'legacy']) {
+    const name = `refresh-${listener}`;
+    const root = await configured(name);
+    await ctl('POST', '/settings', { listener });
+    const id = (await ctl('GET', '/runners')).runners.find((r) => r.name === name).id;
+    const l = listen(root);
+    const end = Date.now() + 5000;
+    while (!/Listening for Jobs/.test(l.out)) {
+      assert.ok(Date.now() < end, `not listening:\n${l.out}`);
+      await sleep(25);
+    }
+    const target = '2.400.1';
+    assert.equal((await ctl('POST', `/runners/${id}/refresh`, { version: target })).refreshTo, target);
+    assert.equal(await l.exit(10000), 3, l.out);
+    await updated(root);
+    assert.equal(fs.readlinkSync(path.join(root, 'bin')), path.join(root, `bin.${target}`));
+    const diag = fs.readdirSync(path.join(root, '_diag')).filter((f) => f.startsWith('Runner_')).map((f) => fs.readFileSync(path.join(root, '_diag', f), 'utf8')).join('');
+    assert.match(diag, new RegExp(`exiting for the update to ${target.replace(/\./g, '\\.')}`));
+  }
+  await ctl('POST', '/settings', { listener: 'broker' });
+});
+
+test('a refresh to a version not newer: the legacy flow finds no package to update to and goes on listening', async () => {
+  const root = await configured('refresh-same');
+  await ctl('POST', '/settings', { listener: 'legacy' });
+  const id = (await ctl('GET', '/runners')).runners.find((r) => r.name === 'refresh-same').id;
+  const l = listen(root);
+  const end = Date.now() + 5000;
+  while (!/Listening for Jobs/.test(l.out)) {
+    assert.ok(Date.now() < end, `not listening:\n${l.out}`);
+    await sleep(25);
+  }
+  await ctl('POST', `/runners/${id}/refresh`, { version: VERSION });
+  await sleep(800);
+  l.stop();
+  assert.equal(await l.exit(3000), 0, 'went on listening until stopped');
+  assert.doesNotMatch(l.out, /Runner update in progress/);
+  assert.ok(!fs.existsSync(path.join(root, '_work', '_update.sh')));
+  await ctl('POST', '/settings', { listener: 'broker' });
 });

@@ -4,7 +4,15 @@
 // assertion signed by the runner's own key.
 const crypto = require('node:crypto');
 
-const VERSION = '2.336.0';
+const fs = require('node:fs');
+const path = require('node:path');
+
+// The runner's version: 2.336.0, or what bin/standin/VERSION says (a package the GitHub stand-in
+// made for a self-update carries one).
+function ownVersion() {
+  try { return fs.readFileSync(path.join(__dirname, 'VERSION'), 'utf8').trim() || '2.336.0'; } catch { return '2.336.0'; }
+}
+const VERSION = ownVersion();
 const USER_AGENT = `GitHubActionsRunner-linux-x64/${VERSION} (stand-in)`;
 const STATUS_NAMES = { 400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 409: 'Conflict', 422: 'UnprocessableEntity', 500: 'InternalServerError', 502: 'BadGateway' };
 

@@ -13,6 +13,7 @@ const path = require('node:path');
 const { spawn } = require('node:child_process');
 const files = require('./files');
 const { call, accessToken, VERSION } = require('./client');
+const { selfUpdate } = require('./selfupdate');
 
 const RESULT_OF_EXIT = { 100: 'Succeeded', 101: 'SucceededWithIssues', 102: 'Failed', 103: 'Canceled' };
 const DELETED_AT_START = 'Failed to create a session. The runner registration has been deleted from the server, please re-configure.';
@@ -208,7 +209,13 @@ class Listener {
         r = { status: 0, body: { message: e.message } };
       }
       if (r.status === 204) { backoff = 1000; continue; }
-      if (r.status === 200 && r.body.messageType === 'AgentRefresh') return this.selfUpdate(r.body.body);
+      if (r.status === 200 && ['AgentRefresh', 'RunnerRefresh'].includes(r.body.messageType)) {
+        // Runner.cs 531–564, 608–660: the update runs, then the Listener exits 3 (4 when it runs
+        // once) for update.sh; a failed update goes back to listening.
+        backoff = 1000;
+        if (await selfUpdate(this, r.body.messageType, r.body.body)) return this.ephemeral ? 4 : 3;
+        continue;
+      }
       if (r.status === 200) {
         backoff = 1000;
         await this.handleJob(r.body);
@@ -235,16 +242,6 @@ class Listener {
       backoff = Math.min(backoff * 2, 5000);
     }
     return 0;
-  }
-
-  // The service asked for an update (updates enabled, version below its minimum). The real runner
-  // downloads the new version, starts update.sh (which swaps bin/ inside the root) and exits 3
-  // (4 when it runs once: ephemeral or --once); the stand-in does not update, it only exits so.
-  selfUpdate(body) {
-    this.log.stamped('Runner update in progress, do not shutdown runner.');
-    this.log.stamped(`Downloading ${body?.targetVersion || 'a newer'} runner`);
-    this.log.diag('Runner', `Update to ${body?.targetVersion} requested by the service; exiting for the update.`);
-    return this.ephemeral ? 4 : 3;
   }
 
   registrationDeleted() {
