@@ -162,7 +162,10 @@ class BenchPool : public controller::e2e::E2eTest {
   CtlRun provision(const std::string& label, int count, const std::vector<std::string>& more = {}) {
     return run(provision_args(label, count, more));
   }
-  CtlRun release(const std::string& label) { return run({"--json", "release", "--label", label}); }
+  // A release that waits until its instances are back in the pool (--wait).
+  CtlRun release(const std::string& label) { return run({"--json", "release", "--wait", "--label", label}); }
+  // A release as a workflow runs it: it returns once the drains are written.
+  CtlRun release_no_wait(const std::string& label) { return run({"--json", "release", "--label", label}); }
 
   // `count` instances idle in the pool: launched by a provision, then released. Throws if not.
   void fill(int count) {
