@@ -8,6 +8,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "agent/runner_update.h"
+
 namespace runpool::agent {
 
 LocalListener::LocalListener(Child child, DiagTail diag, DiagTail perf)
@@ -127,8 +129,11 @@ std::optional<ExitStatus> LocalListener::exit_status() {
   pid_t w = waitpid(child_.pid, &ws, WNOHANG);
   if (w != child_.pid) return std::nullopt;
   exit_ = exit_status_of(ws);
-  // Whatever of its group is left (a Worker of a lost job) goes with it.
-  ::kill(group_, SIGKILL);
+  // Whatever of its group is left (a Worker of a lost job) goes with it — except after an update
+  // exit: update.sh is a plain child of the Listener, in this group, and swaps bin/ only once the
+  // Listener is gone. The loop decides (decide_runner_update): waited for, or ended with the
+  // runner user's processes when the assignment fails.
+  if (!is_update_exit(*exit_)) ::kill(group_, SIGKILL);
   return exit_;
 }
 

@@ -136,8 +136,10 @@ test('updates enabled below the minimum: the runner updates itself as actions/ru
   assert.equal(fs.readlinkSync(path.join(root, 'bin')), path.join(root, `bin.${NEWER}`));
   assert.equal(fs.readlinkSync(path.join(root, 'externals')), path.join(root, `externals.${NEWER}`));
   assert.ok(fs.statSync(path.join(root, `bin.${VERSION}`)).isDirectory());
-  const logs = fs.readdirSync(path.join(root, '_diag')).filter((f) => /^SelfUpdate-\d{8}-\d{6}\.log\.succeed$/.test(f));
-  assert.equal(logs.length, 1, fs.readdirSync(path.join(root, '_diag')).join(' '));
+  // The log is renamed .succeed just after update.finished is touched (update.sh.template 205–213).
+  const succeeded = () => fs.readdirSync(path.join(root, '_diag')).filter((f) => /^SelfUpdate-\d{8}-\d{6}\.log\.succeed$/.test(f));
+  for (const end = Date.now() + 5000; succeeded().length === 0 && Date.now() < end;) await sleep(50);
+  assert.equal(succeeded().length, 1, fs.readdirSync(path.join(root, '_diag')).join(' '));
   // Started again (run-helper.sh's part): the new version, at the minimum, is not asked again.
   fs.rmSync(path.join(root, 'update.finished'));
   const again = listen(root);
@@ -159,6 +161,7 @@ test('updates enabled below the minimum: the runner updates itself as actions/ru
 });
 
 test('a refresh sent through control: RunnerRefresh on the broker flow, AgentRefresh and a package lookup on the legacy one; never to --disableupdate', async () => {
+  await ctl('POST', '/settings', { minRunnerVersion: '' });
   const pinned = await configured('refresh-pinned', ['--disableupdate']);
   const runners = (await ctl('GET', '/runners')).runners;
   const idOf = (name) => runners.find((r) => r.name === name).id;
@@ -190,6 +193,7 @@ test('a refresh sent through control: RunnerRefresh on the broker flow, AgentRef
 });
 
 test('a refresh to a version not newer: the legacy flow finds no package to update to and goes on listening', async () => {
+  await ctl('POST', '/settings', { minRunnerVersion: '' });
   const root = await configured('refresh-same');
   await ctl('POST', '/settings', { listener: 'legacy' });
   const id = (await ctl('GET', '/runners')).runners.find((r) => r.name === 'refresh-same').id;

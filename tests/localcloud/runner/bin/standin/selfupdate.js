@@ -67,7 +67,8 @@ function copyToRoot(pkg, dir) {
     if (!entry.isFile()) continue;
     const to = path.join(files.ROOT, entry.name);
     try {
-      fs.rmSync(to, { force: true }); // deleted first, then copied: the root must let the runner do both
+      // Deleted first, then copied: the root must let the runner do both.
+      try { fs.unlinkSync(to); } catch (e) { if (e.code !== 'ENOENT') throw e; }
       fs.copyFileSync(path.join(dir, entry.name), to);
       fs.chmodSync(to, fs.statSync(path.join(dir, entry.name)).mode & 0o777);
     } catch (e) { throw denied(e, to); }
