@@ -62,26 +62,36 @@ std::vector<pool::InstanceRecord> Server::set_records() {
   return records;
 }
 
-// After taking over: a runner whose job completed while nobody listened is gone from GitHub
-// (an ephemeral runner is removed after its job). Its instance is drained like the others.
-void Server::find_finished_runners() {
-  std::vector<pool::InstanceRecord> records = set_records();
+// The set's armed runners not yet looked up under this session (plan_runner_lookups says why):
+// one gone from GitHub, or another set's, is drained like a finished one. A lookup that fails is
+// tried again next pass; the rest wait for it.
+void Server::look_up_runners(const ServeSnapshot& snap) {
+  std::set<std::string> finished;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    finished = demand_.finished;
+  }
+  RunnerLookups lookups = plan_runner_lookups(snap, looked_up_, finished);
+  looked_up_ = std::move(lookups.known);
+  const int64_t set_id = set_id_.value_or(0);
   std::set<std::string> gone;
-  for (const pool::ScaleSetRunner& r : pool::scale_set_runners(records, s_.pool, set_name_, {}, ctx_.now_ms())) {
-    if (r.phase != pool::RunnerPhase::kArmed) continue;
-    auto it = std::find_if(records.begin(), records.end(),
-                           [&](const pool::InstanceRecord& x) { return x.instance_id == r.instance_id; });
-    if (it == records.end() || it->runner_id <= 0) continue;
+  for (const std::string& name : lookups.look_up) {
     try {
       // By the assignment's runner name: the record's runner_id is the agent's (forgeable) word.
-      const std::string name = pool::runner_name(s_.pool, it->instance_id, it->generation);
-      if (!deps_.scale_sets.get_runner_by_name(name)) gone.insert(name);
+      if (serves_scale_set(deps_.scale_sets.get_runner_by_name(name), set_id)) {
+        looked_up_.insert(name);
+      } else {
+        gone.insert(name);
+      }
     } catch (const std::exception& e) {
-      spdlog::warn("instance {}: could not look its runner up ({})", it->instance_id, e.what());
+      spdlog::warn("could not look runner {} up ({}); again next pass", name, e.what());
+      break;
     }
   }
   if (gone.empty()) return;
-  spdlog::info("{} runner(s) of scale set '{}' finished while nobody listened: draining them", gone.size(), set_name_);
+  spdlog::info("{} armed runner(s) of scale set '{}' are no longer its runners on GitHub (their job completed "
+               "while this session did not listen, or the set was deleted): draining them",
+               gone.size(), set_name_);
   std::lock_guard<std::mutex> lock(mu_);
   demand_.finished.insert(gone.begin(), gone.end());
 }
@@ -101,6 +111,7 @@ void Server::reconcile() {
     snap.return_wait_ms = s_.scale_set_return_wait.count();
   }
   snap.arm_grace_ms = s_.scale_set_arm_grace.count();
+  look_up_runners(snap);
   const SessionDemand session = demand();
   ServePass pass = plan_serve_pass(snap, session);
   if (!pass.forget.empty()) {
@@ -183,7 +194,12 @@ std::vector<MintedJit> Server::make_jits(const std::vector<std::string>& names) 
   for (github::ScaleSetClient* c : deps_.jit_lanes) {
     lanes.push_back([set_id, c](const std::string& name) { return make_jit(*c, set_id, name); });
   }
-  return mint_jit_configs(lanes, names);
+  std::vector<MintedJit> made = mint_jit_configs(lanes, names);
+  // Made for this session's set: no lookup needed to know they are its runners.
+  for (size_t i = 0; i < names.size() && i < made.size(); ++i) {
+    if (made[i].config) looked_up_.insert(names[i]);
+  }
+  return made;
 }
 
 int Server::pool_depth() {

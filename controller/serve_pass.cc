@@ -55,4 +55,25 @@ ServePass plan_serve_pass(const ServeSnapshot& s, const SessionDemand& session) 
   return out;
 }
 
+RunnerLookups plan_runner_lookups(const ServeSnapshot& s, const std::set<std::string>& known,
+                                  const std::set<std::string>& finished) {
+  RunnerLookups out;
+  for (const pool::ScaleSetRunner& r : pool::scale_set_runners(s.records, s.pool, s.scale_set, finished, s.now_ms)) {
+    auto it = std::find_if(s.records.begin(), s.records.end(),
+                           [&](const pool::InstanceRecord& x) { return x.instance_id == r.instance_id; });
+    if (it == s.records.end()) continue;
+    const std::string name = pool::runner_name(s.pool, it->instance_id, it->generation);
+    if (known.count(name)) {
+      out.known.insert(name);
+    } else if (r.phase == pool::RunnerPhase::kArmed) {
+      out.look_up.push_back(name);
+    }
+  }
+  return out;
+}
+
+bool serves_scale_set(const std::optional<github::ScaleSetRunner>& runner, int64_t set_id) {
+  return runner && runner->scale_set_id == set_id;
+}
+
 }  // namespace runpool::controller

@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "common/github/scaleset_types.h"
 #include "common/pool/demand_plan.h"
 #include "common/pool/instance_record.h"
 #include "common/pool/scale_set_upkeep.h"
@@ -47,5 +49,23 @@ struct ServePass {
 };
 
 ServePass plan_serve_pass(const ServeSnapshot& snapshot, const SessionDemand& session);
+
+// The set's armed runners to look up on GitHub by name, each once under a session. A JIT runner
+// whose JobCompleted the session never heard — it came before the session opened, or went with
+// the queue of a scale set deleted and created again — is gone from GitHub, yet its record reads
+// armed once its agent reports the runner idle, which may be long after the session opened.
+// Counted as a runner it holds back the one a waiting job needs, and the set's jobs are never
+// offered to it. `known`: the names already looked up (or made) under this session; `finished`:
+// those the session heard of. Pure.
+struct RunnerLookups {
+  std::vector<std::string> look_up;  // in the records' order
+  std::set<std::string> known;       // `known` kept to the records' current assignments
+};
+RunnerLookups plan_runner_lookups(const ServeSnapshot& snapshot, const std::set<std::string>& known,
+                                  const std::set<std::string>& finished);
+
+// Whether the runner GitHub answered for a record's name can take scale set `set_id`'s jobs: none
+// (removed after its job, or with its deleted set) and another set's cannot; its instance is done.
+bool serves_scale_set(const std::optional<github::ScaleSetRunner>& runner, int64_t set_id);
 
 }  // namespace runpool::controller

@@ -141,5 +141,64 @@ TEST(ServePass, TheDepthChangesOnlyHowTheShortfallIsMet) {
   EXPECT_EQ(second.plan.launch, 1);
 }
 
+pool::InstanceRecord busy(pool::InstanceRecord r) {
+  r.busy = true;
+  return r;
+}
+
+TEST(ServePass, ArmedRunnersAreLookedUpOnceUnderASession) {
+  struct Case {
+    const char* what;
+    std::vector<pool::InstanceRecord> records;
+    std::set<std::string> known;
+    std::set<std::string> finished;
+    std::vector<std::string> look_up;
+    std::set<std::string> still_known;
+  };
+  const std::vector<Case> cases = {
+      {"an armed runner not looked up yet is", {set_record("i-0000000a", State::kRunning)}, {}, {},
+       {name_of("i-0000000a")}, {}},
+      {"one looked up (or made) under this session is not, and stays known",
+       {set_record("i-0000000a", State::kRunning)}, {name_of("i-0000000a")}, {}, {}, {name_of("i-0000000a")}},
+      {"a busy one is not yet: it is looked up once its agent reports it idle",
+       {busy(set_record("i-0000000a", State::kRunning))}, {}, {}, {}, {}},
+      {"a starting one is not, but stays known if it was made under this session",
+       {set_record("i-0000000a", State::kClaimed), set_record("i-0000000b", State::kClaimed)}, {name_of("i-0000000b")},
+       {}, {}, {name_of("i-0000000b")}},
+      {"one whose completion was heard is not: it is drained anyway",
+       {set_record("i-0000000a", State::kRunning)}, {}, {name_of("i-0000000a")}, {}, {}},
+      {"a known name of an earlier assignment is dropped; the new assignment's is looked up",
+       {set_record("i-0000000a", State::kRunning, 4)}, {name_of("i-0000000a", 3), "not-a-runner-name"}, {},
+       {name_of("i-0000000a", 4)}, {}},
+      {"draining, idle and other sets' records are none",
+       {set_record("i-0000000a", State::kDraining), set_record("i-0000000b", State::kIdle),
+        [] {
+          pool::InstanceRecord r = set_record("i-0000000c", State::kRunning);
+          r.label = "other-set";
+          return r;
+        }()},
+       {}, {}, {}, {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    ServeSnapshot s;
+    s.pool = "p";
+    s.scale_set = "set";
+    s.now_ms = kPassNow;
+    s.records = c.records;
+    const RunnerLookups got = plan_runner_lookups(s, c.known, c.finished);
+    EXPECT_EQ(got.look_up, c.look_up);
+    EXPECT_EQ(got.known, c.still_known);
+  }
+}
+
+TEST(ServePass, OnlyARunnerOfTheSetItselfServesIt) {
+  const auto runner = [](int64_t set_id) { return github::ScaleSetRunner{12, "p-i-0000000a-g3", set_id}; };
+  EXPECT_TRUE(serves_scale_set(runner(8), 8));
+  EXPECT_FALSE(serves_scale_set(std::nullopt, 8)) << "gone: removed after its job, or with its deleted set";
+  EXPECT_FALSE(serves_scale_set(runner(7), 8)) << "the deleted set's, or another's";
+  EXPECT_FALSE(serves_scale_set(runner(0), 8)) << "a runner of no set";
+}
+
 }  // namespace
 }  // namespace runpool::controller

@@ -194,12 +194,15 @@ Duration Server::open_session() {
   spdlog::info("listening to scale set '{}' (id {})", set_name_, *set_id_);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    demand_ = SessionDemand{};
+    // A completion heard under the last session stays true: its drain may not be written yet.
+    SessionDemand fresh;
+    fresh.finished = std::move(demand_.finished);
+    demand_ = std::move(fresh);
     if (auto st = session_->info().statistics) demand_.assigned_jobs = st->total_assigned_jobs;
     session_end_.reset();
     last_good_ms_ = ctx_.now_ms();  // not a good answer yet: failures in a row run on
   }
-  find_finished_runners();
+  looked_up_.clear();  // the set may be new: every armed runner is looked up again (look_up_runners)
   deps_.stop_queue.store(false);
   stop_listening_.store(false);
   last_message_id_ = 0;

@@ -19,12 +19,13 @@
 //
 //   serving loop (the reconciler) — run()'s own thread, turn turn(). Owns the scale set, the
 //     session's life (open, start and join the listener, close), recent_, the metrics sample,
-//     last_why_. Under mu_ it reads copies of demand_ and session_end_, drops the finished names
-//     a pass is done with, adds those found finished at take-over, and resets demand_,
-//     session_end_ and the failures' clock for a new session (before its listener starts). It
-//     holds mu_ across no request: a claim or a launch that takes minutes delays neither the lease
-//     keeper (no lock in common) nor the listener (mu_ is free; stop_queue ends its poll only when
-//     the session ends). serve_server_test.cc shows it on a fake clock.
+//     last_why_, looked_up_. Under mu_ it reads copies of demand_ and session_end_, drops the
+//     finished names a pass is done with, adds those whose runner GitHub no longer has, and resets
+//     demand_ (but its finished names), session_end_ and the failures' clock for a new session
+//     (before its listener starts). It holds mu_ across no request: a claim or a launch that takes
+//     minutes delays neither the lease keeper (no lock in common) nor the listener (mu_ is free;
+//     stop_queue ends its poll only when the session ends). serve_server_test.cc shows it on a
+//     fake clock.
 //
 // Both the listener and the serving loop count the session's failures (failed(), answered()).
 // mu_ guards the fields below it and is held only for copies and counters, never across I/O.
@@ -38,6 +39,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,6 +50,7 @@
 #include "controller/metrics_events.h"
 #include "controller/serve.h"
 #include "controller/serve_lease.h"
+#include "controller/serve_pass.h"
 #include "controller/session_demand.h"
 #include "controller/session_fault.h"
 
@@ -96,7 +99,7 @@ class Server {
 
   // ---- serve.cc: the scale set's instances (the reconcile pass carried out)
   std::vector<pool::InstanceRecord> set_records();
-  void find_finished_runners();
+  void look_up_runners(const ServeSnapshot& snap);
   void reconcile();
   void upkeep(const pool::Upkeep& u);
   std::vector<MintedJit> make_jits(const std::vector<std::string>& names);
@@ -118,6 +121,7 @@ class Server {
   std::unique_ptr<github::MessageSession> session_;  // used by the listener between its start and join
   std::thread listener_;
   std::map<std::string, pool::InstanceRecord> recent_;
+  std::set<std::string> looked_up_;  // runner names known to be the set's under this session
   std::string last_why_;
   ScaleSetSample sample_;
   SteadyTime next_metrics_;

@@ -40,6 +40,28 @@ class ServeServer : public ::testing::Test {
     ASSERT_EQ(server.turn(), Duration{0});
     ASSERT_TRUE(server.in_session());
   }
+  // A runner of the set busy with its job on `id` (generation 3), as a claim made it. Its name.
+  std::string busy_runner(const std::string& id) {
+    pool::InstanceRecord r = testing::idle_record(id, w.world.now(), 3);
+    r.state = pool::State::kRunning;
+    r.label = "ci";
+    r.busy = true;
+    r.signal = pool::AgentSignal::kRegistered;
+    r.signal_generation = 3;
+    EXPECT_TRUE(w.world.table.create(r));
+    const std::string name = pool::runner_name("ci", id, 3);
+    w.scale_sets.generate_jit_config(*w.service.set_id(), name);
+    return name;
+  }
+  // The session ended by the set's deletion; the set created again and a new session opened.
+  void reopened_on_a_new_set(int64_t old_set) {
+    ASSERT_TRUE(server.session_end());
+    ASSERT_EQ(server.session_end()->move, SessionMove::kReopen);
+    EXPECT_EQ(server.turn(), Duration{0});
+    EXPECT_EQ(server.turn(), Duration{0});
+    ASSERT_TRUE(server.in_session());
+    ASSERT_GT(*w.service.set_id(), old_set) << "created again";
+  }
   // `d` of the world in steps of a second, the keepers turning when due and, if `listening`, the
   // listener polling at every step.
   void run_for(Duration d, bool our_keeper, bool listening) {
@@ -220,6 +242,68 @@ TEST_F(ServeServer, AClaimOutlivingItsLeaseWritesNothingAndServingStops) {
   EXPECT_EQ(w.service.counts().runners_deleted, 2) << "the JIT runners made for the claim";
   EXPECT_EQ(server.turn(), Duration{0});
   EXPECT_FALSE(server.in_session());
+}
+
+// The scale set deleted behind serve's back just as a job of it completed: the JobCompleted goes
+// with the deleted set's queue, and when serve opens the new set's session the runner's agent has
+// not yet reported the runner idle (a loaded machine). Once it does, the record reads armed, but
+// GitHub removed that runner after its job: looked up, it is drained, and the job waiting in the
+// new set gets a runner of its own rather than one that can never take it.
+TEST_F(ServeServer, ARunnerWhoseCompletionWentWithADeletedSetIsDrainedOnceIdleAndTheWaitingJobServed) {
+  w.world.add_idle("i-00000002");
+  start_serving();
+  const int64_t first_set = *w.service.set_id();
+  const std::string runner = busy_runner("i-00000001");
+  EXPECT_EQ(server.turn(), w.world.settings.serve_reconcile_interval);
+
+  // Its job completes (GitHub removes the ephemeral runner) and the set is deleted before serve
+  // polls: the JobCompleted is never delivered.
+  w.service.remove_runner(runner);
+  w.service.delete_scale_set();
+  EXPECT_EQ(server.listen_turn(), std::nullopt);
+  reopened_on_a_new_set(first_set);
+
+  // A job for the new set; the agent still reports the runner busy.
+  w.service.push_message("[]", 1);
+  EXPECT_EQ(server.listen_turn(), Duration{0});
+  server.turn();
+  EXPECT_EQ(w.world.record("i-00000001").state, pool::State::kRunning);
+  EXPECT_EQ(w.service.counts().jits, 1) << "a busy runner counts for the job";
+
+  // The agent sees its one-job runner exit and reports idle: the record now reads armed.
+  pool::AgentReport idle;
+  idle.busy = false;
+  ASSERT_TRUE(w.world.table.report("i-00000001", idle));
+  server.turn();
+  EXPECT_EQ(w.world.record("i-00000001").state, pool::State::kDraining) << "its runner is gone: drained";
+  EXPECT_EQ(w.world.record("i-00000002").state, pool::State::kClaimed) << "a runner for the waiting job";
+  EXPECT_EQ(w.world.record("i-00000002").label, "ci");
+  EXPECT_EQ(w.service.counts().jits, 2) << "made on the new set";
+}
+
+// The same, the JobCompleted delivered but the set deleted before its acknowledgement (which
+// answers 404): the completion heard under the old session is not forgotten with it — the
+// instance is drained in the new session's first pass, its agent still reporting busy.
+TEST_F(ServeServer, ACompletionHeardJustBeforeTheSetWasDeletedIsActedOnInTheNewSession) {
+  w.world.add_idle("i-00000002");
+  start_serving();
+  const int64_t first_set = *w.service.set_id();
+  const std::string runner = busy_runner("i-00000001");
+  EXPECT_EQ(server.turn(), w.world.settings.serve_reconcile_interval);
+
+  w.service.remove_runner(runner);
+  w.service.push_message(R"([{"messageType":"JobCompleted","runnerRequestId":5,"jobId":"job-5","runnerName":")" + runner +
+                             R"(","result":"succeeded"}])",
+                         0);
+  w.service.delete_scale_set_at_next_ack();
+  EXPECT_EQ(server.listen_turn(), std::nullopt);
+  reopened_on_a_new_set(first_set);
+
+  w.service.push_message("[]", 1);
+  EXPECT_EQ(server.listen_turn(), Duration{0});
+  server.turn();
+  EXPECT_EQ(w.world.record("i-00000001").state, pool::State::kDraining) << "its job completed: drained";
+  EXPECT_EQ(w.world.record("i-00000002").state, pool::State::kClaimed) << "a runner for the waiting job";
 }
 
 }  // namespace

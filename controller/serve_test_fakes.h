@@ -6,7 +6,9 @@
 // What it models is what the tests ask of the service: a session forgotten answers its queue
 // calls 404 `RunnerAdminException` (as GitHub was reported to), a second session while one is
 // live is refused (409 RunnerScaleSetSessionConflictException), an unacknowledged envelope comes
-// again, a runner name is the scale set's until deleted.
+// again, a runner name is the scale set's until deleted; a scale set deleted behind the client's
+// back takes its queue and session with it (their calls answer 404
+// RunnerScaleSetNotFoundException), and one created again has a new id.
 #pragma once
 
 #include <deque>
@@ -53,6 +55,24 @@ class FakeScaleSetService {
     std::lock_guard<std::mutex> lock(mu_);
     if (live_session_ == "foreign-session") live_session_.clear();
   }
+  // The service deletes the scale set (as GitHub does one unused for a week): its message queue,
+  // with any message not yet delivered, and its session go with it.
+  void delete_scale_set() {
+    std::lock_guard<std::mutex> lock(mu_);
+    set_id_.reset();
+    messages_.clear();
+    live_session_.clear();
+  }
+  // The same between a poll and its acknowledgement: the acknowledgement answers 404.
+  void delete_scale_set_at_next_ack() {
+    std::lock_guard<std::mutex> lock(mu_);
+    delete_at_ack_ = true;
+  }
+  // GitHub removes an ephemeral runner once its job completed.
+  void remove_runner(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    runners_.erase(name);
+  }
   // Queues an envelope of job messages (a JSON array) with the statistics' assigned jobs.
   void push_message(const std::string& jobs_json, int64_t assigned_jobs) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -79,6 +99,10 @@ class FakeScaleSetService {
   Counts counts() {
     std::lock_guard<std::mutex> lock(mu_);
     return counts_;
+  }
+  std::optional<int64_t> set_id() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return set_id_;
   }
   std::string live_session() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -134,10 +158,14 @@ class FakeScaleSetService {
     if (r.method == "POST" && ends("/generatejitconfig")) {
       const std::string name = parse_json(r.body, "request")["name"].asString();
       if (on_jit) on_jit(name);
-      return jit(name);
+      const std::string set = path.substr(0, path.size() - std::string("/generatejitconfig").size());
+      return jit(name, std::stoll(set.substr(set.rfind('/') + 1)));
     }
     std::lock_guard<std::mutex> lock(mu_);
-    if (path.rfind(kQueue, 0) == 0) return queue_call(r, path.substr(kQueue.size()));
+    if (path.rfind(kQueue, 0) == 0) {
+      if (!set_id_) return error(404, "RunnerScaleSetNotFoundException", "No runner scale set found");
+      return queue_call(r, path.substr(kQueue.size()));
+    }
     if (ends("/_apis/runtime/runnerscalesets") && r.method == "GET") {
       std::vector<Json::Value> found;
       if (set_id_ && query(r.url, "name") == set_name_) found.push_back(set_json());
@@ -145,7 +173,7 @@ class FakeScaleSetService {
     }
     if (ends("/_apis/runtime/runnerscalesets") && r.method == "POST") {
       set_name_ = parse_json(r.body, "request")["name"].asString();
-      set_id_ = 7;
+      set_id_ = next_set_id_++;
       return json(200, set_json());
     }
     if (ends("/sessions") && r.method == "POST") {
@@ -179,6 +207,13 @@ class FakeScaleSetService {
     // rest: "<session>/messages" or "<session>/messages/<id>"
     const std::string session = rest.substr(0, rest.find('/'));
     if (session != live_session_) return error(404, "RunnerAdminException", "runner referenced a session ID that doesn't exist");
+    if (r.method == "DELETE" && delete_at_ack_) {
+      delete_at_ack_ = false;
+      set_id_.reset();
+      messages_.clear();
+      live_session_.clear();
+      return error(404, "RunnerScaleSetNotFoundException", "No runner scale set found");
+    }
     if (r.method == "DELETE") {
       messages_.erase(std::stoll(rest.substr(rest.rfind('/') + 1)));
       ++counts_.acks;
@@ -196,7 +231,7 @@ class FakeScaleSetService {
     if (r.method == "DELETE") {
       const int64_t id = std::stoll(path.substr(path.rfind('/') + 1));
       for (auto it = runners_.begin(); it != runners_.end(); ++it) {
-        if (it->second == id) {
+        if (it->second.first == id) {
           runners_.erase(it);
           ++counts_.runners_deleted;
           break;
@@ -206,17 +241,18 @@ class FakeScaleSetService {
     }
     std::vector<Json::Value> found;
     auto it = runners_.find(query(r.url, "agentName"));
-    if (it != runners_.end()) found.push_back(runner_json(it->first, it->second));
+    if (it != runners_.end()) found.push_back(runner_json(it->first, it->second.first, it->second.second));
     return json(200, list(found));
   }
 
-  HttpResponse jit(const std::string& name) {
+  HttpResponse jit(const std::string& name, int64_t set_id) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (set_id_ != set_id) return error(404, "RunnerScaleSetNotFoundException", "No runner scale set found");
     if (runners_.count(name)) return error(409, "AgentExistsException", "name taken");
-    runners_[name] = ++runner_ids_;
+    runners_[name] = {++runner_ids_, set_id};
     ++counts_.jits;
     Json::Value v(Json::objectValue);
-    v["runner"] = runner_json(name, runners_[name]);
+    v["runner"] = runner_json(name, runner_ids_, set_id);
     v["encodedJITConfig"] = "jit-of-" + name;
     return json(200, v);
   }
@@ -237,11 +273,11 @@ class FakeScaleSetService {
     v["statistics"]["totalAssignedJobs"] = 0;
     return v;
   }
-  static Json::Value runner_json(const std::string& name, int64_t id) {
+  static Json::Value runner_json(const std::string& name, int64_t id, int64_t set_id) {
     Json::Value v(Json::objectValue);
     v["id"] = static_cast<Json::Int64>(id);
     v["name"] = name;
-    v["runnerScaleSetId"] = 7;
+    v["runnerScaleSetId"] = static_cast<Json::Int64>(set_id);
     return v;
   }
 
@@ -249,11 +285,13 @@ class FakeScaleSetService {
   Clock& clock_;
   std::mutex mu_;
   std::optional<int64_t> set_id_;
+  int64_t next_set_id_ = 7;
+  bool delete_at_ack_ = false;
   std::string set_name_;
   std::string live_session_;
   std::map<int64_t, std::string> messages_;  // unacknowledged, by id
   int64_t message_ids_ = 0;
-  std::map<std::string, int64_t> runners_;  // name → id
+  std::map<std::string, std::pair<int64_t, int64_t>> runners_;  // name → its id and its scale set's
   int64_t runner_ids_ = 0;
   Counts counts_;
 };
