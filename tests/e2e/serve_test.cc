@@ -129,6 +129,57 @@ TEST_F(Serve, OutagesExpiredTokensAndADeletedScaleSetLoseNoJob) {
   EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
 }
 
+// The scale set deleted just as a job of it ends, on a machine too loaded for serve or the agent
+// to keep up (both paused here): the JobCompleted goes with the deleted set's queue, or is heard
+// only as the set is found gone, and when serve opens the new set's session the agent still
+// reports its runner busy. Once the agent reports the runner idle, serve finds that GitHub removed
+// it after its job (or acts on the completion it heard), cleans the instance back into the pool
+// and serves the job waiting in the new set from it, rather than counting a runner that can never
+// take that job. In both assignment flows.
+TEST_P(ServeFlows, AJobEndingAsTheScaleSetIsDeletedLeavesNoPhantomRunner) {
+  auto serve = start_ctl({"serve"});
+  const std::string instance = warm_pool_of_one();
+  ASSERT_FALSE(instance.empty());
+  const int64_t set_id = scale_set_id();
+
+  const int64_t ending = queue_job(set_name(), "ends-as-the-set-goes", "sleep 2");
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto r = table_->get(instance);
+        return job(ending)["state"].asString() == "running" && r && r->busy;
+      },
+      60s))
+      << write_json(job(ending)) << consoles();
+  const std::vector<pid_t> agents = pids_matching(instance, "runpool-agent --config");
+  ASSERT_FALSE(agents.empty());
+  for (pid_t p : agents) kill(p, SIGSTOP);
+  serve->signal(SIGSTOP);
+  EXPECT_EQ(finished_job(ending, 60s)["result"].asString(), "Succeeded");
+  cloud_.control("DELETE", control_path_of_set(set_id));
+  serve->signal(SIGCONT);
+
+  ASSERT_TRUE(eventually(
+      [&] {
+        const int64_t now = scale_set_id();
+        return now > set_id && cloud_.control("GET", control_path_of_set(now))["session"].isObject();
+      },
+      30s))
+      << "the set created again and listened to" << consoles();
+  const int64_t next = queue_job(set_name(), "after-the-set-was-recreated");
+  ASSERT_TRUE(eventually([&] { return job(next)["scaleSet"]["state"].asString() == "assigned"; }, 30s))
+      << write_json(job(next));
+  EXPECT_TRUE(table_->get(instance)->busy) << "its paused agent still reports the runner busy";
+  for (pid_t p : agents) kill(p, SIGCONT);
+
+  Json::Value j = finished_job(next, 120s);
+  EXPECT_EQ(j["result"].asString(), "Succeeded") << write_json(j) << states() << consoles();
+  EXPECT_EQ(j["dispatches"].size(), 1u) << write_json(j);
+  EXPECT_EQ(instance_of_runner(j["runnerName"].asString()), instance) << "served warm, once cleaned";
+  ASSERT_TRUE(eventually([&] { return all_back_in_pool(); }, 60s)) << states() << consoles();
+  stop(*serve);
+  EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
+}
+
 // GitHub forgets serve's session (its broker was reported to evict sessions): the open poll and the
 // queue token answer 401, the refresh 404 — named RunnerAdminException, as reported from GitHub, or
 // RunnerScaleSetSessionNotFoundException. Either way serve ends the session, looks the set up
