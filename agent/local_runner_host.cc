@@ -414,7 +414,6 @@ void LocalRunnerHost::clean_docker() {
 void LocalRunnerHost::clean() {
   // No new sudo from here on; what root already did is not undone (docs/security.md).
   revoke_root();
-  confined_ = false;  // the next assignment confines its jobs again: this one's root may have undone it
   // The engine first, once the job can start nothing more through it: containers run as root,
   // beyond the job user's sweep. A failure fails the clean only after the job user is retired,
   // and the baseline stays, so every retry checks the engine again.

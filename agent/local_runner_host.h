@@ -69,8 +69,8 @@ struct RunnerHostSettings {
   // Whether clean() ends the runner user's processes. Always on an instance (one agent per host);
   // tests of the file handling on a shared machine turn it off.
   bool end_processes = true;
-  // Called before a runner process starts (by ready_next(), prepare() or start_listener(), once
-  // per cleaning): installs what confines the jobs (job_imds_guard.h); throwing refuses the
+  // Called before a runner process starts (by ready_next(), prepare() and start_listener()):
+  // installs what confines the jobs (job_imds_guard.h); throwing refuses the
   // assignment. Empty: nothing.
   std::function<void()> confine_jobs;
 };
@@ -112,7 +112,7 @@ class LocalRunnerHost final : public RunnerHost {
   void retire_tenant();
   // local_runner_host_prepare.cc: the privileges asked for ("": the agent's own), when this
   // machine can grant them (throws with the reason); a job user in the groups they need (docker),
-  // made when none is in place; the jobs confined (once per cleaning); the runner installed in a
+  // made when none is in place; the jobs confined (at every call); the runner installed in a
   // root the user can reach, with its _work and _home.
   pool::JobPrivileges usable_privileges(const std::string& job_privileges) const;
   void ensure_job_user(bool docker);
@@ -144,7 +144,6 @@ class LocalRunnerHost final : public RunnerHost {
     bool docker = false;  // made in the docker group
   };
   std::optional<UnusedUser> unused_user_;
-  bool confined_ = false;  // confine_jobs ran since the last clean()
   std::string scope_key_;  // the assignment's cache scope, from its registration URL ("" unknown)
 };
 

@@ -57,10 +57,10 @@ void LocalRunnerHost::ensure_job_user(bool docker) {
   unused_user_ = UnusedUser{tenant_->uid, docker};
 }
 
+// Every time, not once per cleaning: while the instance idles in the pool a root actor of the
+// image (a ruleset reload, configuration management) may have removed the guard.
 void LocalRunnerHost::confine() {
-  if (!s_.confine_jobs || confined_) return;
-  s_.confine_jobs();
-  confined_ = true;
+  if (s_.confine_jobs) s_.confine_jobs();
 }
 
 void LocalRunnerHost::install_for(const UserIdentity& user) {
