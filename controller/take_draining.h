@@ -27,8 +27,7 @@ class DrainingTakeover {
   // Reads the table, plans, and finishes and claims the drained instances it can take. A failed
   // scan is logged and plans nothing (the provision launches instead).
   void finish_drained();
-  // What no draining instance can cover (to launch at once), and how many are worth waiting for.
-  int launch_now() const { return std::max(0, plan_.count - taken()) - static_cast<int>(plan.await.size()); }
+  // How many draining instances are worth waiting for.
   int awaitable() const { return static_cast<int>(plan.await.size()); }
   // Waits for the awaited drains until enough are taken, their expected end (at most the
   // provision's deadline) or a cancellation; each `drained` is finished and claimed as it comes.
