@@ -141,7 +141,7 @@ fi
 if grep -Eq '^SystemCallFilter=.*~.*@privileged' "$unit"; then bad "SystemCallFilter forbids setuid"; fi
 # The hardening stays: systemd's own exposure score (offline, from the unit file) must not creep
 # back up; it was 9.6 ("UNSAFE") without it.
-if systemd-analyze security --help 2>/dev/null | grep -q -- --offline; then
+if systemd-analyze security --help 2>/dev/null | grep -- --offline >/dev/null; then
   sed "s#^ExecStart=#ExecStart=$root#" "$unit" > "$work/security.service"
   exposure=$(systemd-analyze security --offline=yes "$work/security.service" 2>/dev/null |
     sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
@@ -180,7 +180,7 @@ check_runpoolctl_hardening() {  # unit-file name-to-verify-as [more…]
   local unit=$1 as=$2 exposure
   shift 2
   sed "s#^ExecStart=#ExecStart=$root#" "$unit" > "$work/$as"
-  if systemd-analyze security --help 2>/dev/null | grep -q -- --offline; then
+  if systemd-analyze security --help 2>/dev/null | grep -- --offline >/dev/null; then
     exposure=$(systemd-analyze security --offline=yes "$work/$as" 2>/dev/null |
       sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
     [ -n "$exposure" ] && awk -v e="$exposure" 'BEGIN { exit !(e <= 2.5) }' ||

@@ -100,7 +100,7 @@ for args in "--version" "--help" "provision --help"; do
 done
 [ "$(env -i "${run[@]}" "$top/bin/runpoolctl" --version)" = "$version" ] || fail "runpoolctl --version is not $version"
 [ "$(env -i "${run[@]}" "$top/bin/runpool-agent" --version)" = "$version" ] || fail "runpool-agent --version is not $version"
-env -i "${run[@]}" "$top/bin/runpoolctl" provision --help | grep -q -- "--count" || fail "provision --help lists no --count"
+env -i "${run[@]}" "$top/bin/runpoolctl" provision --help | grep -- "--count" >/dev/null || fail "provision --help lists no --count"
 
 # A minimal Debian 12 root (debootstrap --variant=minbase, made by scripts/setup.sh): a real
 # distribution's userland with none of runpool's build dependencies (no curl, OpenSSL, jsoncpp,
@@ -130,7 +130,7 @@ in_root() {
 mkdir -p "$root/opt" "$root/tmp" "$root/proc"  # a first-stage (foreign) root has not made them yet
 cp -a "$top" "$root/opt/runpool"
 for lib in 'libcurl*' 'libjsoncpp*' 'libssl*' 'libcrypto*' 'libspdlog*' 'libfmt*'; do
-  find "$root" -name "$lib" -not -path "$root/opt/*" | grep -q . && fail "the minimal root has the system's $lib"
+  find "$root" -name "$lib" -not -path "$root/opt/*" | grep . >/dev/null && fail "the minimal root has the system's $lib"
 done
 [ ! -e "$root/etc/ssl/certs/ca-certificates.crt" ] || fail "the minimal root has a CA bundle"
 # The root's own loader resolves every library: from the tarball, or the root's glibc / libstdc++ / libgcc_s.

@@ -9,6 +9,7 @@
 #
 # Usage: serve_image_test.sh SOURCE_DIR WORK_DIR VERSION RELEASE_DIR
 set -euo pipefail
+# (No `grep -q` at the end of a pipe: under pipefail its early exit fails the writer with SIGPIPE.)
 src=$1 work=$2 version=$3 release=$4
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "serve_image_test: skipped ($*)"; exit 77; }
@@ -21,7 +22,7 @@ tarball=$release/runpool-$version-linux-$arch.tar.gz
 rootfs=$src/build-cache/debian-bookworm-minbase.tar
 [ -f "$rootfs" ] || fail "no $rootfs: scripts/setup.sh --test-roots (as root) makes it"
 script=$src/packaging/oci/build-serve-image.sh
-"$script" --help | grep -q "docker import" || fail "build-serve-image.sh --help does not explain"
+"$script" --help | grep "docker import" >/dev/null || fail "build-serve-image.sh --help does not explain"
 
 rm -rf "$work" && mkdir -p "$work"
 # A short path: a Unix socket's has 107 bytes at most.
@@ -45,7 +46,7 @@ out=$("$script" "$tarball" "$rootfs" "$tag" "$work/serve-image.tar" 2>&1) || fai
 echo "$out"
 run() { docker run --rm --network none "$@"; }
 [ "$(run "$tag" --version)" = "$version" ] || fail "runpoolctl --version in the image is not $version"
-run "$tag" serve --help | grep -q "scale set" || fail "serve --help in the image says nothing of scale sets"
+run "$tag" serve --help | grep "scale set" >/dev/null || fail "serve --help in the image says nothing of scale sets"
 [ "$(run --entrypoint /usr/bin/id "$tag" -u)" = 65532 ] || fail "the image does not run as uid 65532"
 run --entrypoint /bin/sh "$tag" -c 'test -s /etc/ssl/certs/ca-certificates.crt' || fail "the image has no CA bundle"
 [ "$(docker image inspect -f '{{json .Config.Cmd}}' "$tag")" = '["serve"]' ] || fail "the image's command is not serve"
@@ -55,5 +56,5 @@ chmod 0644 "$work/runpoolctl.conf"
 out=$(run -e AWS_ACCESS_KEY_ID=AKIAEXAMPLE -e AWS_SECRET_ACCESS_KEY=example \
   -v "$work/runpoolctl.conf:/etc/runpool/runpoolctl.conf:ro" "$tag" status 2>&1) && fail "status reached a table with no network: $out"
 grep -q "127.0.0.1:9" <<<"$out" || fail "status in the image did not use the mounted configuration: $out"
-tar -tf "$work/serve-image.tar" | grep -qx manifest.json || fail "docker save wrote no manifest.json"
+tar -tf "$work/serve-image.tar" | grep -x manifest.json >/dev/null || fail "docker save wrote no manifest.json"
 echo "serve_image_test: OK ($tag)"
