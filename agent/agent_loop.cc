@@ -264,7 +264,7 @@ void AgentLoop::act(const Decision& d) {
       break;
     case Action::kDeregisterAndClean: deregister_and_clean(*record_); break;
     case Action::kCleanLocal: clean_local(d.reason); break;
-    case Action::kReadyNext: ready_next(); break;
+    case Action::kReadyNext: ready_next(*record_); break;
   }
 }
 

@@ -104,7 +104,7 @@ class AgentLoop {
   void deregister_and_clean(const pool::InstanceRecord& r);
   void clean_local(const std::string& reason);
   void finish_assignment();
-  void ready_next();
+  void ready_next(const pool::InstanceRecord& r);
   void fail_assignment(const std::string& detail);
 
   // agent_loop_termination.cc: self-termination and notices

@@ -278,11 +278,11 @@ void AgentLoop::finish_assignment() {
 // Once per cleaning, while idle in the pool: the next job user and its directories are made now,
 // off the claim's path. A failure is only logged — the claim's prepare() makes them then, and
 // refuses the assignment if it cannot.
-void AgentLoop::ready_next() {
+void AgentLoop::ready_next(const pool::InstanceRecord& r) {
   st_.next_ready = true;
   const Steady start = steady();
   try {
-    host_.ready_next();
+    host_.ready_next(r.job_privileges);  // its class's: what the next claim of it grants
     spdlog::info("the next assignment's job user is ready ({} ms)",
                  std::chrono::duration_cast<std::chrono::milliseconds>(since(start)).count());
   } catch (const std::exception& e) {

@@ -74,10 +74,12 @@ TEST_F(AgentLoopTest, AJobUserThatCannotBeReadiedInThePoolIsMadeByTheClaim) {
   auto r = pool::launched_record(kId, "ci", "", "small", pool::UsageClass::kSpot, "c7i.large", Secret(""),
                                  "https://github.com/o/r", now(), timeouts_);
   r.state = State::kIdle;  // warmed up into the pool
+  r.job_privileges = "docker";  // its class's, written at launch
   ASSERT_TRUE(memory_.create(r));
   host_.ready_error = "useradd: cannot lock /etc/passwd";
   ticks(5);
   EXPECT_EQ(host_.readies, 1) << "tried once per cleaning, not every tick";
+  EXPECT_EQ(host_.readied_privileges, std::vector<std::string>{"docker"}) << "readied for what its class grants";
   EXPECT_EQ(loop().state().phase, Phase::kIdle);
   step(pool::claim(record(), "run-2", Secret("reg-2"), "https://github.com/o/r", now(), timeouts_));
   ticks(1);

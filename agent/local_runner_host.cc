@@ -338,9 +338,10 @@ void LocalRunnerHost::end_user_processes() {
 void LocalRunnerHost::retire_tenant() {
   auto user = runner_user();
   if (!user) return;
+  const bool unused = never_used(*user);
   // Its uid is this assignment's alone: every process of it goes, wherever it hid.
   end_user_processes();
-  if (s_.cache) {
+  if (s_.cache && !unused) {
     // Before the sweep: what is kept is root's until the next job user of the same scope.
     int n = s_.cache->keep(s_.root, scope_key_);
     if (n) spdlog::info("{} cache directories kept for the next assignment of {}", n, scope_key_);
@@ -348,6 +349,7 @@ void LocalRunnerHost::retire_tenant() {
   const auto start = std::chrono::steady_clock::now();
   SweepOptions o = s_.sweep;
   o.user_name = user->name;
+  o.check_added_mounts = !unused;
   SweepReport r = sweep_tenant(user->uid, o, alive_);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
   spdlog::info("swept job user {}: {} entries removed, {} System V objects, {} mounts detached ({} examined, {} ms)",
@@ -359,7 +361,7 @@ void LocalRunnerHost::retire_tenant() {
   }
   s_.tenants->retire();
   tenant_.reset();
-  unused_user_.reset();
+  mark_unused(std::nullopt);
 }
 
 void LocalRunnerHost::grant_root(const UserIdentity& user) {

@@ -51,6 +51,10 @@ struct RunnerHostSettings {
   std::string docker_baseline;
   // Where mark_ephemeral() keeps its generation (a root-owned file outside the runner root).
   std::string ephemeral_mark;
+  // Where ready_next() marks the job user it made as never used (its uid; a root-owned file
+  // outside the runner root), until prepare() hands it over: a restarted agent still knows that
+  // nothing ran as it. "" = kept in memory only.
+  std::string unused_user_mark;
   // Where start_listener() keeps the Listener's pid and start time (root-owned, outside the runner
   // root): the one adopt_listener() follows. "" = none kept (adopt goes by command line).
   std::string listener_mark;
@@ -81,7 +85,7 @@ class LocalRunnerHost final : public RunnerHost {
   LocalRunnerHost(RunnerHostSettings settings, std::function<void()> alive);
 
   void prepare(const std::string& job_privileges) override;
-  void ready_next() override;
+  void ready_next(const std::string& job_privileges) override;
   std::optional<RunnerIdentity> configured() override;
   CommandResult configure(const Registration& r) override;
   CommandResult remove(const Secret& remove_token) override;
@@ -112,10 +116,10 @@ class LocalRunnerHost final : public RunnerHost {
   void retire_tenant();
   // local_runner_host_prepare.cc: the privileges asked for ("": the agent's own), when this
   // machine can grant them (throws with the reason); a job user in the groups they need (docker),
-  // made when none is in place; the jobs confined (at every call); the runner installed in a
+  // made when none known unused is in place (a used one is swept and retired first); the jobs confined (at every call); the runner installed in a
   // root the user can reach, with its _work and _home.
   pool::JobPrivileges usable_privileges(const std::string& job_privileges) const;
-  void ensure_job_user(bool docker);
+  bool ensure_job_user(bool docker);  // true: made now
   void confine();
   void install_for(const UserIdentity& user);
   // job_privileges = sudo: the job user's sudoers drop-in, written by prepare(), removed by clean().
@@ -137,13 +141,13 @@ class LocalRunnerHost final : public RunnerHost {
   std::optional<UserIdentity> tenant_;  // the job user in place (tenant mode), once read
   bool tenant_read_ = false;
   std::optional<InstallManifest> manifest_;  // the installation as the last prepare() left it
-  // The job user ready_next() made, until prepare() hands it to an assignment: no runner has run
-  // as it yet. Kept in memory only — a restarted agent cleans (and so retires) what it finds.
-  struct UnusedUser {
-    uid_t uid = 0;
-    bool docker = false;  // made in the docker group
-  };
-  std::optional<UnusedUser> unused_user_;
+  // The uid of the job user ready_next() made, until prepare() hands it to an assignment: no
+  // runner has run as it yet (also in `unused_user_mark`, read back by a restarted agent).
+  std::optional<uid_t> unused_user_;
+  bool unused_user_read_ = false;
+  // Whether `user` is the job user in place and known never used (runner_user() first).
+  bool never_used(const UserIdentity& user);
+  void mark_unused(std::optional<uid_t> uid);
   std::string scope_key_;  // the assignment's cache scope, from its registration URL ("" unknown)
 };
 

@@ -6,6 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 
@@ -14,6 +18,7 @@
 #include "agent/local_runner_host.h"
 #include "agent/mount_baseline.h"
 #include "agent/runner_root_ops.h"
+#include "agent/state_file.h"
 #include "common/pool/reuse_policy.h"
 
 namespace runpool::agent {
@@ -36,25 +41,67 @@ pool::JobPrivileges LocalRunnerHost::usable_privileges(const std::string& job_pr
   return *privileges;
 }
 
-void LocalRunnerHost::ensure_job_user(bool docker) {
+namespace {
+
+// Whether the user is in the group now, as the system says (not as it was made).
+bool member_of(const UserIdentity& user, const std::string& group) {
+  const std::optional<gid_t> gid = lookup_group(group);
+  const std::optional<UserIdentity> now = lookup_user(user.name);
+  if (!gid || !now || now->uid != user.uid) return false;
+  return now->gid == *gid || std::find(now->groups.begin(), now->groups.end(), *gid) != now->groups.end();
+}
+
+}  // namespace
+
+bool LocalRunnerHost::never_used(const UserIdentity& user) {
+  if (!unused_user_read_) {
+    unused_user_read_ = true;
+    // Unreadable or malformed: not known unused, so swept and replaced like a used one.
+    const std::optional<std::string> text =
+        s_.unused_user_mark.empty() ? std::nullopt : read_state_file(s_.unused_user_mark);
+    if (text) {
+      char* end = nullptr;
+      const unsigned long uid = std::strtoul(text->c_str(), &end, 10);
+      if (end != text->c_str() && (*end == '\n' || *end == '\0') && uid > 0 && uid < 0x7fffffffUL) {
+        unused_user_ = static_cast<uid_t>(uid);
+      }
+    }
+  }
+  return unused_user_ && *unused_user_ == user.uid;
+}
+
+void LocalRunnerHost::mark_unused(std::optional<uid_t> uid) {
+  // Cleared before anything runs as the user (a failure refuses the hand-over), so a restarted
+  // agent never takes a used job user for an unused one.
+  unused_user_ = uid;
+  unused_user_read_ = true;
+  if (s_.unused_user_mark.empty()) return;
+  if (uid) {
+    write_state_file(s_.unused_user_mark, std::to_string(*uid) + "\n");
+  } else if (unlink(s_.unused_user_mark.c_str()) != 0 && errno != ENOENT) {
+    throw std::runtime_error("cannot remove " + s_.unused_user_mark + ": " + std::strerror(errno));
+  }
+}
+
+bool LocalRunnerHost::ensure_job_user(bool docker) {
   std::optional<UserIdentity> user = runner_user();
-  if (user && unused_user_ && unused_user_->uid == user->uid && unused_user_->docker != docker) {
-    // Readied for the agent's own privileges and never used: replaced by one in the groups this
-    // assignment is given. Nothing ran as it, so its two directories are all it owns.
+  if (user && never_used(*user) && member_of(*user, "docker") != docker) {
+    // Readied for other privileges and never used: replaced by one in the groups this
+    // assignment is given.
     spdlog::info("the readied job user {} is not in the groups this assignment needs: making another", user->name);
-    for (const char* d : {"_work", "_home"}) root_ops::remove_path(path(d));
-    s_.tenants->retire();
-    tenant_.reset();
-    unused_user_.reset();
+    retire_tenant();
+    user.reset();
+  } else if (user && !never_used(*user)) {
+    // Only a user nothing ran as is handed over: this one is an earlier assignment's (its
+    // cleaning failed, or an agent restarted before it ended), so it goes the way every used one does.
+    spdlog::warn("job user {} of an earlier assignment is still in place: sweeping it before a new one", user->name);
+    retire_tenant();
     user.reset();
   }
-  if (user) return;
-  // No job user, so none ran since the last sweep: the mounts now are the assignment's start (a
-  // mount added from here on fails its sweep).
-  record_mount_baseline(s_.sweep.mount_baseline);
+  if (user) return false;
   tenant_ = s_.tenants->create(docker ? std::vector<std::string>{"docker"} : std::vector<std::string>{});
   tenant_read_ = true;
-  unused_user_ = UnusedUser{tenant_->uid, docker};
+  return true;
 }
 
 // Every time, not once per cleaning: while the instance idles in the pool a root actor of the
@@ -108,9 +155,11 @@ void LocalRunnerHost::install_for(const UserIdentity& user) {
   root_ops::user_dir(root / "_home", user, 0700);
 }
 
-void LocalRunnerHost::ready_next() {
-  const pool::JobPrivileges privileges = usable_privileges("");
-  if (s_.tenants) ensure_job_user(privileges == pool::JobPrivileges::kDocker);
+void LocalRunnerHost::ready_next(const std::string& job_privileges) {
+  const pool::JobPrivileges privileges = usable_privileges(job_privileges);
+  // No mount baseline here: the assignment's start is its claim (what the system mounts while the
+  // instance idles is not the job's), and a user never handed over is swept without one.
+  if (s_.tenants && ensure_job_user(privileges == pool::JobPrivileges::kDocker)) mark_unused(tenant_->uid);
   const UserIdentity user = need_runner_user();
   if (user.uid == 0) throw std::runtime_error("the runner user must not be root");
   confine();
@@ -121,10 +170,13 @@ void LocalRunnerHost::prepare(const std::string& job_privileges) {
   const pool::JobPrivileges privileges = usable_privileges(job_privileges);
   const bool docker = privileges == pool::JobPrivileges::kDocker;
   if (s_.tenants) {
-    ensure_job_user(docker);
-    // Readied earlier: nothing has run as it since, so the mounts now are the assignment's start
-    // (what the system mounted meanwhile is not the job's).
-    if (unused_user_) record_mount_baseline(s_.sweep.mount_baseline);
+    const bool made = ensure_job_user(docker);
+    // Made now or readied (nothing has run as it since): the mounts now are the assignment's start
+    // (a mount added from here on fails its sweep; what the system mounted before is not the job's).
+    if (made || never_used(need_runner_user())) {
+      record_mount_baseline(s_.sweep.mount_baseline);
+      mark_unused(std::nullopt);  // handed over: its runner may start from now on
+    }
   }
   const UserIdentity user = need_runner_user();
   if (user.uid == 0) throw std::runtime_error("the runner user must not be root");
@@ -134,7 +186,6 @@ void LocalRunnerHost::prepare(const std::string& job_privileges) {
   confine();
   install_for(user);
   if (docker) keep_docker_baseline();
-  unused_user_.reset();  // handed over: its runner may start from now on
 }
 
 }  // namespace runpool::agent

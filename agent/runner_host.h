@@ -66,10 +66,10 @@ class RunnerHost {
   // "sudo"; "": the agent's own setting). Throws std::runtime_error with the reason.
   virtual void prepare(const std::string& job_privileges) = 0;
   // Between assignments, once cleaned: makes now what prepare() would make for an assignment of
-  // the agent's own job privileges (the next job user, the runner installed, its directories), so
-  // that the claim's prepare() only hands it over. Throws std::runtime_error (prepare() then makes
-  // it on the claim's path).
-  virtual void ready_next() = 0;
+  // `job_privileges` (the idle record's: those its class grants; "": the agent's own) — the next
+  // job user, the runner installed, its directories — so that the claim's prepare() only hands it
+  // over. Throws std::runtime_error (prepare() then makes it on the claim's path).
+  virtual void ready_next(const std::string& job_privileges) = 0;
   // What `.runner` says (nullopt: not configured; RunnerFileError when unreadable).
   virtual std::optional<RunnerIdentity> configured() = 0;
   // Deletes stale configuration, then config.sh as the runner user, the token in the environment.

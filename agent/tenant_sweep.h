@@ -81,6 +81,9 @@ struct SweepOptions {
   // looked for. A mount under a root that neither has fails the sweep.
   std::string mount_baseline;
   std::string start_mountinfo;
+  // false: a user nothing ever ran as (readied, never handed over) — the mounts added meanwhile
+  // are the system's, not its.
+  bool check_added_mounts = true;
 };
 
 // Removes what `uid` owns, as planned above. Its processes must be gone (else it could create

@@ -57,8 +57,9 @@ class FakeHost final : public RunnerHost {
     prepared_privileges.push_back(job_privileges);
     if (!prepare_error.empty()) throw std::runtime_error(prepare_error);
   }
-  void ready_next() override {
+  void ready_next(const std::string& job_privileges) override {
     ++readies;
+    readied_privileges.push_back(job_privileges);
     if (!ready_error.empty()) throw std::runtime_error(ready_error);
   }
   std::optional<RunnerIdentity> configured() override { return identity; }
@@ -148,6 +149,7 @@ class FakeHost final : public RunnerHost {
   std::deque<int> remove_results;
   bool remove_makes_listener_exit = true;
   int remove_locals = 0, starts = 0, ends = 0, cleans = 0, prepares = 0, support_asks = 0, readies = 0;
+  std::vector<std::string> readied_privileges;   // what each ready_next() was asked to ready for
   std::vector<std::string> prepared_privileges;  // what each prepare() was asked to grant
   std::string prepare_error, ready_error, clean_error, remove_local_error;
   bool start_error = false;
