@@ -11,11 +11,14 @@
 // configuration is one trust domain. The same holds between two jobs of a runner scale set
 // served by `runpoolctl serve`. Each prints its figure.
 #include <linux/keyctl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <random>
 
@@ -30,6 +33,18 @@ namespace {
 // process it starts would inherit. Here too: a new one for this binary before the local cloud (and
 // with it every agent) starts, so that the session-keyring vector meets what an instance has.
 const bool g_session_keyring = syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) > 0;
+
+// The btrfs case mounts a file system over /tmp: in a mount namespace of this binary's own
+// (propagation private: no other process on the host sees it), made while it has one thread.
+// "" when made, else why not.
+const std::string g_private_mounts = [] {
+  if (geteuid() != 0) return std::string("needs root (mount)");
+  if (unshare(CLONE_NEWNS) != 0) return "cannot unshare a mount namespace: " + std::string(std::strerror(errno));
+  if (mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return "cannot make mounts private: " + std::string(std::strerror(errno));
+  }
+  return std::string();
+}();
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -326,6 +341,46 @@ TEST_F(RedTeamDocker, TheEnginesStateIsUndoneAndWhatRootWroteIsNot) {
   }
   EXPECT_EQ(o.found_by_name, "/tmp/" + token_ + "-root\n") << "only what root wrote through the engine is left";
   EXPECT_EQ(o.found_processes, "");
+}
+
+// The same two tenants on an instance whose /tmp is a btrfs file system (a loop file): the runner
+// root, its _work and the job's scratch space are there, where any user may make subvolumes —
+// places with a device number of their own, which the cleaning must enter or fail on.
+class RedTeamBtrfs : public RedTeamPerAssignment {
+ protected:
+  void SetUp() override {
+    if (!g_private_mounts.empty()) GTEST_SKIP() << g_private_mounts;
+    if (system("command -v mkfs.btrfs > /dev/null && command -v btrfs > /dev/null") != 0) {
+      GTEST_SKIP() << "no btrfs-progs (scripts/setup.sh installs them)";
+    }
+    image_dir_ = testing::make_temp_dir("runpool-e2e-btrfs");
+    const std::string image = image_dir_ + "/tmp.img";
+    // Made before the mount hides the host's /tmp, where the image lives (the loop device keeps it).
+    const std::string make = "truncate -s 1G " + image + " && mkfs.btrfs -q " + image + " && mount -o loop " + image + " /tmp";
+    ASSERT_EQ(system(make.c_str()), 0) << make;
+    mounted_ = true;
+    ASSERT_EQ(chmod("/tmp", 01777), 0);
+    RedTeamPerAssignment::SetUp();
+  }
+  void TearDown() override {
+    if (mounted_) {  // else skipped, or failed, before anything started
+      RedTeamPerAssignment::TearDown();
+      EXPECT_EQ(umount2("/tmp", MNT_DETACH), 0) << std::strerror(errno);
+    }
+    std::error_code ec;
+    if (!image_dir_.empty()) fs::remove_all(image_dir_, ec);
+  }
+  bool mounted_ = false;
+  std::string image_dir_;
+};
+
+TEST_F(RedTeamBtrfs, NothingOfTheLastTenantSurvivesOnBtrfs) {
+  Outcome o = run_red_team("a job user per assignment, /tmp and the runner root on btrfs");
+  expect_nothing_survived(o);
+  for (const char* v : {"btrfs-subvolume", "btrfs-nested-subvolume", "btrfs-snapshot", "btrfs-subvolume-in-work"}) {
+    EXPECT_EQ(o.vectors[v].attack, "planted") << v;
+    EXPECT_EQ(o.vectors[v].probe, "gone") << v << " survived to the next tenant";
+  }
 }
 
 class RedTeamFixedUser : public RedTeam {

@@ -100,6 +100,19 @@ socket.socket(socket.AF_UNIX).bind('/tmp/$T-sock')"
 # A file of root's linked under the token's name would be beyond a sweep by owner: the kernel
 # refuses a hard link to another user's file (fs.protected_hardlinks).
 try hardlink-to-root-file user "test /tmp/$T-hardlink -ef /etc/passwd" ln /etc/passwd "/tmp/$T-hardlink"
+# On btrfs any user may make a subvolume where it can write, nest one in it, and snapshot its own:
+# each has a device number of its own, so a sweep that keeps to one device never enters it.
+if [ "$(stat -f -c %T /tmp 2> /dev/null)" = btrfs ] && command -v btrfs > /dev/null 2>&1; then
+  try btrfs-subvolume user "test -s /tmp/$T-subvol/file" \
+    sh -c "btrfs subvolume create /tmp/$T-subvol && echo $T > /tmp/$T-subvol/file"
+  try btrfs-nested-subvolume user "test -s /tmp/$T-subvol/$T-inner/file" \
+    sh -c "btrfs subvolume create /tmp/$T-subvol/$T-inner && echo $T > /tmp/$T-subvol/$T-inner/file"
+  try btrfs-snapshot user "test -s /tmp/$T-snap/file" btrfs subvolume snapshot "/tmp/$T-subvol" "/tmp/$T-snap"
+  try btrfs-subvolume-in-work user "test -s $root/_work/$T-subvol/file" \
+    sh -c "btrfs subvolume create $root/_work/$T-subvol && echo $T > $root/_work/$T-subvol/file"
+else
+  for v in btrfs-subvolume btrfs-nested-subvolume btrfs-snapshot btrfs-subvolume-in-work; do record "$v" user unavailable; done
+fi
 
 # The runner's own files and root.
 try runner-root-file user "test -s '$root/$T-planted'" sh -c "echo $T > '$root/$T-planted'"

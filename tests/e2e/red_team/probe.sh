@@ -16,8 +16,9 @@ probe() {
   shift
   if ( "$@" ) > /dev/null 2>&1; then printf '%s\tsurvived\n' "$name" >> "$out"; else printf '%s\tgone\n' "$name" >> "$out"; fi
 }
-# Any entry with the token in its name, on every local filesystem.
-find / /dev/shm /var/tmp -xdev -name "*$T*" 2> /dev/null | grep -v "^$R" | sort -u > "$R/found-by-name"
+# Any entry with the token in its name, on every local filesystem (/tmp and the runner root may be
+# file systems of their own).
+find / /dev/shm /var/tmp /tmp "$root" -xdev -name "*$T*" 2> /dev/null | grep -v "^$R" | sort -u > "$R/found-by-name"
 named() { grep -q -- "$1" "$R/found-by-name"; }
 # The attacker's processes: any process of its uid, or with the token in its command line.
 procs() {
@@ -49,6 +50,10 @@ probe many-files test -e "/var/tmp/$T-many"
 probe backdated-file test -e "/var/tmp/$T-old"
 probe unix-socket-file test -e "/tmp/$T-sock"
 probe hardlink-to-root-file test -e "/tmp/$T-hardlink"
+probe btrfs-subvolume test -e "/tmp/$T-subvol"
+probe btrfs-nested-subvolume test -e "/tmp/$T-subvol/$T-inner"
+probe btrfs-snapshot test -e "/tmp/$T-snap"
+probe btrfs-subvolume-in-work test -e "$root/_work/$T-subvol"
 
 probe runner-root-file test -e "$root/$T-planted"
 probe runner-env-preload sh -c "grep -qs $T '$root/.env' || env | grep -q $T"
