@@ -112,6 +112,7 @@ void Server::reconcile() {
   }
   snap.arm_grace_ms = s_.scale_set_arm_grace.count();
   look_up_runners(snap);
+  snap.known = looked_up_;
   const SessionDemand session = demand();
   ServePass pass = plan_serve_pass(snap, session);
   if (!pass.forget.empty()) {
@@ -142,6 +143,7 @@ void Server::reconcile() {
     if (!fenced()) return;
     remove_armed(r);
   }
+  quiet_ = pass.quiet;
 }
 
 void Server::upkeep(const pool::Upkeep& u) {

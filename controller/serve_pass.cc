@@ -52,6 +52,17 @@ ServePass plan_serve_pass(const ServeSnapshot& s, const SessionDemand& session) 
                            [&](const pool::InstanceRecord& r) { return r.instance_id == id; });
     if (it != s.records.end()) out.remove.push_back(*it);
   }
+  // A runner starting or ending changes on its agent's word (registered, drained), which only the
+  // table tells; a surplus held back by the arm grace is removable once the grace ends.
+  const bool settled = std::all_of(f.runners.begin(), f.runners.end(), [&](const pool::ScaleSetRunner& r) {
+    if (r.phase == pool::RunnerPhase::kArmed) return true;
+    if (r.phase != pool::RunnerPhase::kBusy) return false;
+    auto it = std::find_if(s.records.begin(), s.records.end(),
+                           [&](const pool::InstanceRecord& x) { return x.instance_id == r.instance_id; });
+    return it != s.records.end() && s.known.count(pool::runner_name(s.pool, it->instance_id, it->generation)) > 0;
+  });
+  out.quiet = settled && out.upkeep.empty() && out.remove.empty() && !out.needs_claimable &&
+              out.plan.claim + out.plan.launch == 0 && out.plan.awaited == 0 && out.plan.current <= out.plan.desired;
   return out;
 }
 

@@ -5,6 +5,7 @@
 // (serve.cc) gathers the snapshot and carries the pass out.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -33,6 +34,10 @@ struct ServeSnapshot {
   // The warm pool's depth. Read only when runners are short (a request to the queue): nullopt
   // until then, and the pass says so (needs_claimable).
   std::optional<int> claimable;
+  // Runner names known to be the set's under this session (looked up, or made by it). A busy
+  // runner not among them may have finished while no session listened: its end is not awaited
+  // as a message.
+  std::set<std::string> known;
 };
 
 struct ServePass {
@@ -46,7 +51,17 @@ struct ServePass {
   // plan's claims and launches are not to be acted on meanwhile.
   bool needs_claimable = false;
   std::vector<pool::InstanceRecord> remove;  // the records of plan.remove, in its order
+  // Nothing to do and nothing on its way: every runner armed (none in surplus) or busy under this
+  // session, no upkeep. The set's next change then comes as a message of the session (a job assigned,
+  // started or completed), which wakes the serving loop at once: the next timed pass may wait
+  // kQuietPassWait instead of serve_reconcile_interval.
+  bool quiet = false;
 };
+
+// The longest a quiet set goes without a pass: what no message tells of (an agent's `failed` or
+// `interrupted`, a completion the session missed) is seen within it. One table Query a minute
+// while nothing happens.
+inline constexpr std::chrono::seconds kQuietPassWait{60};
 
 ServePass plan_serve_pass(const ServeSnapshot& snapshot, const SessionDemand& session);
 

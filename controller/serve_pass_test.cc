@@ -34,6 +34,7 @@ struct PassCase {
   std::vector<pool::InstanceRecord> records = {};
   SessionDemand session = {};
   std::optional<int> claimable = std::nullopt;
+  std::set<std::string> known = {};  // runner names known under this session
   int min_armed = 1;
   int64_t return_wait_ms = 0;
   // Expected:
@@ -45,6 +46,7 @@ struct PassCase {
   std::vector<std::string> upkeep = {};  // "instance:kind"
   std::vector<std::string> forget = {};
   std::vector<std::string> remove = {};
+  bool quiet = false;  // nothing to do, nothing on its way: the next timed pass may wait longer
 };
 
 SessionDemand demand(std::optional<int64_t> assigned, std::set<std::string> finished = {}) {
@@ -63,8 +65,29 @@ std::vector<PassCase> cases() {
       {.what = "the same with the depth read: claimed from the pool first, the rest launched",
        .session = demand(std::nullopt), .claimable = 1, .min_armed = 2,
        .rule = DemandRule::kNoStatistics, .claim = 1, .launch = 1},
-      {.what = "as many runners as desired: nothing asked, nothing done",
-       .records = {set_record("i-0000000a", State::kRunning)}, .session = demand(0)},
+      {.what = "as many runners as desired: nothing asked, nothing done; quiet",
+       .records = {set_record("i-0000000a", State::kRunning)}, .session = demand(0), .quiet = true},
+      {.what = "a busy runner and an armed one, as desired: quiet (the job's completion comes as a message)",
+       .records = {set_record("i-0000000a", State::kRunning), [] {
+                     pool::InstanceRecord r = set_record("i-0000000b", State::kRunning);
+                     r.busy = true;
+                     return r;
+                   }()},
+       .session = demand(1), .known = {name_of("i-0000000b")}, .quiet = true},
+      {.what = "the same with the busy runner unknown under this session: not quiet, its end may have gone unheard",
+       .records = {set_record("i-0000000a", State::kRunning), [] {
+                     pool::InstanceRecord r = set_record("i-0000000b", State::kRunning);
+                     r.busy = true;
+                     return r;
+                   }()},
+       .session = demand(1)},
+      {.what = "an empty set wanting none: quiet", .session = demand(0), .min_armed = 0, .quiet = true},
+      {.what = "a runner starting (claimed, its agent not yet registered): not quiet, only the table tells",
+       .records = {set_record("i-0000000a", State::kClaimed)}, .session = demand(0)},
+      {.what = "a surplus runner armed within the grace: not quiet, it is removable once the grace ends",
+       .records = {set_record("i-0000000a", State::kRunning, 3, kPassNow - 2'000),
+                   set_record("i-0000000b", State::kRunning, 3, kPassNow - 1'000)},
+       .session = demand(0)},
       {.what = "a claimed runner listening is marked running, and counts",
        .records = {listening(set_record("i-0000000a", State::kClaimed))}, .session = demand(0),
        .upkeep = {"i-0000000a:mark-running"}},
@@ -103,6 +126,7 @@ TEST(ServePass, DecidesFromTheSnapshotAndTheSession) {
     s.return_wait_ms = tc.return_wait_ms;
     s.arm_grace_ms = 30'000;
     s.claimable = tc.claimable;
+    s.known = tc.known;
     const ServePass p = plan_serve_pass(s, tc.session);
     EXPECT_EQ(p.needs_claimable, tc.needs_claimable);
     EXPECT_EQ(pool::demand_rule_name(p.plan.rule), std::string(pool::demand_rule_name(tc.rule))) << p.plan.why;
@@ -121,6 +145,7 @@ TEST(ServePass, DecidesFromTheSnapshotAndTheSession) {
     for (const pool::InstanceRecord& r : p.remove) removed.push_back(r.instance_id);
     EXPECT_EQ(removed, tc.remove);
     EXPECT_EQ(p.plan.remove, tc.remove) << "the records are the plan's, in its order";
+    EXPECT_EQ(p.quiet, tc.quiet) << p.plan.why;
   }
 }
 

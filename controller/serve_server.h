@@ -71,7 +71,8 @@ class Server {
   // The serving loop's turn: with no session, looks the scale set up (creating it) and opens its
   // session while the lease is ours; with one, ends it when it ended, the lease is lost or a
   // cancellation came, else makes one reconcile pass. Returns how long to wait before the next
-  // turn (a wake() ends the wait early).
+  // turn (a wake() ends the wait early): serve_reconcile_interval, or kQuietPassWait after a
+  // quiet pass.
   Duration turn();
   // The listener's turn: one long poll, its jobs acquired and the envelope acknowledged. Returns
   // how long to wait before the next poll; nullopt: the session is over (session_end() says why,
@@ -123,6 +124,7 @@ class Server {
   std::map<std::string, pool::InstanceRecord> recent_;
   std::set<std::string> looked_up_;  // runner names known to be the set's under this session
   std::string last_why_;
+  bool quiet_ = false;  // the last pass found the set quiet (ServePass::quiet)
   ScaleSetSample sample_;
   SteadyTime next_metrics_;
 
