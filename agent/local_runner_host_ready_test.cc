@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <gtest/gtest.h>
 
@@ -94,8 +95,18 @@ class ReadyNext : public ::testing::Test {
     return text.find("\ndocker:") != std::string::npos || text.rfind("docker:", 0) == 0;
   }
 
+  // An engine (in memory) for docker assignments; false when this machine has no docker group.
+  bool with_docker() {
+    if (!docker_group_exists()) return false;
+    engine_.emplace();
+    s_.docker = &*engine_;
+    s_.docker_baseline = (base_ / "docker-baseline").string();
+    return true;
+  }
+
   fs::path base_;
   std::string mounted_;
+  std::optional<testing::MemoryDockerEngine> engine_;
   std::unique_ptr<SystemTenantUsers> users_;
   RunnerHostSettings s_;
   int confinements_ = 0;
@@ -190,11 +201,7 @@ TEST_F(ReadyNext, AReadiedUserLeavesWithoutAClaimWhateverTheSystemMountedMeanwhi
 }
 
 TEST_F(ReadyNext, ReadiedInTheGroupsOfTheRecordsPrivileges) {
-  if (!docker_group_exists()) GTEST_SKIP() << "no docker group";
-  EngineState start;
-  testing::MemoryDockerEngine engine(start);
-  s_.docker = &engine;
-  s_.docker_baseline = (base_ / "docker-baseline").string();
+  if (!with_docker()) GTEST_SKIP() << "no docker group";
   LocalRunnerHost host(s_, nullptr);
   host.ready_next("docker");  // the class's privileges, not the agent's own (user)
   const auto readied = users_->current();
@@ -207,11 +214,7 @@ TEST_F(ReadyNext, ReadiedInTheGroupsOfTheRecordsPrivileges) {
 
 TEST_F(ReadyNext, AClaimNeedingOtherGroupsGetsAUserOfItsOwn) {
   if (!lookup_user("root") || access("/usr/sbin/groupadd", X_OK) != 0) GTEST_SKIP();
-  if (!docker_group_exists()) GTEST_SKIP() << "no docker group";
-  EngineState start;
-  testing::MemoryDockerEngine engine(start);
-  s_.docker = &engine;
-  s_.docker_baseline = (base_ / "docker-baseline").string();
+  if (!with_docker()) GTEST_SKIP() << "no docker group";
   LocalRunnerHost host(s_, nullptr);
   host.ready_next("user");
   const auto readied = users_->current();

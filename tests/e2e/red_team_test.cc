@@ -24,6 +24,7 @@
 
 #include "agent/tenant_sweep.h"
 #include "tests/support/docker_daemon.h"
+#include "tests/support/private_mounts.h"
 #include "tests/e2e/serve_fixture.h"
 
 namespace runpool::controller::e2e {
@@ -37,14 +38,7 @@ const bool g_session_keyring = syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, 
 // The btrfs case mounts a file system over /tmp: in a mount namespace of this binary's own
 // (propagation private: no other process on the host sees it), made while it has one thread.
 // "" when made, else why not.
-const std::string g_private_mounts = [] {
-  if (geteuid() != 0) return std::string("needs root (mount)");
-  if (unshare(CLONE_NEWNS) != 0) return "cannot unshare a mount namespace: " + std::string(std::strerror(errno));
-  if (mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-    return "cannot make mounts private: " + std::string(std::strerror(errno));
-  }
-  return std::string();
-}();
+const std::string g_private_mounts = runpool::testing::enter_private_mounts();
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -25,6 +25,7 @@
 #include "agent/job_cache.h"
 #include "agent/mount_baseline.h"
 #include "agent/tenant_sweep.h"
+#include "tests/support/private_mounts.h"
 
 namespace runpool::agent {
 namespace {
@@ -35,14 +36,7 @@ constexpr uid_t kJob = 1987711001;
 
 // Why mounting is impossible here ("" when it is possible): needs root and a private namespace.
 std::string private_mounts() {
-  static std::string why = [] {
-    if (geteuid() != 0) return std::string("needs root (mount)");
-    if (unshare(CLONE_NEWNS) != 0) return "cannot unshare a mount namespace: " + std::string(std::strerror(errno));
-    if (mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-      return "cannot make mounts private: " + std::string(std::strerror(errno));
-    }
-    return std::string();
-  }();
+  static const std::string why = runpool::testing::enter_private_mounts();
   return why;
 }
 
