@@ -7,9 +7,12 @@
 // the requests serve and the agents sent per job. The same jobs through provision/release would
 // add a hosted runner's start for the provision job, which the local cloud cannot show.
 //
-//   serve_latency_bench [--sizes 1,10,50] [--trials 3] [--serve-logs DIR] [--set key=value]…
+// First, serve idle: one runner armed and no job for --idle-window seconds, serve's own requests
+// counted and given per hour (target: at most 60 table reads an hour besides the lease's renewals).
+//
+//   serve_latency_bench [--sizes 1,10,50] [--trials 3] [--idle-window 300] [--serve-logs DIR] [--set key=value]…
 // --serve-logs keeps each round's serve log (JSON lines) as DIR/<round>.log, to tell where a
-// round's time went.
+// round's time went. --idle-window 0 skips the idle measurement.
 #include <signal.h>
 
 #include <filesystem>
@@ -92,6 +95,27 @@ std::vector<double> run_jobs(ServePool& pool, int n, const std::string& tag) {
   return out;
 }
 
+// serve with one runner armed and nothing to do: what it asks of AWS and GitHub per hour. Counted
+// after a settling minute (the session's first statistics, the runner marked running), so the
+// window holds only the quiet set's passes, the lease's renewals and the long polls.
+void measure_idle(ServePool& pool, int window_s) {
+  auto serve = pool.serve(1, 1);
+  controller::e2e::eventually([&] { return pool.armed() >= 1; }, std::chrono::minutes(5));
+  std::this_thread::sleep_for(std::chrono::seconds(70));
+  reset_requests(pool.cloud_);
+  std::this_thread::sleep_for(std::chrono::seconds(window_s));
+  const RequestTally t = read_requests(pool.cloud_);
+  stop(*serve, "idle");
+  const double hours = window_s / 3600.0;
+  for (const char* service : {"dynamodb", "sqs", "ec2", "github"}) {
+    print_fact(fmt::format("idle serve, one runner armed: runpoolctl {} requests per hour", service),
+               describe_requests(t, t.controller, service, hours));
+  }
+  const double queries = static_cast<double>(t.op(t.controller, "dynamodb", "Query")) / hours;
+  print_fact("idle serve: table Queries per hour (target <= 60)",
+             fmt::format("{:.0f} ({})", queries, queries <= 60 ? "target met" : "target MISSED"));
+}
+
 }  // namespace
 
 int run(const Options& o) {
@@ -120,6 +144,10 @@ int run(const Options& o) {
   if (filled == 0) {
     print_summary(kBench, "could not fill a pool of even one instance on this machine");
     return 1;
+  }
+  if (const int idle_window = o.get_int("idle-window", 300); idle_window > 0) {
+    measure_idle(pool, idle_window);
+    controller::e2e::eventually([&] { return pool.all_idle(); }, std::chrono::minutes(5));
   }
   std::string summary;
   for (int size : sizes) {

@@ -99,6 +99,19 @@ TEST_F(ServeServer, StandsByUntilAnotherHoldersLeaseExpiresThenTakesItAndServes)
   EXPECT_EQ(server.listen_turn(), Duration{0}) << "a poll, nothing to say";
 }
 
+// Held, the lease is looked at only when it is due for renewal (a third of its time after the
+// last write): nobody else writes it before it expires. Standing by, every sixth of its time.
+TEST_F(ServeServer, AHeldLeaseIsLookedAtOnlyWhenItIsRenewed) {
+  const int64_t ttl = w.world.settings.serve_lease_ttl.count();
+  EXPECT_EQ(server.lease().tick(), ttl / 3) << "taken: the next turn is its renewal";
+  ASSERT_TRUE(w.we_hold());
+  const int64_t expires = w.lease()->expires_ms;
+  w.advance(milliseconds(ttl / 3));
+  EXPECT_EQ(server.lease().tick(), ttl / 3) << "renewed: the next one a third of its time later";
+  EXPECT_GT(w.lease()->expires_ms, expires);
+  EXPECT_EQ(w.standby.tick(), ttl / 6) << "a standby looks every sixth of the lease's time";
+}
+
 TEST_F(ServeServer, ALeaseRunningOutStopsTheServingAndGivesTheSessionUpBeforeTheStandbyTakesIt) {
   start_serving();
   // Our keeper gets no turn (a paused process): with a third of the lease's time left, nothing more
