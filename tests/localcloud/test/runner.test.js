@@ -285,12 +285,17 @@ test('SIGTERM during a job cancels it (result Canceled) and exits 0; a Listener 
   assert.equal((await configure(root, 'cancel1', { labels: 'cancel1' })).code, 0);
   const l = listen(root);
   await listening(l);
-  const j = await ctl('POST', '/jobs', { labels: ['cancel1'], name: 'long', run: 'echo $$ > step.pid; sleep 30' });
+  // The Worker cancels a step with SIGINT to its process (ProcessInvoker; SIGTERM only 7.5 s later):
+  // a step that honours SIGINT ends at once.
+  const j = await ctl('POST', '/jobs', { labels: ['cancel1'], name: 'long', run: 'echo $$ > step.pid; trap "exit 130" INT; sleep 30 & wait' });
   await l.waitFor(/Running job: long$/m);
   const step = path.join(root, '_work', 'app', 'app', 'step.pid');
   await until(() => fs.existsSync(step) && fs.readFileSync(step, 'utf8').trim(), 3000, 'step.pid');
   const stepPid = Number(fs.readFileSync(step, 'utf8'));
   assert.equal(alive(stepPid), true);
+  // Steps share the Listener's process group, as the real runner's do (.NET sets no group).
+  const pgid = (pid) => Number(fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[2]);
+  assert.equal(pgid(stepPid), pgid(l.p.pid), 'the step is in the Listener\'s process group');
   l.p.kill('SIGTERM');
   assert.equal(await l.exit(5000), 0);
   assert.match(l.out, /Exiting\.\.\.[\s\S]*The runner has received a shutdown signal\.[\s\S]*Job long completed with result: Canceled/);

@@ -152,6 +152,8 @@ test('a cancel before the first renew: "Running job", no Worker, no "completed";
   await sleep(300);
   assert.doesNotMatch(l.out, /completed with result/);
   assert.ok(!l.perf().includes('JobRequestRenewed_'), 'never renewed');
+  // MessageReceived_<type> for every message, the cancellation too (Runner.cs 607).
+  assert.deepEqual(counters(l.perf()), ['SessionCreated', 'MessageReceived_RunnerJobRequest', 'MessageReceived_JobCancellation']);
   assert.deepEqual(workers(l.root), []);
   l.p.kill('SIGINT');
 });

@@ -5,7 +5,8 @@
 // delivered, never-acquired job. Drain, per build (files.mode()): stock has none; pr4461 checks
 // `<root>/.drain` only at the top of the main loop, which empty polls never reach (so only after a
 // real message), deletes one found at start, and when it fires shuts down cancelling the job in
-// hand; drain-file (`run --drain-file PATH` / `--drain-on-sigusr1`, ephemeral only) latches the
+// hand (a job just dispatched: before its first renew answers, so with no Worker and no completion
+// line); drain-file (`run --drain-file PATH` / `--drain-on-sigusr1`, ephemeral only) latches the
 // request, checks it between long polls without cutting the open one short, finishes a job in
 // hand and exits 0 keeping its registration.
 const os = require('node:os');
@@ -209,11 +210,13 @@ class Listener {
         r = { status: 0, body: { message: e.message } };
       }
       if (r.status === 204) { backoff = 1000; continue; }
+      if (r.status === 200) this.log.perf(`MessageReceived_${r.body.messageType}`); // every message, Runner.cs 607
       if (r.status === 200 && ['AgentRefresh', 'RunnerRefresh'].includes(r.body.messageType)) {
         // Runner.cs 531–564, 608–660: the update runs, then the Listener exits 3 (4 when it runs
         // once) for update.sh; a failed update goes back to listening.
         backoff = 1000;
         if (await selfUpdate(this, r.body.messageType, r.body.body)) return this.ephemeral ? 4 : 3;
+        if (this.sentinelAtLoopTop()) return 0; // any message brings the loop round
         continue;
       }
       if (r.status === 200) {
@@ -255,9 +258,7 @@ class Listener {
   async handleJob(msg) {
     const rid = msg.body.runnerRequestId;
     const signal = this.shutdown.signal;
-    // Every job message, before acknowledge; acknowledge only when the server asks (a feature
-    // flag), logged by the session's listener class.
-    this.log.perf('MessageReceived_RunnerJobRequest');
+    // Acknowledge only when the server asks (a feature flag), logged by the session's listener class.
     const tag = this.session.listener === 'legacy' ? 'MessageListener' : 'BrokerMessageListener';
     if (msg.body.shouldAcknowledge) {
       this.log.diag(tag, `Acknowledging runner request '${rid}'.`);
@@ -291,8 +292,17 @@ class Listener {
     this.log.diag('JobDispatcher', `Job request ${rid} for plan ${job.planId} job ${job.jobId} received.`);
     this.log.stamped(`Running job: ${job.jobName}`);
     // JobDispatcher: no Worker before the first renew succeeds; a failed first renew, or a cancel
-    // before it, ends the dispatch without a "completed" line.
-    const first = await this.firstRenew(rid, job);
+    // before it, ends the dispatch without a "completed" line. The dispatch runs asynchronously:
+    // the main loop comes round while the first renew is out. With pull request #4461 that is
+    // where the sentinel is seen; the shutdown cancels the dispatch, which (nothing awaited in
+    // between on the broker flow) has no answer to its first renew yet: no Worker starts.
+    const dispatchCancel = new AbortController();
+    const firstPending = this.firstRenew(rid, job, dispatchCancel.signal);
+    if (this.sentinelAtLoopTop()) {
+      this.sentinelFired = true;
+      dispatchCancel.abort();
+    }
+    const first = await firstPending;
     if (first === 'failed') {
       this.log.diag('JobDispatcher', `Unable to renew job request for job ${job.jobId} for the first time, stop dispatching job to worker.`);
       return;
@@ -308,14 +318,7 @@ class Listener {
     }, job.renewMs);
     let result;
     try {
-      const done = this.runWorker(job);
-      // The dispatcher runs the job asynchronously and the main loop comes round at once: with
-      // pull request #4461 that is where the sentinel is seen, and its shutdown cancels this job.
-      if (this.sentinelAtLoopTop()) {
-        this.sentinelFired = true;
-        this.worker?.cancel(false);
-      }
-      result = await done;
+      result = await this.runWorker(job);
     } finally { clearInterval(renew); }
     if (result === null) {
       // The send to the Worker timed out: it was killed; no result goes to the server.
@@ -332,17 +335,21 @@ class Listener {
   }
 
   // -> 'renewed', 'failed' (job not found, or 5 retries spent) or 'canceled' (a JobCancellation
-  // message for this job came meanwhile: the main loop keeps polling while a job is dispatched,
-  // or a shutdown).
-  async firstRenew(rid, job) {
+  // message for this job came meanwhile: the main loop keeps polling while a job is dispatched;
+  // a shutdown; or `cancel`, the dispatcher's own).
+  async firstRenew(rid, job, cancel) {
     const stop = new AbortController();
     const onShutdown = () => stop.abort();
     this.shutdown.signal.addEventListener('abort', onShutdown, { once: true });
     let canceled = false;
+    const onCancel = () => { canceled = true; stop.abort(); };
+    if (cancel.aborted) onCancel();
+    else cancel.addEventListener('abort', onCancel, { once: true });
     const watch = (async () => {
       while (!stop.signal.aborted) {
         const r = await this.api('GET', `/messages?sessionId=${encodeURIComponent(this.session.sessionId)}`, { signal: stop.signal, timeoutMs: this.session.clientTimeoutMs }).catch(() => null);
         if (stop.signal.aborted) return;
+        if (r?.status === 200) this.log.perf(`MessageReceived_${r.body.messageType}`);
         if (r?.status === 200 && r.body.messageType === 'JobCancellation' && r.body.body?.jobId === job.jobId) {
           canceled = true;
           stop.abort();
@@ -360,6 +367,7 @@ class Listener {
     }
     stop.abort();
     this.shutdown.signal.removeEventListener('abort', onShutdown);
+    cancel.removeEventListener('abort', onCancel);
     await watch;
     return canceled || this.aborted ? 'canceled' : outcome;
   }

@@ -13,12 +13,20 @@ async function main(argv) {
   const log = new Log(files.ROOT, 'Runner');
   if (cmd.flag('version')) { log.out(VERSION); return 0; }
   // Only a build with pull request #4708 knows the drain inputs (and lists them in `run --help`,
-  // which is how a supervisor can tell); any other build refuses them as unknown.
+  // which is how a supervisor can tell); to any other build they are unknown arguments.
   let mode = null;
   try { mode = files.mode(); } catch { /* reported by run */ }
   const drainInputs = mode === 'drain-file';
   if (!drainInputs) {
     for (const [name, written] of cmd.given) if (name === 'drain-file' || name === 'drain-on-sigusr1') cmd.unknown.push(written);
+  }
+  // Program.cs 106–119: unknown input is reported on stderr and the command goes on (unknown
+  // commands first; only without them are a command's arguments checked).
+  const unknown = cmd.unknownCommands.length ? cmd.unknownCommands : cmd.unknown;
+  if (unknown.length) {
+    const list = `'${unknown.join(', ')}'. For usage refer to: .\\config.cmd --help or ./config.sh --help`;
+    log.err(cmd.command ? `Unrecognized command-line input arguments for command ${cmd.command}: ${list}`
+      : `This command does not recognize the command-line input arguments: ${list}`);
   }
   if (cmd.flag('help')) {
     log.out('Commands: configure [--url U --token T --name N --labels a,b --no-default-labels --work W --replace --unattended --ephemeral --disableupdate --runnergroup G]');
@@ -28,10 +36,6 @@ async function main(argv) {
       log.out(' --drain-on-sigusr1   (run, ephemeral runners) drain on SIGUSR1');
     }
     return 0;
-  }
-  if (cmd.unknown.length) {
-    log.err(`Unrecognized command-line input arguments: '${cmd.unknown.join(', ')}'. For usage refer to: ./config.sh --help or ./run.sh --help`);
-    return 1;
   }
   if (cmd.command === 'configure') return require('./configure').configure(cmd, log);
   if (cmd.command === 'remove') return require('./configure').remove(cmd, log);

@@ -5,7 +5,9 @@
 // job-completed hook; then, as the real runner does, it kills leftover processes that still
 // carry this job's RUNNER_TRACKING_ID (a process that clears it survives the job). Job output
 // goes to `_diag/pages/<request id>.log`. Exit code 100 + result (0 Succeeded, 2 Failed,
-// 3 Canceled), as the real Worker's.
+// 3 Canceled), as the real Worker's. Steps stay in the Listener's process group, as the real
+// runner's do (.NET starts children without setpgid/setsid); a cancel signals the step's own
+// process: SIGINT, 7.5 s, SIGTERM, 2.5 s, SIGKILL (ProcessInvoker), times the time factor.
 const fs = require('node:fs');
 const path = require('node:path');
 const crypto = require('node:crypto');
@@ -63,6 +65,8 @@ async function main() {
     RUNNER_WORKSPACE: path.join(workRoot, repo), RUNNER_TEMP: temp, RUNNER_TRACKING_ID: trackingId,
   };
 
+  let factor = 1;
+  try { factor = files.timeFactor() ?? 1; } catch { /* the Listener reported it */ }
   let canceled = false;
   let child = null;
   const stop = new AbortController();
@@ -71,18 +75,19 @@ async function main() {
     canceled = true;
     write(SHUTDOWN_MSG);
     stop.abort();
-    if (child) {
-      const group = (sig) => { try { process.kill(-child.pid, sig); } catch { /* exited */ } };
-      group('SIGINT');
-      setTimeout(() => group('SIGTERM'), 2500).unref();
-      setTimeout(() => group('SIGKILL'), 5000).unref();
+    const step = child;
+    if (step) {
+      const send = (sig) => { if (step.exitCode === null && step.signalCode === null) step.kill(sig); };
+      send('SIGINT');
+      setTimeout(() => send('SIGTERM'), 7500 * factor).unref();
+      setTimeout(() => send('SIGKILL'), 10000 * factor).unref();
     }
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 
   const bash = (file) => new Promise((resolve) => {
-    child = spawn('bash', ['--noprofile', '--norc', '-eo', 'pipefail', file], { cwd: workspace, env, detached: true, stdio: ['ignore', logFd, logFd] });
+    child = spawn('bash', ['--noprofile', '--norc', '-eo', 'pipefail', file], { cwd: workspace, env, stdio: ['ignore', logFd, logFd] });
     child.on('error', (e) => { write(`##[error]${e.message}`); resolve(1); });
     child.on('exit', (code, sig) => { child = null; resolve(code ?? (sig ? 128 : 1)); });
   });
