@@ -340,7 +340,7 @@ ExitDecision after_listener_start_failure(const std::string& error, int restarts
 // within one read). Requests and runs are therefore counted over the Listener's life: a request
 // that a run already answered is no new one.
 enum class JobSignal {
-  kRequested,     // perf log MessageReceived_RunnerJobRequest (every request)
+  kRequested,     // perf log MessageReceived_<job message type> (every request)
   kAcknowledged,  // _diag "Acknowledging runner request" (only when the server asks): a request,
                   // unless the perf log tells of requests (then it is the same one again)
   kRunning,       // stdout "Running job: …" (acquired; the first renew follows)

@@ -138,7 +138,9 @@ std::optional<ExitStatus> LocalListener::exit_status() {
 }
 
 void LocalListener::interrupt() {
-  if (!exit_) ::kill(group_, SIGINT);
+  // The Listener alone: the real runner's Worker and its steps share the Listener's process group
+  // (.NET starts children without setpgid), and the Listener cancels its job in its own order.
+  if (!exit_) ::kill(child_.pid, SIGINT);
 }
 
 void LocalListener::drain() {

@@ -23,7 +23,9 @@ class ListenerProcess {
   virtual std::vector<RunnerEvent> poll_events() = 0;
   // Its exit status once it ended (every process of its group is then signalled to end too).
   virtual std::optional<ExitStatus> exit_status() = 0;
-  virtual void interrupt() = 0;  // SIGINT to its process group: a graceful stop
+  // SIGINT to the Listener alone: a graceful stop; it cancels a job in hand its own way (steps
+  // share its process group: a signal to the group would reach them directly).
+  virtual void interrupt() = 0;
   // SIGUSR1 to the Listener alone (a Worker would die of it): a runner started with
   // --drain-on-sigusr1 takes no new job, finishes the one in hand and exits.
   virtual void drain() = 0;

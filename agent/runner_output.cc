@@ -1,5 +1,7 @@
 #include "agent/runner_output.h"
 
+#include <cctype>
+
 namespace runpool::agent {
 namespace {
 
@@ -12,6 +14,14 @@ std::string_view after_timestamp(std::string_view line) {
 std::string_view trim_end(std::string_view s) {
   while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ')) s.remove_suffix(1);
   return s;
+}
+
+bool equals_ignore_case(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -80,8 +90,18 @@ RunnerEvent parse_diag_line(std::string_view raw) {
 }
 
 RunnerEvent parse_perf_line(std::string_view raw) {
+  // "MessageReceived_<message type>:<time>" for every message (Runner.cs 607); the type is the
+  // server's and the runner matches it ignoring case. Jobs come as RunnerJobRequest (broker) or
+  // PipelineAgentJobRequest (legacy).
   RunnerEvent e;
-  if (trim_end(raw).starts_with("MessageReceived_RunnerJobRequest:")) e.kind = RunnerEvent::kJobRequested;
+  constexpr std::string_view kPrefix = "MessageReceived_";
+  std::string_view line = trim_end(raw);
+  const size_t colon = line.find(':');
+  if (!line.starts_with(kPrefix) || colon == std::string_view::npos) return e;
+  const std::string_view type = line.substr(kPrefix.size(), colon - kPrefix.size());
+  if (equals_ignore_case(type, "RunnerJobRequest") || equals_ignore_case(type, "PipelineAgentJobRequest")) {
+    e.kind = RunnerEvent::kJobRequested;
+  }
   return e;
 }
 

@@ -1,6 +1,7 @@
 // Reading the runner's own output (reference: actions-runner.md): its stdout, its _diag log and
-// its perf log. A job request shows first as the perf counter MessageReceived_RunnerJobRequest
-// (every job message, before acknowledge) and, only when the server asks for acknowledgement, as
+// its perf log. A job request shows first as the perf counter MessageReceived_<type> (every
+// message; a job's type is RunnerJobRequest, or PipelineAgentJobRequest on the legacy flow; before
+// acknowledge) and, only when the server asks for acknowledgement, as
 // the _diag "Acknowledging runner request" line. Busy itself is decide_busy (decisions.h).
 #pragma once
 
@@ -40,7 +41,8 @@ RunnerEvent parse_stderr_line(std::string_view line);
 // Parses one line of _diag/Runner_*.log ("[… INFO BrokerMessageListener] Acknowledging runner request '42'.";
 // the tag is MessageListener on the legacy flow).
 RunnerEvent parse_diag_line(std::string_view line);
-// Parses one line of the perf log <RUNNER_PERFLOG>/Runner.perf ("MessageReceived_RunnerJobRequest:2026-…").
+// Parses one line of the perf log <RUNNER_PERFLOG>/Runner.perf ("MessageReceived_RunnerJobRequest:2026-…"):
+// a job request for either job message type, any other message nothing.
 RunnerEvent parse_perf_line(std::string_view line);
 
 // Folds events into the phase, counting jobs. Pure; the agent feeds it lines as they come.

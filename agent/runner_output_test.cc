@@ -69,13 +69,18 @@ TEST(ParseDiagLine, BothListenerTags) {
   EXPECT_EQ(parse_diag_line("[x INFO MyMessageListener] Acknowledging runner request '1'.").kind, RunnerEvent::kNone);
 }
 
-TEST(ParsePerfLine, OnlyTheJobRequestCounter) {
-  EXPECT_EQ(parse_perf_line("MessageReceived_RunnerJobRequest:2026-11-21T02:52:24.123Z").kind,
-            RunnerEvent::kJobRequested);
-  EXPECT_EQ(parse_perf_line("MessageReceived_RunnerJobRequest:2026-11-21T02:52:24.123Z\r").kind,
-            RunnerEvent::kJobRequested);
+TEST(ParsePerfLine, OnlyTheJobRequestCounters) {
+  // MessageReceived_<message type>: the broker's and the legacy flow's job types, in the server's case.
+  for (const char* line : {"MessageReceived_RunnerJobRequest:2026-11-21T02:52:24.123Z",
+                           "MessageReceived_RunnerJobRequest:2026-11-21T02:52:24.123Z\r",
+                           "MessageReceived_PipelineAgentJobRequest:2026-11-21T02:52:24.1234567Z",
+                           "MessageReceived_runnerjobrequest:2026-11-21T02:52:24Z"}) {
+    EXPECT_EQ(parse_perf_line(line).kind, RunnerEvent::kJobRequested) << line;
+  }
   for (const char* line : {"", "SessionCreated:2026-11-21T02:52:24.123Z", "SentJobToWorker_5:2026-11-21T02:52:24Z",
                            "MessageReceived_RunnerRefresh:2026-11-21T02:52:24Z", "MessageReceived_RunnerJobRequest",
+                           "MessageReceived_JobCancellation:2026-11-21T02:52:24Z", "MessageReceived_AgentRefresh:x",
+                           "MessageReceived_RunnerJobRequestX:2026-11-21T02:52:24Z",
                            "JobRequestRenewed_5:2026-11-21T02:52:24Z"}) {
     EXPECT_EQ(parse_perf_line(line).kind, RunnerEvent::kNone) << line;
   }
