@@ -1109,6 +1109,27 @@ TEST(Busy, ADroppedRequestIsSettledForTheCount) {
   EXPECT_TRUE(busy_at(t, seconds(501)).busy);
 }
 
+// A dispatch cancelled before its first renew answered (a shutdown, a cancellation, pull request
+// #4461's sentinel): "Running job", then no Worker and no completion line. The next request is a
+// job of its own, told by its own name; the cancelled one is not counted open again.
+TEST(Busy, AJobCancelledBeforeItsWorkerGivesWayToTheNextRequest) {
+  JobTrack t = apply_job_signal({}, JobSignal::kRequested, seconds(0));
+  t = apply_job_signal(t, JobSignal::kRunning, seconds(1), "victim");
+  EXPECT_TRUE(busy_at(t, seconds(2)).busy);
+  t = apply_job_signal(t, JobSignal::kRequested, seconds(10));
+  EXPECT_EQ(t.requested_at, seconds(10));
+  EXPECT_TRUE(t.job.empty()) << "not the cancelled job's";
+  t = apply_job_signal(t, JobSignal::kRunning, seconds(11), "next");
+  EXPECT_EQ(t.job, "next");
+  EXPECT_TRUE(busy_at(t, seconds(12), true).busy);
+  t = apply_job_signal(t, JobSignal::kCompleted, seconds(20));
+  auto d = busy_at(t, seconds(20));
+  EXPECT_FALSE(d.busy);
+  EXPECT_TRUE(d.reason.empty()) << d.reason;
+  EXPECT_EQ(d.track.requests, 2);
+  EXPECT_EQ(d.track.runs, 2);
+}
+
 // _diag's acknowledgement tells of a request the perf log already told of.
 TEST(Busy, AnAcknowledgementIsARequestOnlyWithoutThePerfLog) {
   JobTrack t = apply_job_signal({}, JobSignal::kAcknowledged, seconds(0));
