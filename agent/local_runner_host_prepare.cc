@@ -56,9 +56,14 @@ bool member_of(const UserIdentity& user, const std::string& group) {
 bool LocalRunnerHost::never_used(const UserIdentity& user) {
   if (!unused_user_read_) {
     unused_user_read_ = true;
-    // Unreadable or malformed: not known unused, so swept and replaced like a used one.
-    const std::optional<std::string> text =
-        s_.unused_user_mark.empty() ? std::nullopt : read_state_file(s_.unused_user_mark);
+    // Unreadable, malformed or not root's own (0600): not known unused, so swept and replaced
+    // like a used one. Its word skips a sweep's check, so only a file root alone wrote counts.
+    std::optional<std::string> text;
+    try {
+      if (!s_.unused_user_mark.empty()) text = read_own_state_file(s_.unused_user_mark);
+    } catch (const std::exception& e) {
+      spdlog::warn("{}: the job user in place is taken as used", e.what());
+    }
     if (text) {
       char* end = nullptr;
       const unsigned long uid = std::strtoul(text->c_str(), &end, 10);

@@ -171,6 +171,32 @@ TEST_F(ReadyNext, AUserHandedOverIsNeverHandedOverAgain) {
   host.clean();
 }
 
+// The mark lets a hand-over skip the sweep: only one root alone wrote (its owner, mode 0600)
+// counts. One a job could have written — its own, or open to others — marks no user unused.
+TEST_F(ReadyNext, AMarkRootDidNotWriteAloneIsNotBelieved) {
+  for (const char* forged : {"owned by the job user", "readable by others"}) {
+    SCOPED_TRACE(forged);
+    {
+      LocalRunnerHost host(s_, nullptr);
+      host.ready_next("");
+    }
+    const auto readied = users_->current();
+    ASSERT_TRUE(readied);
+    if (std::string(forged) == "owned by the job user") {
+      ASSERT_EQ(chown(s_.unused_user_mark.c_str(), readied->uid, readied->gid), 0);
+    } else {
+      ASSERT_EQ(chmod(s_.unused_user_mark.c_str(), 0644), 0);
+    }
+    LocalRunnerHost restarted(s_, nullptr);
+    restarted.prepare("");
+    const auto claimed = users_->current();
+    ASSERT_TRUE(claimed);
+    EXPECT_GT(claimed->uid, readied->uid) << "swept and replaced like a used user";
+    EXPECT_FALSE(lookup_user(readied->name));
+    restarted.clean();
+  }
+}
+
 TEST_F(ReadyNext, AReadiedUserLeavesWithoutAClaimWhateverTheSystemMountedMeanwhile) {
   const std::string agent_start = mount_table();  // a restarted agent's table is older than the mount below
   s_.sweep.start_mountinfo = agent_start;

@@ -1,6 +1,7 @@
 #include "agent/state_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,11 +26,18 @@ void write_state_file(const std::string& path, const std::string& text) {
   }
 }
 
-std::optional<std::string> read_state_file(const std::string& path) {
+namespace {
+
+std::optional<std::string> read_state(const std::string& path, bool own_only) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
     if (errno == ENOENT) return std::nullopt;
     throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (own_only && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0)) {
+    close(fd);
+    return std::nullopt;
   }
   std::string out;
   char buf[8192];
@@ -40,5 +48,11 @@ std::optional<std::string> read_state_file(const std::string& path) {
   if (n < 0) throw std::runtime_error("cannot read " + path + ": " + std::strerror(err));
   return out;
 }
+
+}  // namespace
+
+std::optional<std::string> read_state_file(const std::string& path) { return read_state(path, false); }
+
+std::optional<std::string> read_own_state_file(const std::string& path) { return read_state(path, true); }
 
 }  // namespace runpool::agent

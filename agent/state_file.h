@@ -14,5 +14,9 @@ void write_state_file(const std::string& path, const std::string& text);
 
 // The whole file; nullopt when it does not exist. Throws when it exists but cannot be read.
 std::optional<std::string> read_state_file(const std::string& path);
+// The same, but nullopt also when the file is not one only this process's user could have
+// written: another owner, another kind of file, or any permission for group or others. For a
+// file whose word lets a step be skipped.
+std::optional<std::string> read_own_state_file(const std::string& path);
 
 }  // namespace runpool::agent
