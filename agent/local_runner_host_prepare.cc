@@ -90,16 +90,15 @@ void LocalRunnerHost::mark_unused(std::optional<uid_t> uid) {
 
 bool LocalRunnerHost::ensure_job_user(bool docker) {
   std::optional<UserIdentity> user = runner_user();
-  if (user && never_used(*user) && member_of(*user, "docker") != docker) {
-    // Readied for other privileges and never used: replaced by one in the groups this
-    // assignment is given.
-    spdlog::info("the readied job user {} is not in the groups this assignment needs: making another", user->name);
-    retire_tenant();
-    user.reset();
-  } else if (user && !never_used(*user)) {
-    // Only a user nothing ran as is handed over: this one is an earlier assignment's (its
-    // cleaning failed, or an agent restarted before it ended), so it goes the way every used one does.
-    spdlog::warn("job user {} of an earlier assignment is still in place: sweeping it before a new one", user->name);
+  // Only a user nothing ran as, in exactly the groups this assignment is given, is handed over.
+  // Any other is swept and retired first: one readied for other privileges, or an earlier
+  // assignment's (its cleaning failed, or an agent restarted before it ended).
+  if (user && !(never_used(*user) && member_of(*user, "docker") == docker)) {
+    if (never_used(*user)) {
+      spdlog::info("the readied job user {} is not in the groups this assignment needs: making another", user->name);
+    } else {
+      spdlog::warn("job user {} of an earlier assignment is still in place: sweeping it before a new one", user->name);
+    }
     retire_tenant();
     user.reset();
   }

@@ -98,7 +98,7 @@ void Server::look_up_runners(const ServeSnapshot& snap) {
 
 // One pass: the snapshot gathered, plan_serve_pass decides, and its result carried out — each
 // action while the lease holds.
-void Server::reconcile() {
+bool Server::reconcile() {
   ServeSnapshot snap;
   snap.pool = s_.pool;
   snap.scale_set = set_name_;
@@ -122,7 +122,7 @@ void Server::reconcile() {
     });
   }
   for (const pool::Upkeep& u : pass.upkeep) {
-    if (!fenced()) return;
+    if (!fenced()) return false;
     upkeep(u);
   }
   if (pass.needs_claimable) {
@@ -140,10 +140,10 @@ void Server::reconcile() {
   }
   if (plan.claim + plan.launch > 0 && fenced()) add_runners(plan.claim, plan.launch);
   for (const pool::InstanceRecord& r : pass.remove) {
-    if (!fenced()) return;
+    if (!fenced()) return false;
     remove_armed(r);
   }
-  quiet_ = pass.quiet;
+  return pass.quiet;
 }
 
 void Server::upkeep(const pool::Upkeep& u) {

@@ -65,14 +65,14 @@ Duration Server::turn() {
     }
   }
   if (ctx_.cancelled.load() || !fenced() || session_end()) return end_session();
-  quiet_ = false;
+  bool quiet = false;
   try {
-    reconcile();
+    quiet = reconcile();
   } catch (const std::exception& e) {
     spdlog::error("scale set '{}': {}", set_name_, e.what());
   }
   if (ctx_.clock.steady_now() >= next_metrics_) emit_metrics();
-  return quiet_ ? std::max<Duration>(s_.serve_reconcile_interval, kQuietPassWait) : s_.serve_reconcile_interval;
+  return quiet ? std::max<Duration>(s_.serve_reconcile_interval, kQuietPassWait) : s_.serve_reconcile_interval;
 }
 
 // Waits up to `d`; a message, the lease taken or a cancellation ends it early.

@@ -101,7 +101,7 @@ class Server {
   // ---- serve.cc: the scale set's instances (the reconcile pass carried out)
   std::vector<pool::InstanceRecord> set_records();
   void look_up_runners(const ServeSnapshot& snap);
-  void reconcile();
+  bool reconcile();  // true: the set is quiet (ServePass::quiet)
   void upkeep(const pool::Upkeep& u);
   std::vector<MintedJit> make_jits(const std::vector<std::string>& names);
   int pool_depth();
@@ -124,7 +124,6 @@ class Server {
   std::map<std::string, pool::InstanceRecord> recent_;
   std::set<std::string> looked_up_;  // runner names known to be the set's under this session
   std::string last_why_;
-  bool quiet_ = false;  // the last pass found the set quiet (ServePass::quiet)
   ScaleSetSample sample_;
   SteadyTime next_metrics_;
 
