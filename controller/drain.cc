@@ -126,6 +126,23 @@ void make_unmatchable(Context& ctx, const pool::InstanceRecord& r, int64_t verif
   }
 }
 
+namespace {
+
+// The return lost to an operator's retire mark written after `r` was read (return_to_pool's
+// condition): the instance ends now, as it would have had the mark been read.
+void retire_if_marked_since(Context& ctx, const pool::InstanceRecord& r, SettledDrain& out) {
+  std::optional<pool::InstanceRecord> now = ctx.table.get(r.instance_id);
+  if (!now || now->state != State::kDraining || now->generation != r.generation || !now->retire_pending ||
+      !pool::agent_reported(*now, pool::AgentSignal::kDrained)) {
+    return;
+  }
+  out.retired_why = "outdated";
+  RetireOutcome ro = retire(ctx, {*now}, "retired: " + out.retired_why);
+  if (ro.skipped.empty()) out.end = DrainedEnd::kRetired;
+}
+
+}  // namespace
+
 SettledDrain settle_drained(Context& ctx, const pool::InstanceRecord& r, bool advertise) {
   SettledDrain out;
   // Back to the pool only with its runner gone from GitHub: a runner left registered under the
@@ -148,6 +165,7 @@ SettledDrain settle_drained(Context& ctx, const pool::InstanceRecord& r, bool ad
     std::optional<pool::InstanceRecord> idle = return_drained(ctx, r, reuse.scope_key, advertise);
     out.end = idle ? DrainedEnd::kReturned : DrainedEnd::kMoved;
     if (idle) out.returned = std::move(*idle);
+    else retire_if_marked_since(ctx, r, out);
   }
   return out;
 }
@@ -160,6 +178,7 @@ enum class Fate { kDraining, kReturned, kGone, kFailed };
 Fate start(Context& ctx, pool::InstanceRecord& r, const std::function<Secret()>& token, DrainOutcome& out) {
   const int64_t generation = r.generation;
   const std::string label = r.label;
+  int64_t unmatched = 0;  // the runner whose labels were removed
   for (int attempt = 0; attempt < 5; ++attempt) {
     if (r.generation != generation) return Fate::kReturned;  // returned and claimed again since
     switch (r.state) {
@@ -176,11 +195,19 @@ Fate start(Context& ctx, pool::InstanceRecord& r, const std::function<Secret()>&
         break;
     }
     if (r.label != label) return Fate::kReturned;
+    // The labels go before the write: the agent's one long poll counts from when it sees
+    // `draining`, so no job may still be routed to the runner by then. A write that then fails
+    // found the record drained, ending or moved on by someone else (its runner's labels go
+    // anyway); one that throws leaves a runner no new job reaches, drained by the next release or
+    // refresh.
+    if (r.runner_id > 0 && r.runner_id != unmatched) {
+      make_unmatchable(ctx, r);
+      unmatched = r.runner_id;
+    }
     pool::Step step = pool::start_drain(r, token(), ctx.now_ms(), ctx.settings.timeouts);
     if (ctx.table.transition(r.instance_id, step.expect, step.change)) {
       pool::apply(r, step.change);
       spdlog::info("instance {} draining (generation {})", r.instance_id, r.generation);
-      make_unmatchable(ctx, r);
       wake_agents(ctx.queue, {r.instance_id});
       return Fate::kDraining;
     }

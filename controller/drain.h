@@ -48,9 +48,9 @@ struct DrainOptions {
   bool stop_on_cancel = true;        // a cancellation ends the wait (the rest is left for refresh)
 };
 
-// Right after a drain request: removes the record's runner's custom labels so that GitHub routes
-// it no new job (it matches no runs-on), before its agent waits out one long poll and deregisters
-// it. Best effort: a failure is logged and the drain goes on (the agent's wait still covers a job
+// Right before a drain request is written: removes the record's runner's custom labels so that
+// GitHub routes it no new job (it matches no runs-on) by the time its agent sees `draining` and
+// starts its one long poll's wait before deregistering it. Best effort: a failure is logged and the drain goes on (the agent's wait still covers a job
 // already dispatched). Nothing to do for a record without a runner id yet. The record's runner_id
 // is looked up first and used only when GitHub names that runner as the assignment's
 // (pool/runner_identity.h); `verified_runner_id`, when the caller matched the runner by name

@@ -146,13 +146,36 @@ TEST(DrainRunner, DeregisteredByTheAgentNeedsNoDelete) {
   EXPECT_TRUE(f.gh.deleted.empty());
 }
 
+// Before the drain is written: the agent's one long poll counts from when it sees `draining`.
 TEST(DrainRunner, TheDrainRequestRemovesTheRunnersLabelsSoNoNewJobIsRoutedToIt) {
   Fixture f;
   f.agent_drains("runner ci-x-g1 (id 77) deregistered");
+  std::vector<int64_t> unlabelled_at_drain{-1};
+  f.w.table.before_transition = [&](const std::string&, const pool::Expect&, const pool::LifecycleChange& c) {
+    if (c.state == State::kDraining) unlabelled_at_drain = f.w.github.unlabelled;
+  };
   f.release();
   EXPECT_EQ(f.exit_code, kExitOk) << f.w.out.str();
+  EXPECT_EQ(unlabelled_at_drain, std::vector<int64_t>{77}) << "labels removed before the draining write";
   EXPECT_EQ(f.w.github.unlabelled, std::vector<int64_t>{77});
   EXPECT_EQ(f.w.github.requests_sent("RemoveAllRunnerLabels"), 1);
+}
+
+// `runpoolctl retire` marks the instance after release read it drained: the return fails on the
+// mark, and the instance is retired as if the mark had been read.
+TEST(DrainRunner, ARetireMarkWrittenAfterTheReadRetiresInsteadOfReturning) {
+  Fixture f;
+  f.agent_drains("runner ci-x-g1 (id 77) deregistered");
+  f.w.table.before_transition = [&](const std::string& id, const pool::Expect&, const pool::LifecycleChange& c) {
+    if (c.state != State::kIdle) return;
+    pool::Step mark = pool::mark_retire(*f.w.table.inner.get(id));
+    f.w.table.inner.transition(id, mark.expect, mark.change);
+  };
+  Json::Value v = f.release();
+  EXPECT_EQ(f.exit_code, kExitOk) << f.w.out.str();
+  EXPECT_TRUE(contains(v["retired"], f.id)) << f.w.out.str();
+  EXPECT_EQ(v["retired_reasons"][f.id].asString(), "outdated");
+  EXPECT_NE(f.w.record(f.id).state, State::kIdle);
 }
 
 TEST(DrainRunner, ALabelRemovalGithubRefusesLeavesTheDrainToTheAgent) {

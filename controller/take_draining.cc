@@ -18,9 +18,10 @@ void DrainingTakeover::finish_drained() {
   if (plan_.count <= 0) return;
   pool::DrainingFacts f;
   try {
-    // Eventually consistent, and that is enough: each record is read again consistently (the
-    // conditional writes, the wait's batch reads) before anything is done to it.
-    ctx_.table.scan([&](const pool::InstanceRecord& r) {
+    // Eventually consistent, and that is enough: nothing is done to a record on this read alone
+    // (the conditional writes, the wait's consistent batch reads decide). No index fits: the
+    // table's only one is by label, and a draining record keeps its assignment's label.
+    ctx_.table.scan_eventually([&](const pool::InstanceRecord& r) {
       if (r.state == pool::State::kDraining && r.resource_class == plan_.resource_class) f.records.push_back(r);
     });
   } catch (const std::exception& e) {

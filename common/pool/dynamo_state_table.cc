@@ -31,6 +31,9 @@ class ExpressionBuilder {
   void remove(const char* attribute) { removes_.push_back(name(attribute)); }
   void require(std::string clause) { conditions_.push_back(std::move(clause)); }
   void require_equal(const char* attribute, AttributeValue v) { require(name(attribute) + " = " + value(std::move(v))); }
+  void require_absent_or(const char* attribute, AttributeValue v) {
+    require("(attribute_not_exists(" + name(attribute) + ") OR " + name(attribute) + " = " + value(std::move(v)) + ")");
+  }
 
   void require(const Expect& e) {
     require("attribute_exists(" + name(attr::kInstanceId) + ")");
@@ -45,9 +48,10 @@ class ExpressionBuilder {
     if (e.label) require_equal(attr::kLabel, AttributeValue::string(*e.label));
     if (e.signal) require_equal(attr::kSignal, AttributeValue::string(std::string(agent_signal_name(*e.signal))));
     if (e.signal_generation) require_equal(attr::kSignalGeneration, AttributeValue::number(*e.signal_generation));
-    if (e.agent_not_busy) {
-      require("(attribute_not_exists(" + name(attr::kBusy) + ") OR " + name(attr::kBusy) + " = " +
-              value(AttributeValue::boolean(false)) + ")");
+    if (e.agent_not_busy) require_absent_or(attr::kBusy, AttributeValue::boolean(false));
+    if (e.unmarked) {
+      require_absent_or(attr::kRetirePending, AttributeValue::boolean(false));
+      require_absent_or(attr::kKeptUntil, AttributeValue::number(0));
     }
   }
 
@@ -242,10 +246,18 @@ std::vector<InstanceRecord> DynamoStateTable::by_label(const std::string& label)
 }
 
 ScanStats DynamoStateTable::scan(const std::function<void(const InstanceRecord&)>& visit) {
+  return scan_table(visit, true);
+}
+
+ScanStats DynamoStateTable::scan_eventually(const std::function<void(const InstanceRecord&)>& visit) {
+  return scan_table(visit, false);
+}
+
+ScanStats DynamoStateTable::scan_table(const std::function<void(const InstanceRecord&)>& visit, bool consistent) {
   ScanStats stats;
   aws::ScanRequest req;
   req.table = table_;
-  req.consistent_read = true;
+  req.consistent_read = consistent;
   db_.scan_pages(req, [&](aws::Page& page) {
     ++stats.pages;
     for (const auto& item : page.items) {

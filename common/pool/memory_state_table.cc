@@ -62,6 +62,11 @@ ScanStats MemoryStateTable::scan(const std::function<void(const InstanceRecord&)
   return stats;
 }
 
+// One copy in memory: every read is current.
+ScanStats MemoryStateTable::scan_eventually(const std::function<void(const InstanceRecord&)>& visit) {
+  return scan(visit);
+}
+
 bool MemoryStateTable::remove(const std::string& id, const Expect& expect) {
   std::lock_guard<std::mutex> lock(mu_);
   ++writes_;

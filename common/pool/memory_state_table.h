@@ -25,6 +25,7 @@ class MemoryStateTable final : public StateTable {
   bool transition(const std::string& instance_id, const Expect& expect, const LifecycleChange& change) override;
   std::vector<InstanceRecord> by_label(const std::string& label) override;
   ScanStats scan(const std::function<void(const InstanceRecord&)>& visit) override;
+  ScanStats scan_eventually(const std::function<void(const InstanceRecord&)>& visit) override;
   bool remove(const std::string& instance_id, const Expect& expect) override;
   bool report(const std::string& instance_id, const AgentReport& report) override;
 

@@ -13,6 +13,7 @@ bool meets(const InstanceRecord& r, const Expect& e) {
     return false;
   }
   if (e.agent_not_busy && r.busy) return false;
+  if (e.unmarked && (r.retire_pending || r.kept_until_ms != 0)) return false;
   return true;
 }
 

@@ -24,6 +24,10 @@ struct Expect {
   // The agent does not report busy (busy absent or false): scale-down's drain of an idle shared
   // runner, so that the agent's own report — the authority on busy — is checked in the write itself.
   bool agent_not_busy = false;
+  // No operator's mark since the record was read: `runpoolctl retire`'s retire_pending absent or
+  // false, keep_failed's kept_until absent or 0. An instance returned to the pool or claimed on a
+  // read that predates the mark would undo it.
+  bool unmarked = false;
 };
 
 // A controller change to lifecycle fields. Unset fields stay as they are.
@@ -91,8 +95,11 @@ class StateTable {
   virtual bool transition(const std::string& instance_id, const Expect& expect, const LifecycleChange& change) = 0;
   // Every record with this label (paginated query on the label index).
   virtual std::vector<InstanceRecord> by_label(const std::string& label) = 0;
-  // Every record of the table, page by page.
+  // Every record of the table, page by page, strongly consistent.
   virtual ScanStats scan(const std::function<void(const InstanceRecord&)>& visit) = 0;
+  // scan(), eventually consistent (half the read capacity on DynamoDB): for a caller that acts on
+  // a record only through a conditional write or after reading it again.
+  virtual ScanStats scan_eventually(const std::function<void(const InstanceRecord&)>& visit) = 0;
   // Deletes a record that still meets `expect`; false otherwise.
   virtual bool remove(const std::string& instance_id, const Expect& expect) = 0;
 
@@ -117,6 +124,9 @@ class StateTableWrapper : public StateTable {
   }
   std::vector<InstanceRecord> by_label(const std::string& label) override { return target_.by_label(label); }
   ScanStats scan(const std::function<void(const InstanceRecord&)>& visit) override { return target_.scan(visit); }
+  ScanStats scan_eventually(const std::function<void(const InstanceRecord&)>& visit) override {
+    return target_.scan_eventually(visit);
+  }
   bool remove(const std::string& instance_id, const Expect& expect) override {
     return target_.remove(instance_id, expect);
   }

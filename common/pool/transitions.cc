@@ -54,6 +54,7 @@ Step claim(const InstanceRecord& idle, const std::string& label, const Secret& r
   Step s;
   s.expect.states = {State::kIdle};
   s.expect.generation = idle.generation;
+  s.expect.unmarked = true;  // a retire or keep mark written since the read wins
   s.change.state = State::kClaimed;
   s.change.generation = idle.generation + 1;
   s.change.label = label;
@@ -158,6 +159,7 @@ Step return_to_pool(const InstanceRecord& r, int64_t now_ms, const Timeouts& t, 
   s.expect.generation = r.generation;
   s.expect.signal = AgentSignal::kDrained;
   s.expect.signal_generation = r.generation;
+  s.expect.unmarked = true;  // a retire or keep mark written since the read wins
   s.change.state = State::kIdle;
   s.change.label = "";
   drop_assignment_secrets(s.change);

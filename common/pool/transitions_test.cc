@@ -107,6 +107,32 @@ TEST_F(Lifecycle, ARetireMarkNeedsTheStateAndGenerationReadAndOutlivesTheDrain) 
   EXPECT_TRUE(read(table, "i-1").retire_pending) << "release reads it once drained";
 }
 
+// An operator's mark written between a caller's read and its write (runpoolctl retire, or a
+// keep) fails the return and the claim made on that read: the mark is never undone.
+TEST_F(Lifecycle, AMarkWrittenAfterTheReadFailsTheReturnAndTheClaim) {
+  agent(AgentSignal::kRegistered);
+  ASSERT_TRUE(run(table, "i-1", mark_running(read(table, "i-1"), kTransitionNow, kT)));
+  ASSERT_TRUE(run(table, "i-1", start_drain(read(table, "i-1"), Secret("rm"), kTransitionNow, kT)));
+  agent(AgentSignal::kDrained);
+  const InstanceRecord drained = read(table, "i-1");
+  LifecycleChange unmark{.kept_until_ms = 0, .retire_pending = false};
+  ASSERT_TRUE(run(table, "i-1", mark_retire(read(table, "i-1"))));
+  EXPECT_FALSE(run(table, "i-1", return_to_pool(drained, kTransitionNow, kT))) << "retire mark since the read";
+  ASSERT_TRUE(table.transition("i-1", {}, unmark));
+  ASSERT_TRUE(table.transition("i-1", {}, {.kept_until_ms = kTransitionNow + 60'000}));
+  EXPECT_FALSE(run(table, "i-1", return_to_pool(drained, kTransitionNow, kT))) << "keep mark since the read";
+  EXPECT_EQ(read(table, "i-1").state, State::kDraining);
+  ASSERT_TRUE(table.transition("i-1", {}, unmark));
+  ASSERT_TRUE(run(table, "i-1", return_to_pool(drained, kTransitionNow, kT))) << "unmarked: the same read returns it";
+
+  const InstanceRecord idle = read(table, "i-1");
+  ASSERT_TRUE(run(table, "i-1", mark_retire(idle)));
+  EXPECT_FALSE(run(table, "i-1", claim(idle, "run-2", Secret("reg-2"), "u", kTransitionNow, kT)));
+  EXPECT_EQ(read(table, "i-1").state, State::kIdle);
+  ASSERT_TRUE(table.transition("i-1", {}, unmark));
+  EXPECT_TRUE(run(table, "i-1", claim(idle, "run-2", Secret("reg-2"), "u", kTransitionNow, kT)));
+}
+
 TEST_F(Lifecycle, AnAgentOnAnOldGenerationCannotSignal) {
   EXPECT_FALSE(table.report("i-1", {.signal = AgentSignal::kRegistered, .generation = 0}));
   EXPECT_FALSE(table.report("i-1", {.take_reg_token = true, .generation = 2}));

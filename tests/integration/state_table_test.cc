@@ -159,6 +159,34 @@ TEST_P(StateTableTest, AgentNotBusyAndTheOrphanBypassAndKeepMarks) {
   EXPECT_EQ(table_->get("i-shared1")->kept_until_ms, 0) << "0 removes the mark";
 }
 
+// An operator's mark (runpoolctl retire's retire_pending, keep_failed's kept_until) written after
+// a caller read the record fails that caller's return to the pool and its claim: never undone.
+TEST_P(StateTableTest, AMarkWrittenSinceTheReadFailsTheReturnAndTheClaim) {
+  ASSERT_TRUE(table_->create(record("i-mark1", State::kDraining, 5, "run-m")));
+  ASSERT_TRUE(table_->report("i-mark1", {.signal = AgentSignal::kDrained, .generation = 5}));
+  const InstanceRecord drained = *table_->get("i-mark1");
+  const Timeouts t;
+  const Step back = return_to_pool(drained, 1000, t);
+  const LifecycleChange unmark{.kept_until_ms = 0, .retire_pending = false};
+  ASSERT_TRUE(table_->transition("i-mark1", mark_retire(drained).expect, mark_retire(drained).change));
+  EXPECT_FALSE(table_->transition("i-mark1", back.expect, back.change)) << "retire mark since the read";
+  ASSERT_TRUE(table_->transition("i-mark1", {}, unmark));
+  ASSERT_TRUE(table_->transition("i-mark1", {}, {.kept_until_ms = 1'900'000'000'000}));
+  EXPECT_FALSE(table_->transition("i-mark1", back.expect, back.change)) << "keep mark since the read";
+  EXPECT_EQ(table_->get("i-mark1")->state, State::kDraining);
+  ASSERT_TRUE(table_->transition("i-mark1", {}, unmark));
+  ASSERT_TRUE(table_->transition("i-mark1", back.expect, back.change)) << "marks removed: the same read returns it";
+
+  const InstanceRecord idle = *table_->get("i-mark1");
+  const Step take = claim(idle, "run-n", Secret("reg"), "https://github.com/o/r", 1000, t);
+  ASSERT_TRUE(table_->transition("i-mark1", mark_retire(idle).expect, mark_retire(idle).change));
+  EXPECT_FALSE(table_->transition("i-mark1", take.expect, take.change)) << "retire mark since the read";
+  EXPECT_EQ(table_->get("i-mark1")->state, State::kIdle);
+  ASSERT_TRUE(table_->transition("i-mark1", {}, unmark));
+  EXPECT_TRUE(table_->transition("i-mark1", take.expect, take.change));
+  EXPECT_EQ(table_->get("i-mark1")->label, "run-n");
+}
+
 TEST_P(StateTableTest, ScanSeesEveryRecordAndRemoveIsConditional) {
   ASSERT_TRUE(table_->create(record("i-scan1", State::kTerminated, 1)));
   bool seen = false;
