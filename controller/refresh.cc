@@ -312,18 +312,18 @@ class Refresh {
         return write(a.instance_id, pool::start_drain(*a.record, *remove_token, now, t)) ? Outcome{Outcome::kDone, ""}
                                                                                          : changed;
       case ActionKind::kReturnToPool: {
-        // Its class's reuse policy decides as release's would: back (perhaps kept for its scope) or terminated.
-        pool::DrainedDecision reuse = drained_decision(s_, *a.record);
-        if (reuse.fate == pool::DrainedFate::kTerminate) {
-          if (!terminate_record()) return changed;
-          return {Outcome::kDone, "terminated, not returned: " + reuse.reason};
+        // As a provision or release finishes a drain (settle_drained): its runner confirmed gone on
+        // GitHub by name, then back to the pool (perhaps kept for its scope) or retired, as its
+        // class's reuse policy or an operator's retire mark says.
+        SettledDrain settled = settle_drained(ctx_, *a.record, true);
+        const std::string fate{pool::runner_fate_name(settled.runner.fate)};
+        switch (settled.end) {
+          case DrainedEnd::kReturned: return {Outcome::kDone, "", fate};
+          case DrainedEnd::kRetired: return {Outcome::kDone, "terminated, not returned: " + settled.retired_why, fate};
+          case DrainedEnd::kRunnerLeft: return {Outcome::kKept, settled.runner.detail, fate};
+          case DrainedEnd::kMoved: return changed;
         }
-        pool::Step step = pool::return_to_pool(*a.record, now, t, reuse.scope_key);
-        if (!write(a.instance_id, step)) return changed;
-        pool::InstanceRecord idle = *a.record;
-        pool::apply(idle, step.change);
-        advertise(idle);
-        return {Outcome::kDone, ""};
+        return changed;
       }
       case ActionKind::kAdvertise: {
         // Re-read first: a record claimed since it was read must not be advertised again.

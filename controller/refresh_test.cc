@@ -428,6 +428,22 @@ TEST_F(RefreshTest, DrainedButNotReturnedGoesBackToThePoolWithAMessage) {
   EXPECT_EQ(pool::parse_pool_message(bodies[0])->generation, r.generation);
 }
 
+// Returned as a provision returns one (settle_drained): a runner GitHub still lists under the
+// assignment's name (offline, so the plan believed `drained`) is deleted first; one it will not delete stays.
+TEST_F(RefreshTest, DrainedButNotReturnedHasItsRunnerConfirmedGoneFirst) {
+  InstanceRecord r = put(1, State::kDraining), held = put(2, State::kDraining);
+  for (const auto& d : {r, held}) {
+    runners.add(d.instance_id == r.instance_id ? 51 : 52, pool::runner_name("ci", d.instance_id, d.generation));
+    ASSERT_TRUE(table.report(d.instance_id, {.signal = pool::AgentSignal::kDrained, .generation = d.generation}));
+  }
+  runners.busy = {52};
+  EXPECT_EQ(refresh(), kExitOk) << out.str();
+  EXPECT_EQ(runners.deleted, (std::vector<int64_t>{51, 52})) << out.str();
+  EXPECT_EQ(get(r.instance_id).state, State::kIdle);
+  EXPECT_EQ(get(held.instance_id).state, State::kDraining);
+  EXPECT_EQ(outcome("return-to-pool", held.instance_id), "kept") << out.str();
+}
+
 // A release that crashed after the drain: refresh applies the class's reuse policy as release would.
 TEST_F(RefreshTest, DrainedButNotReturnedFollowsTheClassesReusePolicy) {
   settings.resource_class_reuse_policy["small"].reuse = pool::Reuse::kNever;
