@@ -135,6 +135,34 @@ TEST(ReleaseNoWait, TheNextProvisionWaitsForDrainingInstancesRatherThanLaunching
   EXPECT_EQ(w.compute.requests.size(), 2u) << "one CreateFleet for the first provision, one for the third runner";
 }
 
+// Two provisions at once: the first writes its wait on both drains, so the second, coming while
+// it waits, counts neither as coming capacity and launches at once rather than after the drains.
+TEST(ReleaseNoWait, TwoProvisionsNeverWaitForTheSameDrain) {
+  World w;
+  two_released(w);
+  bool started = false;
+  ProvisionReport second;
+  int64_t second_took = -1;
+  w.on_tick = [&] {
+    if (started) return;
+    started = true;  // the first provision's first pause: it waits for both drains
+    const int64_t start = w.now();
+    second = provision(w.ctx, testing::provision_options(2, "run-3"));
+    second_took = w.now() - start;
+    w.agents.drain_ok = true;  // the drains end once the second provision is served
+  };
+  ProvisionReport first = provision(w.ctx, testing::provision_options(2, "run-2"));
+  ASSERT_TRUE(first.ok) << first.error;
+  ASSERT_TRUE(started) << "the first provision never paused";
+  EXPECT_EQ(first.warm(), 2);
+  EXPECT_EQ(first.launched(), 0);
+  ASSERT_TRUE(second.ok) << second.error;
+  EXPECT_EQ(second.warm(), 0);
+  EXPECT_EQ(second.launched(), 2);
+  EXPECT_LT(second_took, 30'000) << "launched at once, not after the drains the first provision waits for";
+  for (const auto& i : first.instances) EXPECT_EQ(w.record(i.instance_id).awaited_until_ms, 0) << "taken: no wait left";
+}
+
 TEST(ReleaseNoWait, ADrainThatDoesNotEndInADrainsTimeIsNotWaitedForLong) {
   World w;
   two_released(w);

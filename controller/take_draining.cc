@@ -36,6 +36,7 @@ void DrainingTakeover::finish_drained() {
   f.need = plan_.count;
   plan = pool::plan_draining_claims(f);
   for (const auto& n : plan.notes) spdlog::info("draining instance {}: not for this claim", n);
+  reserve_awaited(f.expected_drain_ms);
   if (!plan.finish.empty() || !plan.await.empty()) {
     spdlog::info("pool {} is short by {}: {} drained instance(s) to finish, {} draining to wait for", plan_.resource_class,
                  plan_.count, plan.finish.size(), plan.await.size());
@@ -48,6 +49,32 @@ void DrainingTakeover::finish_drained() {
       spdlog::warn("instance {}: finishing its drain failed ({}); left to refresh", r.instance_id, e.what());
     }
   }
+}
+
+void DrainingTakeover::reserve_awaited(int64_t expected_drain_ms) {
+  std::vector<pool::InstanceRecord> won;
+  for (pool::InstanceRecord r : plan.await) {
+    // Until its drain's expected end: a wait that outlives that is not worth having.
+    pool::Step step = pool::await_drain(r, r.state_since_ms + expected_drain_ms, ctx_.now_ms());
+    bool ok = false;
+    try {
+      ok = ctx_.table.transition(r.instance_id, step.expect, step.change);
+    } catch (const std::exception& e) {
+      spdlog::warn("instance {}: could not mark it awaited ({})", r.instance_id, e.what());
+    }
+    if (ok) {
+      pool::apply(r, step.change);
+      won.push_back(r);
+    } else {
+      // Another provision waits for it, or it moved on: launched instead, now rather than late.
+      spdlog::info("draining instance {}: awaited by another provision, or no longer draining; launching instead",
+                   r.instance_id);
+      ++plan.launch_now;
+    }
+  }
+  plan.await = std::move(won);
+  plan.await_until_ms = 0;
+  for (const auto& r : plan.await) plan.await_until_ms = std::max(plan.await_until_ms, r.awaited_until_ms);
 }
 
 bool DrainingTakeover::take(const pool::InstanceRecord& r) {

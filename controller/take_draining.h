@@ -4,7 +4,9 @@
 // by name (settle_runner), returned to idle — and claimed at once for the provision's label; then,
 // up to a drain's expected time, the instances still draining are waited for and taken the same
 // way as they report `drained`. Every step is the usual conditional write, so a concurrent
-// provision, release or refresh finishing the same instance wins or loses it whole.
+// provision, release or refresh finishing the same instance wins or loses it whole; the wait itself
+// is written on each awaited record first (pool::await_drain), so two provisions never both wait
+// for one drain: the second launches at once instead.
 #pragma once
 
 #include <algorithm>
@@ -39,6 +41,9 @@ class DrainingTakeover {
  private:
   int taken() const { return static_cast<int>(claimed.size()); }
   bool enough() const { return taken() >= plan_.count; }
+  // Marks each awaited record as this provision's wait (pool::await_drain); one another provision
+  // marked first, or that moved on, is dropped from the wait and launched instead.
+  void reserve_awaited(int64_t expected_drain_ms);
   // A drained record (as read) finished and, when it returned, claimed. True when claimed.
   bool take(const pool::InstanceRecord& drained);
   // An idle record claimed for the label when the claim judge agrees; true when the write won.

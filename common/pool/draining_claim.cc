@@ -16,6 +16,7 @@ DrainingVerdict judge_draining(const InstanceRecord& r, const ClaimRequest& requ
   if (r.resource_class != request.resource_class) return pass("resource class differs");
   if (r.kept_until_ms != 0) return pass("kept for inspection");
   if (r.retire_pending) return pass("marked for retirement");
+  if (r.awaited_until_ms > request.now_ms) return pass("awaited by another provision");
   if (agent_reported(r, AgentSignal::kFailed)) return pass("its agent reported failed");
   const DrainedDecision reuse = drained_fate(policy, scope_key_for(r.reg_url, policy.reuse_scope));
   if (reuse.fate == DrainedFate::kTerminate) return pass("its class does not reuse it (" + reuse.reason + ")");

@@ -38,7 +38,8 @@ struct DrainingVerdict {
 // One record of the claim's pool and class, draining: may it serve the claim once returned? The
 // claim judge (judge_pool_message) decides on the record as return_to_pool would leave it, tagged
 // as the class's reuse policy says, so a draining instance is taken only where its pool message
-// would have been claimed. `expected_drain_ms`: see kExpectedDrainMs.
+// would have been claimed; one another provision waits for (await_drain) is its. `expected_drain_ms`:
+// see kExpectedDrainMs.
 DrainingVerdict judge_draining(const InstanceRecord& r, const ClaimRequest& request, const ReusePolicy& policy,
                                const Timeouts& timeouts, int64_t expected_drain_ms = kExpectedDrainMs);
 

@@ -167,6 +167,26 @@ TEST(DrainingClaim, PlanFinishesDrainedFirstWaitsForTheRestAndLaunchesWhatNoneCo
   }
 }
 
+// A drain another provision waits for (await_drain) is neither waited for nor taken by this one
+// until that wait lapses: it launches instead, at once.
+TEST(DrainingClaim, ADrainAnotherProvisionWaitsForIsItsUntilTheWaitLapses) {
+  InstanceRecord waited = draining("i-w"), done = drained("i-d"), lapsed = draining("i-l");
+  waited.awaited_until_ms = kNow + 80'000;
+  done.awaited_until_ms = kNow + 1;
+  lapsed.awaited_until_ms = kNow;
+  DrainingFacts f;
+  f.request = request();
+  f.need = 3;
+  f.records = {waited, done, lapsed};
+  DrainingPlan p = plan_draining_claims(f);
+  EXPECT_TRUE(p.finish.empty());
+  ASSERT_EQ(p.await.size(), 1u);
+  EXPECT_EQ(p.await[0].instance_id, "i-l");
+  EXPECT_EQ(p.launch_now, 2);
+  ASSERT_EQ(p.notes.size(), 2u);
+  for (const auto& n : p.notes) EXPECT_NE(n.find("awaited by another provision"), std::string::npos) << n;
+}
+
 TEST(DrainingClaim, NothingDrainingLaunchesEverything) {
   DrainingFacts f;
   f.request = request();

@@ -53,6 +53,10 @@ class ExpressionBuilder {
       require_absent_or(attr::kRetirePending, AttributeValue::boolean(false));
       require_absent_or(attr::kKeptUntil, AttributeValue::number(0));
     }
+    if (e.not_awaited_at) {
+      require("(attribute_not_exists(" + name(attr::kAwaitedUntil) + ") OR " + name(attr::kAwaitedUntil) +
+              " <= " + value(AttributeValue::number(*e.not_awaited_at)) + ")");
+    }
   }
 
   std::string update_expression() const {
@@ -224,6 +228,10 @@ bool DynamoStateTable::transition(const std::string& instance_id, const Expect& 
   if (c.reuse_scope_key) {
     if (!c.reuse_scope_key->empty()) b.set(attr::kReuseScopeKey, AttributeValue::string(*c.reuse_scope_key));
     else b.remove(attr::kReuseScopeKey);
+  }
+  if (c.awaited_until_ms) {
+    if (*c.awaited_until_ms != 0) b.set(attr::kAwaitedUntil, AttributeValue::number(*c.awaited_until_ms));
+    else b.remove(attr::kAwaitedUntil);
   }
   return conditional_update(db_, table_, key_of(instance_id), instance_id, b);
 }

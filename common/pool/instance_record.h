@@ -94,6 +94,9 @@ struct InstanceRecord {
   // The scope of its last assignment when its class reuses same-scope only ("repository:owner/name"
   // or "owner:owner", common/pool/reuse_policy.h): only a claim of that scope may take it. "": untagged.
   std::string reuse_scope_key;
+  // Draining: a provision waits for it until then, counting it as coming capacity
+  // (controller/take_draining.h); no other provision waits for it or takes it before. 0: none.
+  int64_t awaited_until_ms = 0;
   // What its class lets jobs do ("user", "docker", "sudo"; common/pool/reuse_policy.h), written at
   // launch: the agent grants it to each assignment's job user. "": a record from before the field
   // (the agent's own job_privileges applies).

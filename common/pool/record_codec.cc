@@ -61,6 +61,7 @@ aws::Item encode_record(const InstanceRecord& r) {
   put_string(item, attr::kAmiId, r.ami_id);
   if (r.retire_pending) item[attr::kRetirePending] = AttributeValue::boolean(true);
   put_string(item, attr::kReuseScopeKey, r.reuse_scope_key);
+  put_int(item, attr::kAwaitedUntil, r.awaited_until_ms);
   put_string(item, attr::kJobPrivileges, r.job_privileges);
   put_int(item, attr::kHeartbeat, r.heartbeat_ms);
   if (r.signal != AgentSignal::kNone) {
@@ -117,6 +118,7 @@ InstanceRecord decode_record(const aws::Item& item) {
     r.ami_id = aws::find_string(item, attr::kAmiId).value_or("");
     r.retire_pending = aws::find_bool(item, attr::kRetirePending).value_or(false);
     r.reuse_scope_key = aws::find_string(item, attr::kReuseScopeKey).value_or("");  // absent: untagged
+    r.awaited_until_ms = aws::find_int(item, attr::kAwaitedUntil).value_or(0);
     r.job_privileges = aws::find_string(item, attr::kJobPrivileges).value_or("");   // absent: the agent's own
     r.heartbeat_ms = aws::find_int(item, attr::kHeartbeat).value_or(0);
     if (auto s = aws::find_string(item, attr::kSignal)) {

@@ -47,6 +47,7 @@ inline constexpr const char* kRunnerVersion = "runner_version";
 inline constexpr const char* kAmiId = "ami_id";
 inline constexpr const char* kRetirePending = "retire_pending";
 inline constexpr const char* kReuseScopeKey = "reuse_scope_key";
+inline constexpr const char* kAwaitedUntil = "awaited_until";
 inline constexpr const char* kJobPrivileges = "job_privileges";
 inline constexpr const char* kPreRun = "pre_run";
 inline constexpr const char* kPreRunDetail = "pre_run_detail";

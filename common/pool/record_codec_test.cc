@@ -86,6 +86,7 @@ TEST(RecordCodec, MinimalRecordRoundTripsAndOmitsEmptyFields) {
   EXPECT_EQ(item.count(attr::kPreRun), 0u) << "no script, or not reported: no attribute";
   EXPECT_EQ(item.count(attr::kPreRunDetail), 0u);
   EXPECT_EQ(item.count(attr::kReuseScopeKey), 0u) << "untagged: no attribute, as in records written before it";
+  EXPECT_EQ(item.count(attr::kAwaitedUntil), 0u) << "no provision waits for it: no attribute";
   InstanceRecord back = decode_record(item);
   EXPECT_EQ(back.reuse_scope_key, "");
   EXPECT_EQ(item.count(attr::kJobPrivileges), 0u) << "records written before the field decode to \"\"";

@@ -14,6 +14,7 @@ bool meets(const InstanceRecord& r, const Expect& e) {
   }
   if (e.agent_not_busy && r.busy) return false;
   if (e.unmarked && (r.retire_pending || r.kept_until_ms != 0)) return false;
+  if (e.not_awaited_at && r.awaited_until_ms > *e.not_awaited_at) return false;
   return true;
 }
 
@@ -34,6 +35,7 @@ void apply(InstanceRecord& r, const LifecycleChange& c) {
   if (c.bypass_removal) r.bypass_removal = *c.bypass_removal;
   if (c.retire_pending) r.retire_pending = *c.retire_pending;
   if (c.reuse_scope_key) r.reuse_scope_key = *c.reuse_scope_key;
+  if (c.awaited_until_ms) r.awaited_until_ms = *c.awaited_until_ms;
 }
 
 void apply(InstanceRecord& r, const AgentReport& a) {

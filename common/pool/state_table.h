@@ -28,6 +28,8 @@ struct Expect {
   // false, keep_failed's kept_until absent or 0. An instance returned to the pool or claimed on a
   // read that predates the mark would undo it.
   bool unmarked = false;
+  // No provision waits for it at this time: awaited_until absent or not after it.
+  std::optional<int64_t> not_awaited_at{};
 };
 
 // A controller change to lifecycle fields. Unset fields stay as they are.
@@ -48,6 +50,7 @@ struct LifecycleChange {
   std::optional<bool> bypass_removal{};      // false removes the mark
   std::optional<bool> retire_pending{};      // false removes the mark
   std::optional<std::string> reuse_scope_key{};  // "" removes the tag
+  std::optional<int64_t> awaited_until_ms{};     // a provision's wait for the drain; 0 removes it
   // No agent field is ever touched here: a new assignment is told apart from the previous one by
   // the generation its signal names, not by clearing the agent's fields.
 };

@@ -169,6 +169,16 @@ Step return_to_pool(const InstanceRecord& r, int64_t now_ms, const Timeouts& t, 
   s.change.advertise_pending = true;
   s.change.orphan_since_ms = 0;  // drained and clean: whatever scale-down suspected is over
   s.change.reuse_scope_key = reuse_scope_key;
+  s.change.awaited_until_ms = 0;  // the wait for its drain is over
+  return s;
+}
+
+Step await_drain(const InstanceRecord& r, int64_t until_ms, int64_t now_ms) {
+  Step s;
+  s.expect.states = {State::kDraining};
+  s.expect.generation = r.generation;
+  s.expect.not_awaited_at = now_ms;
+  s.change.awaited_until_ms = until_ms;
   return s;
 }
 

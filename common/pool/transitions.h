@@ -81,6 +81,11 @@ Step mark_retire(const InstanceRecord& r);
 // `reuse_scope_key` ("" clears any tag: any scope may claim it; see reuse_policy.h).
 Step return_to_pool(const InstanceRecord& r, int64_t now_ms, const Timeouts& t, const std::string& reuse_scope_key = "");
 
+// draining(gen) that no provision waits for at `now_ms` → a provision waits for it until
+// `until_ms`: two provisions never both count one drain as their coming capacity. The wait lapses
+// at `until_ms` (return_to_pool ends it sooner).
+Step await_drain(const InstanceRecord& r, int64_t until_ms, int64_t now_ms);
+
 // idle(gen) with advertise_pending → cleared, after the pool message was sent.
 Step advertised(const InstanceRecord& r);
 

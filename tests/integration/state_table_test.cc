@@ -187,6 +187,22 @@ TEST_P(StateTableTest, AMarkWrittenSinceTheReadFailsTheReturnAndTheClaim) {
   EXPECT_EQ(table_->get("i-mark1")->label, "run-n");
 }
 
+// A provision's wait for a drain (await_drain): one at a time until it lapses; the return ends it.
+TEST_P(StateTableTest, OneProvisionAtATimeWaitsForADrain) {
+  ASSERT_TRUE(table_->create(record("i-await1", State::kDraining, 4, "run-w")));
+  const InstanceRecord r = *table_->get("i-await1");
+  const Step first = await_drain(r, 5000, 1000), second = await_drain(r, 6000, 4999), later = await_drain(r, 9000, 5000);
+  ASSERT_TRUE(table_->transition("i-await1", first.expect, first.change));
+  EXPECT_EQ(table_->get("i-await1")->awaited_until_ms, 5000);
+  EXPECT_FALSE(table_->transition("i-await1", second.expect, second.change)) << "the first provision's wait holds";
+  ASSERT_TRUE(table_->transition("i-await1", later.expect, later.change)) << "lapsed: another may wait";
+  ASSERT_TRUE(table_->report("i-await1", {.signal = AgentSignal::kDrained, .generation = 4}));
+  const Step back = return_to_pool(*table_->get("i-await1"), 6000, Timeouts{});
+  ASSERT_TRUE(table_->transition("i-await1", back.expect, back.change));
+  EXPECT_EQ(table_->get("i-await1")->awaited_until_ms, 0) << "returned: no wait left on it";
+  EXPECT_FALSE(table_->transition("i-await1", later.expect, later.change)) << "only a draining record is waited for";
+}
+
 TEST_P(StateTableTest, ScanSeesEveryRecordAndRemoveIsConditional) {
   ASSERT_TRUE(table_->create(record("i-scan1", State::kTerminated, 1)));
   bool seen = false;
