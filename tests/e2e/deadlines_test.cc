@@ -44,8 +44,11 @@ class Deadlines : public E2eTest {
 
 TEST_F(Deadlines, ExpiredInEveryStateRefreshRetiresOrDrains) {
   // Five assignments at once, each its own provision: running (max_runtime 6 s), draining,
-  // idle, a seed for the pool, and one whose agent never registers (boot_timeout 4 s).
-  auto running_p = start_ctl(provision_args("dl-running", 1), {{"RUNPOOL_MAX_RUNTIME", "6s"}});
+  // idle, a seed for the pool, and one whose agent never registers (boot_timeout 4 s). running
+  // is of the large class: the never-registering provisions' replacements (small) would
+  // otherwise wait for its drain and take it.
+  auto running_p =
+      start_ctl(provision_args("dl-running", 1, {"--resource-class", "large"}), {{"RUNPOOL_MAX_RUNTIME", "6s"}});
   auto draining_p = start_ctl(provision_args("dl-draining", 1));
   auto idle_p = start_ctl(provision_args("dl-idle", 1));
   auto seed_p = start_ctl(provision_args("dl-seed", 1));
@@ -154,7 +157,8 @@ TEST_F(Deadlines, ExpiredInEveryStateRefreshRetiresOrDrains) {
   // message was dropped — by the claim above, which found it too short-lived, or by pass 2's
   // sweep, as stale); no runner registered.
   EXPECT_EQ(record(running).state, State::kIdle);
-  EXPECT_EQ(queue_bodies(), std::vector<std::string>{message_for(running, record(running).generation)});
+  EXPECT_EQ(queue_bodies("large"), std::vector<std::string>{message_for(running, record(running).generation)});
+  EXPECT_TRUE(queue_bodies().empty()) << ::testing::PrintToString(queue_bodies());
   EXPECT_TRUE(registered_runners().empty()) << ::testing::PrintToString(registered_runners());
   for (const auto& r : records()) {
     if (r.instance_id != running) {
