@@ -208,6 +208,7 @@ int run_agent(const AgentSettings& s, const std::string& version) {
     // with this start when an agent restarted mid-assignment has none.
     hs.sweep.mount_baseline = hs.root + ".mounts";
     hs.unused_user_mark = hs.root + ".unused-user";
+    hs.install_manifest_file = hs.root + ".installation";
     std::ifstream mountinfo(hs.sweep.mountinfo, std::ios::binary);
     hs.sweep.start_mountinfo.assign(std::istreambuf_iterator<char>(mountinfo), std::istreambuf_iterator<char>());
   } else {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <sstream>
 #include <vector>
 
 #include "agent/safe_path.h"
@@ -44,6 +45,20 @@ void walk(int dir, const std::string& prefix, const std::function<bool(const std
   }
 }
 
+constexpr char kHex[] = "0123456789abcdef";
+
+std::optional<std::string> unhex(const std::string& h) {
+  if (h.empty() || h.size() % 2 != 0) return std::nullopt;
+  std::string out;
+  for (size_t i = 0; i < h.size(); i += 2) {
+    const char* hi = std::strchr(kHex, h[i]);
+    const char* lo = std::strchr(kHex, h[i + 1]);
+    if (!hi || !lo || !*hi || !*lo) return std::nullopt;
+    out.push_back(static_cast<char>((hi - kHex) * 16 + (lo - kHex)));
+  }
+  return out;
+}
+
 }  // namespace
 
 InstallManifest take_manifest(const std::string& root, const std::function<bool(const std::string&, uid_t)>& skip) {
@@ -74,6 +89,34 @@ std::optional<std::string> manifest_difference(const InstallManifest& before, co
     if (!before.contains(path)) return path + ": new";
   }
   return std::nullopt;
+}
+
+std::string encode_manifest(const InstallManifest& m) {
+  std::ostringstream out;
+  for (const auto& [path, e] : m) {
+    for (unsigned char c : path) out << kHex[c >> 4] << kHex[c & 15];
+    out << ' ' << e.mode << ' ' << e.uid << ' ' << e.gid << ' ' << e.size << ' ' << e.ctime_ns << ' ' << e.mtime_ns
+        << '\n';
+  }
+  return out.str();
+}
+
+std::optional<InstallManifest> decode_manifest(const std::string& text) {
+  InstallManifest m;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream in(line);
+    std::string hex, rest;
+    ManifestEntry e;
+    if (!(in >> hex >> e.mode >> e.uid >> e.gid >> e.size >> e.ctime_ns >> e.mtime_ns) || (in >> rest)) {
+      return std::nullopt;
+    }
+    auto path = unhex(hex);
+    if (!path || !m.emplace(*path, e).second) return std::nullopt;
+  }
+  if (m.empty() || !text.ends_with('\n')) return std::nullopt;
+  return m;
 }
 
 }  // namespace runpool::agent

@@ -39,4 +39,11 @@ InstallManifest take_manifest(const std::string& root, const std::function<bool(
 // changed (mode, size)", "hooks/y: new", "run.sh: gone"); nullopt when they are the same.
 std::optional<std::string> manifest_difference(const InstallManifest& before, const InstallManifest& now);
 
+// As text for a state file, so an agent restarted mid-assignment still compares against the
+// assignment's start: one line per entry, the path hex-encoded (any byte may be in a name).
+std::string encode_manifest(const InstallManifest& m);
+// nullopt for anything encode_manifest() did not write: a malformed line, a bad number, no
+// entries — never a partial manifest, which would let what it lost go unchecked.
+std::optional<InstallManifest> decode_manifest(const std::string& text);
+
 }  // namespace runpool::agent

@@ -68,5 +68,27 @@ TEST_F(InstallManifestTest, SaysWhatChanged) {
   EXPECT_EQ(manifest_difference(before, take()).value_or(""), "run.sh: gone");
 }
 
+TEST_F(InstallManifestTest, KeptAsTextAndReadBackWhole) {
+  std::ofstream(root_ + "/bin/a name\nwith a newline") << "x";
+  const auto m = take();
+  const std::string text = encode_manifest(m);
+  EXPECT_EQ(decode_manifest(text), m);
+  struct Case {
+    const char* what;
+    std::string text;
+  };
+  const Case bad[] = {
+      {"empty", ""},
+      {"cut short (no last newline)", text.substr(0, text.size() - 1)},
+      {"a line short of a field", text.substr(0, text.rfind(' ', text.find('\n'))) + "\n"},
+      {"a word too many", "61 1 2 3 4 5 6 7\n"},
+      {"a path not hex", "zz 1 2 3 4 5 6\n"},
+      {"an odd hex path", "616 1 2 3 4 5 6\n"},
+      {"a number not a number", "61 1 2 x 4 5 6\n"},
+      {"one path twice", "61 1 2 3 4 5 6\n61 1 2 3 4 5 6\n"},
+  };
+  for (const auto& c : bad) EXPECT_EQ(decode_manifest(c.text), std::nullopt) << c.what;
+}
+
 }  // namespace
 }  // namespace runpool::agent

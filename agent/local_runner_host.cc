@@ -448,6 +448,9 @@ void LocalRunnerHost::clean() {
   if (s_.tenants) {
     // _work and _home are the next job user's, made by prepare(); what the sweep left must be the
     // installation as it was.
+    // An agent restarted mid-assignment compares with the start an earlier one kept; none kept
+    // means no assignment was prepared on this installation.
+    if (!manifest_) manifest_ = kept_manifest();
     if (manifest_) {
       auto now = take_manifest(s_.root, [&](const std::string&, uid_t owner) { return s_.tenant_range.contains(owner); });
       if (auto diff = manifest_difference(*manifest_, now)) {

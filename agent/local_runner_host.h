@@ -58,6 +58,10 @@ struct RunnerHostSettings {
   // Where start_listener() keeps the Listener's pid and start time (root-owned, outside the runner
   // root): the one adopt_listener() follows. "" = none kept (adopt goes by command line).
   std::string listener_mark;
+  // Where prepare() keeps the installation's manifest (root-owned, outside the runner root), so an
+  // agent restarted mid-assignment still compares the clean with the assignment's start. "" = kept
+  // in memory only.
+  std::string install_manifest_file;
   // Caches kept for the next assignment of the same scope (job users only; nullptr: none kept).
   JobCache* cache = nullptr;
   CacheScope cache_scope = CacheScope::kNone;
@@ -122,6 +126,7 @@ class LocalRunnerHost final : public RunnerHost {
   bool ensure_job_user(bool docker);  // true: made now
   void confine();
   void install_for(const UserIdentity& user);
+  std::optional<InstallManifest> kept_manifest();
   // job_privileges = sudo: the job user's sudoers drop-in, written by prepare(), removed by clean().
   void grant_root(const UserIdentity& user);
   void revoke_root();

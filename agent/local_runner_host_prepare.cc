@@ -114,6 +114,18 @@ void LocalRunnerHost::confine() {
   if (s_.confine_jobs) s_.confine_jobs();
 }
 
+std::optional<InstallManifest> LocalRunnerHost::kept_manifest() {
+  if (s_.install_manifest_file.empty() || !read_state_file(s_.install_manifest_file)) return std::nullopt;
+  // Only root's own, whole: anything else could hide a change to the installation.
+  auto text = read_own_state_file(s_.install_manifest_file);
+  auto m = text ? decode_manifest(*text) : std::nullopt;
+  if (!m) {
+    throw std::runtime_error(s_.install_manifest_file +
+                             " is not as the agent wrote it: the runner's installation cannot be compared");
+  }
+  return m;
+}
+
 void LocalRunnerHost::install_for(const UserIdentity& user) {
   const fs::path root(s_.root);
   if (auto bad = root_ops::unsearchable_ancestor(root, user)) {
@@ -129,6 +141,11 @@ void LocalRunnerHost::install_for(const UserIdentity& user) {
       throw std::runtime_error("runner_template " + s_.template_dir + " has no bin/Runner.Listener");
     }
     spdlog::info("installing the runner from {} into {}", s_.template_dir, s_.root);
+    // A new installation: what described the old one is no longer what a clean compares with.
+    manifest_.reset();
+    if (!s_.install_manifest_file.empty() && unlink(s_.install_manifest_file.c_str()) != 0 && errno != ENOENT) {
+      throw std::runtime_error("cannot remove " + s_.install_manifest_file + ": " + std::strerror(errno));
+    }
     fs::create_directories(root.parent_path(), ec);
     if (ec) throw std::runtime_error("cannot create " + root.parent_path().string() + ": " + ec.message());
     // Copied next to the root and renamed into place, so a crash never leaves half a runner.
@@ -152,8 +169,13 @@ void LocalRunnerHost::install_for(const UserIdentity& user) {
   }
   if (s_.tenants && !manifest_) {
     // Taken with no job user's file in the root (the last clean removed them): what the next
-    // clean must find again.
-    manifest_ = take_manifest(s_.root, [&](const std::string&, uid_t owner) { return s_.tenant_range.contains(owner); });
+    // clean must find again. An earlier agent's, when there is one: this one may have restarted
+    // after a job ran.
+    manifest_ = kept_manifest();
+    if (!manifest_) {
+      manifest_ = take_manifest(s_.root, [&](const std::string&, uid_t owner) { return s_.tenant_range.contains(owner); });
+      if (!s_.install_manifest_file.empty()) write_state_file(s_.install_manifest_file, encode_manifest(*manifest_));
+    }
   }
   root_ops::user_dir(root / "_work", user, 0755);
   root_ops::user_dir(root / "_home", user, 0700);

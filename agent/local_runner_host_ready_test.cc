@@ -57,6 +57,7 @@ class ReadyNext : public ::testing::Test {
     s_.sweep.sysvipc_dir = (base_ / "no-sysvipc").string();
     s_.sweep.mount_baseline = (base_ / "mounts").string();
     s_.unused_user_mark = (base_ / "unused-user").string();
+    s_.install_manifest_file = (base_ / "installation").string();
     s_.path = "/usr/bin:/bin";
     s_.cleanup_timeout = 2s;
     s_.end_processes = false;
@@ -266,6 +267,46 @@ TEST_F(ReadyNext, PrivilegesThisMachineCannotGrantAreRefusedWhenClaimedNotWhenRe
   EXPECT_NO_THROW(host.prepare("user"));
   EXPECT_THROW(host.prepare("sudo-please"), std::runtime_error);
   host.clean();
+}
+
+// The agent restarted mid-assignment (systemd brings it back after a crash or an OOM kill): the
+// clean still compares the installation with the assignment's start, kept root's alone.
+TEST_F(ReadyNext, ARestartedAgentStillComparesTheInstallationWithTheAssignmentsStart) {
+  {
+    LocalRunnerHost host(s_, nullptr);
+    host.prepare("");
+  }
+  ASSERT_TRUE(fs::exists(s_.install_manifest_file));
+  std::ofstream(base_ / "runner" / "bin" / "Runner.Listener", std::ios::app) << "# planted\n";
+  LocalRunnerHost restarted(s_, nullptr);
+  try {
+    restarted.clean();
+    ADD_FAILURE() << "a changed installation passed a restarted agent's clean";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("bin/Runner.Listener: changed"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(users_->current()) << "the job user is retired all the same";
+}
+
+TEST_F(ReadyNext, AKeptManifestAnyoneButRootCouldHaveWrittenFailsTheClean) {
+  {
+    LocalRunnerHost host(s_, nullptr);
+    host.prepare("");
+  }
+  ASSERT_EQ(chmod(s_.install_manifest_file.c_str(), 0644), 0);
+  LocalRunnerHost restarted(s_, nullptr);
+  try {
+    restarted.clean();
+    ADD_FAILURE() << "a manifest open to others was believed";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot be compared"), std::string::npos) << e.what();
+  }
+  // And one whose installation is untouched passes after a restart: nothing is failed for nothing.
+  ASSERT_EQ(chmod(s_.install_manifest_file.c_str(), 0600), 0);
+  LocalRunnerHost again(s_, nullptr);
+  again.prepare("");
+  LocalRunnerHost after(s_, nullptr);
+  EXPECT_NO_THROW(after.clean());
 }
 
 }  // namespace
