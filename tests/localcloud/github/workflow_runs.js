@@ -91,12 +91,32 @@ class WorkflowRuns {
 
   // POST …/rerun-failed-jobs. Errors: the stand-in's choices where GitHub's are undocumented.
   rerunFailed(run) {
+    this.mayRerun(run);
+    const again = this.latest(run).filter((j) => RERUN.has(jobConclusion(j))).map((j) => j.name);
+    if (!again.length) throw new HttpError(403, 'This workflow run has no failed jobs to re-run.', { doc: DOC });
+    this.requeue(run, again);
+  }
+
+  // POST …/actions/jobs/{job_id}/rerun ("Re-run a job and its dependent jobs in a workflow run";
+  // OpenAPI: 201 empty-object, 403 forbidden): whatever the job's conclusion, once its run is over.
+  // A job an attempt has since replaced is not the run's to re-run (the stand-in's choice: 403).
+  rerunJob(run, job) {
+    this.mayRerun(run);
+    if (!this.latest(run).includes(job)) throw new HttpError(403, 'This job has been re-run in a newer attempt of its workflow run.', { doc: JOBS_DOC });
+    this.requeue(run, [job.name]);
+  }
+
+  mayRerun(run) {
     if (this.status(run) !== 'completed') throw new HttpError(403, 'This workflow run is not completed yet.', { doc: DOC });
     if (run.attempt >= MAX_ATTEMPTS) throw new HttpError(403, `This workflow run has reached the maximum of ${MAX_ATTEMPTS} attempts.`, { doc: DOC });
+  }
+
+  // A new attempt: the named jobs and every job that needs one of them (transitively) again, as
+  // new jobs under the same labels; the others carried over.
+  requeue(run, names) {
     const latest = this.latest(run);
-    const again = new Set(latest.filter((j) => RERUN.has(jobConclusion(j))).map((j) => j.name));
-    if (!again.size) throw new HttpError(403, 'This workflow run has no failed jobs to re-run.', { doc: DOC });
-    for (let grew = true; grew;) { // dependents of a re-run job run again too
+    const again = new Set(names);
+    for (let grew = true; grew;) {
       grew = false;
       for (const j of latest) {
         if (!again.has(j.name) && j.needs.some((n) => again.has(n))) { again.add(j.name); grew = true; }
@@ -112,6 +132,9 @@ class WorkflowRuns {
     }
     run.updatedAt = Date.now();
   }
+
+  // The run a job belongs to, or undefined (a job queued outside any run).
+  runOfJob(job) { return job && job.runId != null ? this.runs.get(Number(job.runId)) : undefined; }
 
   restJob(run, j, origin) {
     const api = `${origin}/api/v3/repos/${run.owner}/${run.repo}/actions`;
@@ -161,6 +184,13 @@ function routes({ model, runs }) {
     if (!run || lc(run.owner) !== lc(ctx.params.owner) || lc(run.repo) !== lc(ctx.params.repo)) throw new HttpError(404, 'Not Found', { doc: DOC });
     return run;
   };
+  const jobOf = (ctx) => {
+    access(model, ctx.principal, ctx.params.owner);
+    const job = runs.broker.jobs.get(Number(ctx.params.job_id));
+    const run = runs.runOfJob(job);
+    if (!run || lc(run.owner) !== lc(ctx.params.owner) || lc(run.repo) !== lc(ctx.params.repo)) throw new HttpError(404, 'Not Found', { doc: JOBS_DOC });
+    return { run, job };
+  };
   const base = '/repos/{owner}/{repo}/actions/runs';
   return [
     ['GET', base, (ctx) => {
@@ -181,6 +211,15 @@ function routes({ model, runs }) {
       const all = filter === 'all' ? runs.jobsOf(run) : runs.latest(run);
       const p = page(ctx, all);
       return { status: 200, headers: p.headers, body: { total_count: all.length, jobs: p.items.map((j) => runs.restJob(run, j, ctx.origin)) } };
+    }],
+    ['GET', '/repos/{owner}/{repo}/actions/jobs/{job_id}', (ctx) => {
+      const { run, job } = jobOf(ctx);
+      return { status: 200, body: runs.restJob(run, job, ctx.origin) };
+    }],
+    ['POST', '/repos/{owner}/{repo}/actions/jobs/{job_id}/rerun', (ctx) => {
+      const { run, job } = jobOf(ctx);
+      runs.rerunJob(run, job);
+      return { status: 201, body: {} };
     }],
     ['POST', `${base}/{run_id}/rerun-failed-jobs`, (ctx) => {
       runs.rerunFailed(runOf(ctx));

@@ -106,3 +106,37 @@ test('control refuses what a run cannot hold', async () => {
   assert.equal((await gh.control('POST', `/jobs/${self.id}/complete`, { result: 'Succeeded' })).status, 409); // not hosted
   assert.equal((await gh.control('POST', '/runs', { owner: 'acme' })).status, 400);
 });
+
+test('re-run a job: that job and its dependents again once the run is over, same labels; the replaced one is not re-run', async () => {
+  const o = kit('ghp_runs_pat_0001');
+  const run = await ctl('POST', '/runs', { owner: 'acme', repo: 'spot', name: 'ci' });
+  const provision = await ctl('POST', '/jobs', { runId: run.id, name: 'provision', labels: ['ubuntu-latest'], hosted: true });
+  await ctl('POST', `/jobs/${provision.id}/complete`, { result: 'Succeeded' });
+  const build = await ctl('POST', '/jobs', { runId: run.id, name: 'build', labels: ['ci-9-1-p'], needs: ['provision'] });
+  const test2 = await ctl('POST', '/jobs', { runId: run.id, name: 'test', labels: ['ci-9-1-p'], needs: ['build'] });
+  const release = await ctl('POST', '/jobs', { runId: run.id, name: 'release', labels: ['ubuntu-latest'], hosted: true, needs: ['provision', 'build'] });
+
+  const got = (await o.rest.actions.getJobForWorkflowRun({ owner: 'acme', repo: 'spot', job_id: build.id })).data;
+  assert.deepEqual([got.id, got.run_id, got.run_attempt, got.status, got.name], [build.id, run.id, 1, 'queued', 'build']);
+  await rejects(o.rest.actions.reRunJobForWorkflowRun({ owner: 'acme', repo: 'spot', job_id: build.id }), 403, /not completed/);
+  await rejects(o.rest.actions.reRunJobForWorkflowRun({ owner: 'acme', repo: 'app', job_id: build.id }), 404);
+  await rejects(kit('ghp_other_pat_001').rest.actions.reRunJobForWorkflowRun({ owner: 'acme', repo: 'spot', job_id: build.id }), 404);
+
+  await ctl('POST', `/jobs/${build.id}/cancel`);
+  await ctl('POST', `/jobs/${test2.id}/cancel`);
+  await ctl('POST', `/jobs/${release.id}/complete`, { result: 'Succeeded' });
+  const r = await o.rest.actions.reRunJobForWorkflowRun({ owner: 'acme', repo: 'spot', job_id: build.id });
+  assert.equal(r.status, 201);
+  const latest = (await o.rest.actions.listJobsForWorkflowRun({ owner: 'acme', repo: 'spot', run_id: run.id })).data.jobs;
+  const byName = Object.fromEntries(latest.map((j) => [j.name, j]));
+  assert.deepEqual([byName.build.run_attempt, byName.build.status, byName.build.labels], [2, 'queued', ['ci-9-1-p']]);
+  assert.deepEqual([byName.test.run_attempt, byName.release.run_attempt, byName.provision.run_attempt], [2, 2, 1]);
+  assert.notEqual(byName.build.id, build.id);
+  // Going again: refused; and once over, the first attempt's job is no longer the one to re-run.
+  await rejects(o.rest.actions.reRunJobForWorkflowRun({ owner: 'acme', repo: 'spot', job_id: build.id }), 403, /not completed/);
+  for (const name of ['build', 'test']) await ctl('POST', `/jobs/${byName[name].id}/cancel`);
+  await ctl('POST', `/jobs/${byName.release.id}/complete`, { result: 'Succeeded' });
+  await rejects(o.rest.actions.reRunJobForWorkflowRun({ owner: 'acme', repo: 'spot', job_id: build.id }), 403, /newer attempt/);
+  // The newest attempt's job may be re-run, whatever its conclusion.
+  assert.equal((await o.rest.actions.reRunJobForWorkflowRun({ owner: 'acme', repo: 'spot', job_id: byName.build.id })).status, 201);
+});
