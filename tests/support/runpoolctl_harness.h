@@ -102,6 +102,7 @@ class CtlProcess {
   }
 
   void signal(int sig) { kill(pid_, sig); }
+  pid_t pid() const { return pid_; }
 
   // Waits up to `timeout`; kills it (and fails the result) past that.
   CtlResult wait(std::chrono::milliseconds timeout = std::chrono::seconds(120)) {
