@@ -195,10 +195,16 @@ class AgentLoop {
     int64_t registered_generation = 0;
     std::string runner_version;
     bool notice = false;
+    bool spot_result = false;  // the spot job's result (below) is on the record
     int64_t evidence_generation = 0;  // the failure detail this agent wrote last, and its generation
     std::string evidence;
   };
   Written written_;
+  // The job in hand when the spot interruption notice came ("-": requested, not named yet; "":
+  // none), and the runner's result if it still ended here: the controller re-runs a job lost to
+  // spot (common/pool/spot_rerun.h).
+  std::string spot_job_;
+  std::string spot_result_;
 
   // How far the assignment has got, and its drain: each reset whole when the next one starts.
   struct AssignmentProgress {

@@ -47,6 +47,7 @@ void AgentLoop::observe(const RunnerEvent& e) {
       break;
     case RunnerEvent::kJobCompleted:
       job_track_ = apply_job_signal(job_track_, JobSignal::kCompleted, now);
+      if (!spot_job_.empty() && spot_result_.empty()) spot_result_ = e.result.empty() ? "completed" : e.result;
       break;
     case RunnerEvent::kVersion:
       as_.runner_version = e.result;

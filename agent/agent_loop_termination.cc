@@ -84,6 +84,11 @@ void AgentLoop::handle_notice() {
   if (!n) return;
   if (!st_.interrupted) {
     st_.interrupted = true;
+    // A spot notice with a job in hand: that job is likely lost with the instance.
+    if (n->kind == Notice::kSpotInterruption && st_.phase == Phase::kServing && busy_.load()) {
+      spot_job_ = activity_.current_job().empty() ? "-" : activity_.current_job();
+      spdlog::warn("job in hand at the spot notice: {}", spot_job_);
+    }
     spdlog::warn("interruption notice: {}; draining and taking no new assignment", n->detail);
     if (st_.phase == Phase::kServing) begin_drain("interruption notice: " + n->detail);
   }
@@ -92,7 +97,13 @@ void AgentLoop::handle_notice() {
     r.signal = AgentSignal::kInterrupted;
     r.generation = record_->generation;
     set_detail(r, record_->generation, clip(n->detail), false);
+    if (!spot_job_.empty()) r.spot_job = spot_job_;
     if (report(r, "interrupted") != Reported::kFailed) written_.notice = true;
+  }
+  if (written_.notice && !written_.spot_result && !spot_result_.empty() && reachable_) {
+    AgentReport r;
+    r.spot_job_result = spot_result_;
+    if (report(r, "spot job result") != Reported::kFailed) written_.spot_result = true;
   }
 }
 

@@ -88,4 +88,6 @@ std::vector<github::WorkflowJob> GithubRunners::run_jobs(const std::string& repo
   return client().list_run_jobs(repository, run_id);
 }
 
+void GithubRunners::rerun_job(const std::string& repository, int64_t job_id) { client().rerun_job(repository, job_id); }
+
 }  // namespace runpool::controller

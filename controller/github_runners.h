@@ -30,6 +30,7 @@ class GithubRunners final : public Runners {
   long requests_sent(const std::string& operation) override;
   std::vector<github::WorkflowRun> workflow_runs(const std::string& repository, const std::string& status) override;
   std::vector<github::WorkflowJob> run_jobs(const std::string& repository, int64_t run_id) override;
+  void rerun_job(const std::string& repository, int64_t job_id) override;
 
   // The REST client, built on first use (serve's scale-set discovery asks it for registration
   // tokens). Throws ConfigError when GitHub is not configured.

@@ -39,9 +39,9 @@ struct RerunWorld : World {
   // GitHub after "re-run failed jobs": attempt 2 of run 7001, `queued` jobs waiting on `label`.
   void rerun_queued(const std::string& label, int queued) {
     github.runs["acme/app queued"] = {{7001, 2, "queued"}};
-    std::vector<github::WorkflowJob> jobs = {{1, 1, "completed", "provision", {"ubuntu-latest"}}};
-    for (int i = 0; i < queued; ++i) jobs.push_back({int64_t(10 + i), 2, "queued", "build", {label}});
-    jobs.push_back({30, 2, "queued", "release", {"ubuntu-latest"}});
+    std::vector<github::WorkflowJob> jobs = {{1, 1, "completed", "provision", {"ubuntu-latest"}, "success", "GitHub Actions 1"}};
+    for (int i = 0; i < queued; ++i) jobs.push_back({int64_t(10 + i), 2, "queued", "build", {label}, "", ""});
+    jobs.push_back({30, 2, "queued", "release", {"ubuntu-latest"}, "", ""});
     github.jobs[7001] = jobs;
   }
   std::vector<pool::InstanceRecord> records() {
@@ -136,7 +136,7 @@ TEST(Rerun, ARerunsQueuedJobsGetRunnersOnTheirLabelOnce) {
   EXPECT_EQ(w.running("ci-7001-1-provision"), 0);
   // A third attempt queues the job again: served again.
   w.github.runs["acme/app queued"] = {{7001, 3, "queued"}};
-  w.github.jobs[7001] = {{40, 3, "queued", "build", {"ci-7001-1-provision"}}};
+  w.github.jobs[7001] = {{40, 3, "queued", "build", {"ci-7001-1-provision"}, "", ""}};
   auto third = serve_reruns(w.ctx, w.records(), false, errors);
   ASSERT_EQ(third.size(), 1u);
   EXPECT_EQ(third[0].outcome.kind, ActionOutcome::kDone);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/github/github_error.h"
 #include "common/github/runner.h"
 #include "common/github/workflow_run.h"
 #include "common/secret.h"
@@ -38,6 +39,13 @@ class Runners {
   // re-run check (common/pool/rerun_plan.h).
   virtual std::vector<github::WorkflowRun> workflow_runs(const std::string& repository, const std::string& status) = 0;
   virtual std::vector<github::WorkflowJob> run_jobs(const std::string& repository, int64_t run_id) = 0;
+  // Re-runs a job lost to a spot interruption (common/pool/spot_rerun.h): returns on GitHub's 201,
+  // throws github::GithubError otherwise. Only the real client and the fakes of tests that re-run
+  // implement it; the others refuse every call.
+  virtual void rerun_job(const std::string& repository, int64_t job_id) {
+    throw github::GithubError("ReRunJobForWorkflowRun", 0, "not offered by this GitHub client (" + repository + ", job " +
+                                                                std::to_string(job_id) + ")");
+  }
   virtual std::optional<github::Runner> get(int64_t runner_id) {
     for (auto& r : list()) {
       if (r.id == runner_id) return r;

@@ -224,4 +224,10 @@ std::vector<WorkflowJob> GithubClient::list_run_jobs(const std::string& reposito
   return all_pages<WorkflowJob>("ListJobsForWorkflowRun", target, parse_workflow_job_page);
 }
 
+void GithubClient::rerun_job(const std::string& repository, int64_t job_id) {
+  const std::string op = "ReRunJobForWorkflowRun";
+  GithubReply reply = call(op, "POST", repository_path(repository) + "/actions/jobs/" + std::to_string(job_id) + "/rerun");
+  if (reply.status() != 201) throw error_from(op, reply.http);
+}
+
 }  // namespace runpool::github

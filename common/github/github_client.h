@@ -63,6 +63,11 @@ class GithubClient {
   // token can read (Actions: read). std::invalid_argument for a repository not "owner/name".
   std::vector<WorkflowRun> list_workflow_runs(const std::string& repository, const std::string& status);
   std::vector<WorkflowJob> list_run_jobs(const std::string& repository, int64_t run_id);
+  // "Re-run a job and its dependent jobs in a workflow run" (POST …/actions/jobs/{id}/rerun): 201
+  // → returns; any other answer throws GithubError (403: the run is not over, too old, or may not
+  // be re-run). A POST retried after a lost 201 finds the run going again and gets 403, so a
+  // retry never re-runs twice.
+  void rerun_job(const std::string& repository, int64_t job_id);
 
   // HTTP requests this client sent, retries and 401 re-sends included (token fetches by an App
   // token source are counted by the caller, not here).

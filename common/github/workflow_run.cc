@@ -35,6 +35,8 @@ std::vector<WorkflowJob> parse_workflow_job_page(const Json::Value& v, const std
     j.run_attempt = optional_int(jobs[i], "run_attempt", w).value_or(1);
     j.status = require_string(jobs[i], "status", w);
     j.name = optional_string(jobs[i], "name", w).value_or("");
+    j.conclusion = optional_string(jobs[i], "conclusion", w).value_or("");
+    j.runner_name = optional_string(jobs[i], "runner_name", w).value_or("");
     const Json::Value& labels = require_array(jobs[i], "labels", w);
     for (Json::ArrayIndex k = 0; k < labels.size(); ++k) {
       if (!labels[k].isString()) throw JsonError(w + ": labels[" + std::to_string(k) + "] is not a string");

@@ -23,6 +23,8 @@ struct WorkflowJob {
   std::string status;  // as the run's
   std::string name;
   std::vector<std::string> labels;  // its runs-on
+  std::string conclusion;           // "success", "failure", "cancelled", …; "" until it is completed
+  std::string runner_name;          // the runner that took it; "" before one did
 };
 
 // `GET …/actions/runs` pages and `GET …/runs/{id}/jobs` pages; JsonError on a body that is not one.

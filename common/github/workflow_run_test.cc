@@ -31,6 +31,12 @@ TEST(WorkflowRun, ParsesAJobPage) {
   EXPECT_EQ(jobs[0].status, "queued");
   EXPECT_EQ(jobs[0].name, "build");
   EXPECT_EQ(jobs[0].labels, (std::vector<std::string>{"ci-29679449-1-provision-51725241954"}));
+  EXPECT_EQ(jobs[0].conclusion, "") << "null until completed";
+  EXPECT_EQ(jobs[0].runner_name, "") << "null until a runner took it";
+  auto done = parse_workflow_job_page(parse_json(R"({"jobs":[{"id":2,"status":"completed","conclusion":"failure",
+      "labels":[],"runner_name":"ci-i-0abc-g3"}]})", "t"), "t");
+  EXPECT_EQ(done[0].conclusion, "failure");
+  EXPECT_EQ(done[0].runner_name, "ci-i-0abc-g3");
 }
 
 TEST(WorkflowRun, RefusesWhatIsNotAListing) {

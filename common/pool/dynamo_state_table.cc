@@ -57,6 +57,10 @@ class ExpressionBuilder {
       require("(attribute_not_exists(" + name(attr::kAwaitedUntil) + ") OR " + name(attr::kAwaitedUntil) +
               " <= " + value(AttributeValue::number(*e.not_awaited_at)) + ")");
     }
+    if (e.spot_rerun) {
+      if (e.spot_rerun->empty()) require("attribute_not_exists(" + name(attr::kSpotRerun) + ")");
+      else require_equal(attr::kSpotRerun, AttributeValue::string(*e.spot_rerun));
+    }
   }
 
   std::string update_expression() const {
@@ -233,6 +237,8 @@ bool DynamoStateTable::transition(const std::string& instance_id, const Expect& 
     if (*c.awaited_until_ms != 0) b.set(attr::kAwaitedUntil, AttributeValue::number(*c.awaited_until_ms));
     else b.remove(attr::kAwaitedUntil);
   }
+  if (c.spot_rerun && !c.spot_rerun->empty()) b.set(attr::kSpotRerun, AttributeValue::string(*c.spot_rerun));
+  if (c.spot_run && !c.spot_run->empty()) b.set(attr::kSpotRun, AttributeValue::string(*c.spot_run));
   return conditional_update(db_, table_, key_of(instance_id), instance_id, b);
 }
 
@@ -291,8 +297,8 @@ bool DynamoStateTable::remove(const std::string& instance_id, const Expect& expe
 }
 
 bool DynamoStateTable::report(const std::string& instance_id, const AgentReport& r) {
-  if ((r.signal || r.take_reg_token || r.take_remove_token || r.take_jit_config) && !r.generation) {
-    throw std::invalid_argument("an agent signal or token removal must name its generation");
+  if ((r.signal || r.spot_job || r.take_reg_token || r.take_remove_token || r.take_jit_config) && !r.generation) {
+    throw std::invalid_argument("an agent signal, spot job or token removal must name its generation");
   }
   ExpressionBuilder b;
   b.require("attribute_exists(" + b.name(attr::kInstanceId) + ")");
@@ -314,6 +320,13 @@ bool DynamoStateTable::report(const std::string& instance_id, const AgentReport&
     b.set(attr::kPreRun, AttributeValue::string(std::string(pre_run_name(*r.pre_run))));
   }
   if (r.pre_run_detail) b.set(attr::kPreRunDetail, AttributeValue::string(r.pre_run_detail->empty() ? "-" : *r.pre_run_detail));
+  if (r.spot_job && !r.spot_job->empty()) {
+    b.set(attr::kSpotJob, AttributeValue::string(*r.spot_job));
+    b.set(attr::kSpotGeneration, AttributeValue::number(*r.generation));
+  }
+  if (r.spot_job_result && !r.spot_job_result->empty()) {
+    b.set(attr::kSpotJobResult, AttributeValue::string(*r.spot_job_result));
+  }
   if (r.take_reg_token) b.remove(attr::kRegToken);
   if (r.take_remove_token) b.remove(attr::kRemoveToken);
   if (r.take_jit_config) b.remove(attr::kJitConfig);

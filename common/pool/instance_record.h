@@ -101,6 +101,12 @@ struct InstanceRecord {
   // launch: the agent grants it to each assignment's job user. "": a record from before the field
   // (the agent's own job_privileges applies).
   std::string job_privileges;
+  // A job lost to a spot interruption (common/pool/spot_rerun.h): what the controller decided for
+  // it, once — "requested <job id>" before it asks GitHub, then the outcome. "": not decided.
+  std::string spot_rerun;
+  // The workflow run its job lost to spot belongs to ("owner/name <run id>"), noted while the record
+  // still had its label: the label goes when the record is closed, before the run is over.
+  std::string spot_run;
 
   // Agent fields: written by the instance's own agent only.
   int64_t heartbeat_ms = 0;
@@ -114,6 +120,12 @@ struct InstanceRecord {
   std::string runner_version;      // the Listener's "Current runner version" at its last start
   PreRun pre_run = PreRun::kNone;  // the pre-run script's result on this boot
   std::string pre_run_detail;      // "exit 3: <last line>", ≤ 200 characters
+  // The job in hand when a spot interruption notice came: its name as the runner printed it ("-":
+  // a job request whose name was not printed yet), the generation it ran for, and the runner's
+  // result if it still ended on the instance ("Succeeded", "Failed", "Canceled"…). "": none.
+  std::string spot_job;
+  int64_t spot_generation = 0;
+  std::string spot_job_result;
 };
 
 }  // namespace runpool::pool

@@ -77,8 +77,8 @@ bool MemoryStateTable::remove(const std::string& id, const Expect& expect) {
 }
 
 bool MemoryStateTable::report(const std::string& id, const AgentReport& a) {
-  if ((a.signal || a.take_reg_token || a.take_remove_token || a.take_jit_config) && !a.generation) {
-    throw std::invalid_argument("an agent signal or token removal must name its generation");
+  if ((a.signal || a.spot_job || a.take_reg_token || a.take_remove_token || a.take_jit_config) && !a.generation) {
+    throw std::invalid_argument("an agent signal, spot job or token removal must name its generation");
   }
   std::lock_guard<std::mutex> lock(mu_);
   ++writes_;

@@ -76,6 +76,11 @@ aws::Item encode_record(const InstanceRecord& r) {
   put_string(item, attr::kRunnerVersion, r.runner_version);
   if (r.pre_run != PreRun::kNone) item[attr::kPreRun] = AttributeValue::string(std::string(pre_run_name(r.pre_run)));
   put_string(item, attr::kPreRunDetail, r.pre_run_detail);
+  put_string(item, attr::kSpotRerun, r.spot_rerun);
+  put_string(item, attr::kSpotRun, r.spot_run);
+  put_string(item, attr::kSpotJob, r.spot_job);
+  put_int(item, attr::kSpotGeneration, r.spot_generation);
+  put_string(item, attr::kSpotJobResult, r.spot_job_result);
   return item;
 }
 
@@ -139,6 +144,11 @@ InstanceRecord decode_record(const aws::Item& item) {
       r.pre_run = *parsed;
     }
     r.pre_run_detail = aws::find_string(item, attr::kPreRunDetail).value_or("");
+    r.spot_rerun = aws::find_string(item, attr::kSpotRerun).value_or("");
+    r.spot_run = aws::find_string(item, attr::kSpotRun).value_or("");
+    r.spot_job = aws::find_string(item, attr::kSpotJob).value_or("");
+    r.spot_generation = aws::find_int(item, attr::kSpotGeneration).value_or(0);
+    r.spot_job_result = aws::find_string(item, attr::kSpotJobResult).value_or("");
     return r;
   } catch (const RecordError& e) {
     throw RecordError(at + ": " + e.what());

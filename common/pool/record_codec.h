@@ -51,6 +51,11 @@ inline constexpr const char* kAwaitedUntil = "awaited_until";
 inline constexpr const char* kJobPrivileges = "job_privileges";
 inline constexpr const char* kPreRun = "pre_run";
 inline constexpr const char* kPreRunDetail = "pre_run_detail";
+inline constexpr const char* kSpotRerun = "spot_rerun";
+inline constexpr const char* kSpotRun = "spot_run";
+inline constexpr const char* kSpotJob = "spot_job";
+inline constexpr const char* kSpotGeneration = "spot_generation";
+inline constexpr const char* kSpotJobResult = "spot_job_result";
 }  // namespace attr
 
 // The global secondary index on `label`.

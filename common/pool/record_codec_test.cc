@@ -46,6 +46,11 @@ InstanceRecord full_record() {
   r.runner_version = "2.336.0";
   r.pre_run = PreRun::kFailed;
   r.pre_run_detail = "exit 3: no disk";
+  r.spot_rerun = "rerun 42";
+  r.spot_run = "acme/app 7";
+  r.spot_job = "build";
+  r.spot_generation = 7;
+  r.spot_job_result = "Canceled";
   return r;
 }
 

@@ -15,6 +15,7 @@ bool meets(const InstanceRecord& r, const Expect& e) {
   if (e.agent_not_busy && r.busy) return false;
   if (e.unmarked && (r.retire_pending || r.kept_until_ms != 0)) return false;
   if (e.not_awaited_at && r.awaited_until_ms > *e.not_awaited_at) return false;
+  if (e.spot_rerun && r.spot_rerun != *e.spot_rerun) return false;
   return true;
 }
 
@@ -36,6 +37,8 @@ void apply(InstanceRecord& r, const LifecycleChange& c) {
   if (c.retire_pending) r.retire_pending = *c.retire_pending;
   if (c.reuse_scope_key) r.reuse_scope_key = *c.reuse_scope_key;
   if (c.awaited_until_ms) r.awaited_until_ms = *c.awaited_until_ms;
+  if (c.spot_rerun && !c.spot_rerun->empty()) r.spot_rerun = *c.spot_rerun;
+  if (c.spot_run && !c.spot_run->empty()) r.spot_run = *c.spot_run;
 }
 
 void apply(InstanceRecord& r, const AgentReport& a) {
@@ -52,6 +55,11 @@ void apply(InstanceRecord& r, const AgentReport& a) {
   if (a.runner_version && !a.runner_version->empty()) r.runner_version = *a.runner_version;
   if (a.pre_run && *a.pre_run != PreRun::kNone) r.pre_run = *a.pre_run;
   if (a.pre_run_detail) r.pre_run_detail = a.pre_run_detail->empty() ? "-" : *a.pre_run_detail;
+  if (a.spot_job && !a.spot_job->empty()) {
+    r.spot_job = *a.spot_job;
+    r.spot_generation = *a.generation;
+  }
+  if (a.spot_job_result && !a.spot_job_result->empty()) r.spot_job_result = *a.spot_job_result;
   if (a.take_reg_token) r.reg_token = Secret();
   if (a.take_remove_token) r.remove_token = Secret();
   if (a.take_jit_config) r.jit_config = Secret();

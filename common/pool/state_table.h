@@ -30,6 +30,8 @@ struct Expect {
   bool unmarked = false;
   // No provision waits for it at this time: awaited_until absent or not after it.
   std::optional<int64_t> not_awaited_at{};
+  // The controller's spot re-run mark is exactly this ("": absent): the re-run is decided once.
+  std::optional<std::string> spot_rerun{};
 };
 
 // A controller change to lifecycle fields. Unset fields stay as they are.
@@ -51,6 +53,8 @@ struct LifecycleChange {
   std::optional<bool> retire_pending{};      // false removes the mark
   std::optional<std::string> reuse_scope_key{};  // "" removes the tag
   std::optional<int64_t> awaited_until_ms{};     // a provision's wait for the drain; 0 removes it
+  std::optional<std::string> spot_rerun{};       // the spot re-run mark (never removed once set)
+  std::optional<std::string> spot_run{};         // the run of a job lost to spot (never removed once set)
   // No agent field is ever touched here: a new assignment is told apart from the previous one by
   // the generation its signal names, not by clearing the agent's fields.
 };
@@ -68,11 +72,15 @@ struct AgentReport {
   std::optional<std::string> runner_version{};  // "" writes nothing
   std::optional<PreRun> pre_run{};              // kNone writes nothing
   std::optional<std::string> pre_run_detail{};  // "" is written as "-"
+  // The job in hand at a spot interruption notice ("-": not named yet), written with `generation`
+  // as spot_generation; and the runner's result when it still ended on the instance.
+  std::optional<std::string> spot_job{};
+  std::optional<std::string> spot_job_result{};
   bool take_reg_token = false;
   bool take_remove_token = false;
   bool take_jit_config = false;
   bool take_open_key = false;  // the instance's private seal key, taken once at boot (any generation)
-  std::optional<int64_t> generation{};  // required when signal or a take is set
+  std::optional<int64_t> generation{};  // required when signal, spot_job or a take is set
 };
 
 struct ScanStats {

@@ -107,6 +107,28 @@ TEST_P(StateTableTest, AgentReportsAreBoundToTheGeneration) {
   EXPECT_FALSE(table_->report("i-gone", {.heartbeat_ms = 1})) << "no item, no write";
 }
 
+// A job lost to spot: the agent writes it for its generation; the controller's mark is written
+// once (the first write requires none), then its outcome over its own mark.
+TEST_P(StateTableTest, TheSpotJobIsTheAgentsAndTheReRunMarkIsWrittenOnce) {
+  ASSERT_TRUE(table_->create(record("i-spot1", State::kRunning, 4, "run-s")));
+  EXPECT_FALSE(table_->report("i-spot1", {.spot_job = "build", .generation = 3})) << "an old generation's agent";
+  EXPECT_TRUE(table_->report("i-spot1", {.signal = AgentSignal::kInterrupted, .spot_job = "build", .generation = 4}));
+  EXPECT_TRUE(table_->report("i-spot1", {.spot_job_result = "Canceled"}));
+  auto r = table_->get("i-spot1");
+  EXPECT_EQ(r->spot_job, "build");
+  EXPECT_EQ(r->spot_generation, 4);
+  EXPECT_EQ(r->spot_job_result, "Canceled");
+  EXPECT_EQ(r->spot_rerun, "");
+
+  EXPECT_TRUE(table_->transition("i-spot1", {.spot_rerun = ""}, {.spot_rerun = "requested 9"}));
+  EXPECT_FALSE(table_->transition("i-spot1", {.spot_rerun = ""}, {.spot_rerun = "requested 9"})) << "never twice";
+  EXPECT_FALSE(table_->transition("i-spot1", {.spot_rerun = "requested 8"}, {.spot_rerun = "rerun 8"}));
+  EXPECT_TRUE(table_->transition("i-spot1", {.spot_rerun = "requested 9"}, {.spot_rerun = "rerun 9"}));
+  EXPECT_EQ(table_->get("i-spot1")->spot_rerun, "rerun 9");
+  EXPECT_TRUE(table_->transition("i-spot1", {.generation = 4, .label = "run-s"}, {.spot_run = "acme/app 7"}));
+  EXPECT_EQ(table_->get("i-spot1")->spot_run, "acme/app 7");
+}
+
 // A scale-set assignment's JIT configuration: written by the controller, taken by the agent of
 // that generation only, and gone with the assignment.
 TEST_P(StateTableTest, TheJitConfigurationIsTakenByTheAgentOfItsGeneration) {
