@@ -20,6 +20,7 @@
 #include "controller/metrics_events.h"
 #include "controller/pass_report.h"
 #include "controller/rerun.h"
+#include "controller/spot_rerun.h"
 
 namespace runpool::controller {
 namespace {
@@ -85,6 +86,8 @@ class Refresh {
     pool::RefreshPlan plan = pool::plan_refresh(snap, policy_);
     report_.notes = plan.notes;
     std::vector<ActionResult> results;
+    // Before the plan closes a record: a job lost to spot is found through the record's label.
+    spot_ = spot_reruns(ctx_, snap.records, options_.dry_run, report_.errors);
     if (options_.dry_run) {
       for (auto& a : plan.actions) results.push_back({std::move(a), {}});
       release_swept();  // a dry run hands every swept message back untouched
@@ -472,6 +475,7 @@ class Refresh {
       if (r.outcome.kind == Outcome::kDone) ++done[name];
       ++planned[name];
     }
+    count_spot_reruns(spot_, options_.dry_run, done, planned, report_.failed);
     report_.summary = options_.dry_run ? planned : done;
     emit_metrics(results, report_.failed);
     if (options_.json) {
@@ -534,6 +538,7 @@ class Refresh {
       if (!r.outcome.detail.empty()) j["detail"] = r.outcome.detail;
       doc["reruns"].append(j);
     }
+    doc["spot_reruns"] = spot_reruns_json(spot_);
     report_.add_to_json(doc);
     ctx_.out << write_json(doc) << "\n";
   }
@@ -559,6 +564,7 @@ class Refresh {
         ctx_.out << line << (r.outcome.detail.empty() ? "" : ": " + r.outcome.detail) << "\n";
       }
     }
+    ctx_.out << spot_reruns_text(spot_, options_.dry_run);
     report_.print_text_tail(ctx_.out, "refresh", s_.pool, options_.dry_run, "nothing to do");
   }
 
@@ -569,6 +575,7 @@ class Refresh {
   std::vector<std::pair<std::string, std::string>> swept_;  // (class, receipt) of every received message
   std::vector<PoolDepthSample> depths_;  // per class, as the sweep check saw it
   std::vector<RerunResult> reruns_;      // re-runs served and assignments forgotten
+  std::vector<SpotRerunResult> spot_;    // jobs lost to spot: re-run, decided not to, or waiting
   PassReport report_;
 };
 

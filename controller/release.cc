@@ -9,6 +9,7 @@
 #include "controller/label.h"
 #include "controller/metrics_events.h"
 #include "controller/rerun.h"
+#include "controller/spot_rerun.h"
 
 namespace runpool::controller {
 
@@ -22,6 +23,7 @@ ReleaseResult release_label(Context& ctx, const std::string& label, std::optiona
   options.stop_on_cancel = true;
 
   DrainOutcome total;
+  std::vector<std::string> spot_jobs;
   std::set<std::string> seen;
   bool failed = false;
   // The label index is eventually consistent: look again after a pass, until it shows nothing new.
@@ -38,6 +40,7 @@ ReleaseResult release_label(Context& ctx, const std::string& label, std::optiona
     }
     if (todo.empty()) break;
     spdlog::info("release {}: {} instance(s)", label, todo.size());
+    for (auto& line : note_spot_runs(ctx, todo)) spot_jobs.push_back(std::move(line));  // while they have the label
     DrainOutcome d;
     try {
       d = drain_to_pool(ctx, todo, [&] { return ctx.github.remove_token(); }, options);
@@ -56,7 +59,7 @@ ReleaseResult release_label(Context& ctx, const std::string& label, std::optiona
     if (ctx.cancelled.load()) break;
   }
   failed = failed || !total.errors.empty() || (wait && !total.left.empty());
-  return {std::move(total), failed};
+  return {std::move(total), failed, std::move(spot_jobs)};
 }
 
 int run_release(Context& ctx, const ReleaseOptions& o) {
@@ -66,19 +69,24 @@ int run_release(Context& ctx, const ReleaseOptions& o) {
   end_run(ctx, o.label);
   std::optional<Duration> wait;
   if (o.wait) wait = o.timeout.value_or(ctx.settings.release_timeout);
-  auto [total, failed] = release_label(ctx, o.label, wait);
+  auto [total, failed, spot_jobs] = release_label(ctx, o.label, wait);
   const auto elapsed = std::chrono::duration_cast<Duration>(ctx.clock.steady_now() - start).count();
   ctx.metrics.emit(release_event(ctx.settings, ctx.now_ms(), o.label, total, failed, elapsed));
   if (o.json) {
     Json::Value v = release_json(o.label, total, o.wait);
     v["ok"] = !failed;
+    v["spot_jobs"] = Json::Value(Json::arrayValue);
+    for (const auto& line : spot_jobs) v["spot_jobs"].append(line);
     ctx.out << write_json(v) << "\n";
   } else {
     ctx.out << release_text(o.label, total, o.wait);
+    for (const auto& line : spot_jobs) ctx.out << "  spot: " << line << "\n";
   }
   if (!o.actions.summary.empty()) {
     try {
-      append_to_file(o.actions.summary, release_summary(o.label, total, o.wait, failed));
+      std::string summary = release_summary(o.label, total, o.wait, failed);
+      for (const auto& line : spot_jobs) summary += "- spot interruption: " + markdown_code(line) + "\n";
+      append_to_file(o.actions.summary, summary);
     } catch (const std::exception& e) {
       spdlog::error("could not write the step summary: {}", e.what());
     }

@@ -36,6 +36,7 @@ int run_release(Context& ctx, const ReleaseOptions& options);
 struct ReleaseResult {
   DrainOutcome outcome;
   bool failed = false;
+  std::vector<std::string> spot_jobs;  // jobs lost to spot, noted for refresh to run again
 };
 ReleaseResult release_label(Context& ctx, const std::string& label, std::optional<Duration> wait);
 

@@ -114,6 +114,12 @@ std::string status_text(const StatusView& v) {
         out += fmt::format("{:<20} pre-run {}: {}\n", "", pool::pre_run_name(r.pre_run),
                            r.pre_run_detail.empty() ? "-" : printable(r.pre_run_detail, 200));
       }
+      // A job lost to a spot interruption, and what was decided for it (common/pool/spot_rerun.h).
+      if (!r.spot_job.empty()) {
+        out += fmt::format("{:<20} spot: job {} in hand at the interruption{}; re-run: {}\n", "", printable(r.spot_job, 100),
+                           r.spot_job_result.empty() ? "" : " (ended " + printable(r.spot_job_result, 40) + ")",
+                           r.spot_rerun.empty() ? "not decided yet" : printable(r.spot_rerun, 200));
+      }
       // A failed agent's reason (a runner version GitHub refuses, …) and a pending retirement.
       if (pool::agent_reported(r, pool::AgentSignal::kFailed)) {
         out += fmt::format("{:<20} agent failed: {}\n", "", r.signal_detail.empty() ? "-" : printable(r.signal_detail, 200));
@@ -190,6 +196,12 @@ Json::Value status_json(const StatusView& v) {
     if (r.pre_run != pool::PreRun::kNone) {
       j["pre_run"] = std::string(pool::pre_run_name(r.pre_run));
       j["pre_run_detail"] = printable(r.pre_run_detail, 800);
+    }
+    if (!r.spot_job.empty()) {
+      j["spot_job"] = printable(r.spot_job, 200);
+      j["spot_job_result"] = printable(r.spot_job_result, 40);
+      j["spot_run"] = printable(r.spot_run, 240);
+      j["spot_rerun"] = printable(r.spot_rerun, 240);
     }
     root["instances"].append(j);
   }
