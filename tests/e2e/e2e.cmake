@@ -32,3 +32,12 @@ add_custom_target(e2e
   DEPENDS ${RUNPOOL_E2E_TARGETS}
   COMMENT "runpool end-to-end tests on the local cloud"
   USES_TERMINAL)
+
+# The newcomer test plays the install doc's stack in moto's CloudFormation (the local cloud has
+# none): moto's server from the moto tier's virtual environment (tests/moto).
+if(TARGET e2e_newcomer_test)
+  target_sources(e2e_newcomer_test PRIVATE ${CMAKE_SOURCE_DIR}/tests/moto/moto_server.cc)
+  target_compile_definitions(e2e_newcomer_test PRIVATE
+    RUNPOOL_MOTO_SERVER="${CMAKE_BINARY_DIR}/venv-moto/bin/moto_server")
+  set_tests_properties(e2e.newcomer_test PROPERTIES TIMEOUT 300 FIXTURES_REQUIRED moto_venv)
+endif()

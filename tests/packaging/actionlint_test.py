@@ -51,7 +51,7 @@ def doc_blocks(path):
             if body is None and re.match(r"^\s*```ya?ml\s*$", line):
                 body, start = [], n + 1
             elif body is not None and re.match(r"^\s*```\s*$", line):
-                blocks.append((start, "".join(body)))
+                blocks.append((start, textwrap.dedent("".join(body))))  # a block in a list item is indented
                 body = None
             elif body is not None:
                 body.append(line)
