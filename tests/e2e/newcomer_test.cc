@@ -334,7 +334,7 @@ class Newcomer : public ServeTestOf<E2eTest> {
     write_exec(bin / "sudo", "#!/bin/sh\nexec env \"$@\"\n");
     // systemctl enable --now: each unit of the package (a timer's service run once), as systemd
     // would start it: its EnvironmentFile lines read, its ExecStart run (simple: in the
-    // background, its pid kept; oneshot: to its end).
+    // background, its pid kept, for at most 10 minutes should the test die; oneshot: to its end).
     write_exec(bin / "systemctl",
                "#!/bin/bash\nset -euo pipefail\n[ \"$1\" = enable ] || { echo \"systemctl shim: $1\" >&2; exit 2; }\n"
                "shift; [ \"${1:-}\" = --now ] || { echo 'systemctl shim: enable without --now' >&2; exit 2; }\n"
@@ -347,7 +347,7 @@ class Newcomer : public ServeTestOf<E2eTest> {
                "  exec_start=$(sed -n 's/^ExecStart=//p' \"$file\" | sed 's#^/usr/bin/runpoolctl#runpoolctl#')\n"
                "  start=\"set -a; for f in $envs; do [ ! -e \\$f ] || . \\$f; done; set +a; exec $exec_start\"\n"
                "  if grep -qx 'Type=oneshot' \"$file\"; then bash -c \"$start\" >> '" + log + "'/$unit.log 2>&1\n"
-               "  else setsid bash -c \"$start\" >> '" + log + "'/$unit.log 2>&1 < /dev/null &\n"
+               "  else setsid timeout -k 10 600 bash -c \"$start\" >> '" + log + "'/$unit.log 2>&1 < /dev/null &\n"
                "    echo $! > '" + run + "'/$unit.pid; fi\ndone\n");
     write_exec(bin / "journalctl",
                "#!/bin/bash\nwhile [ $# -gt 0 ]; do case $1 in -u) unit=$2; shift ;; esac; shift; done\n"
