@@ -7,6 +7,7 @@
 // outputs (valued as it would value them) is made in moto's CloudFormation, the local cloud having
 // none; `runpoolctl config from-stack` reads it there. A step that is missing or wrong in the doc
 // — a setting not written, a unit or command that does not exist, a count that is off — fails.
+#include <fnmatch.h>
 #include <signal.h>
 
 #include <regex>
@@ -306,6 +307,7 @@ class Newcomer : public ServeTestOf<E2eTest> {
         play_stack(stack);
         // The fixture's helpers look at the doc's pool from now on.
         pool_name_ = param_or_default(stack, "PoolName");
+        instance_types_ = param_or_default(stack, "InstanceTypes");
         table_ = std::make_unique<pool::DynamoStateTable>(aws_.db, param_or_default(stack, "TableName"),
                                                           cloud_.instance_role_id());
       } else if (s.mode == "run") {
@@ -314,6 +316,27 @@ class Newcomer : public ServeTestOf<E2eTest> {
         run_job_step(s);
       }
       ASSERT_FALSE(::testing::Test::HasFailure()) << "the path stops at the first step that fails";
+    }
+    for (const fs::path& conf : {dir_ / "etc" / "runpoolctl.conf", dir_ / "runpool.conf"}) {
+      if (fs::exists(conf)) expect_types_within_the_stack(testing::slurp(conf.string()));
+    }
+  }
+
+  // The controller policy lets runpoolctl launch only the stack's InstanceTypes (globs): the local
+  // cloud has no IAM in the way, so the doc's resource_classes are held against them here.
+  void expect_types_within_the_stack(const std::string& conf) const {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(conf, m, std::regex("\nresource_classes = ([^\n]*)"))) << conf;
+    const std::vector<std::string> globs = shell_words(std::regex_replace(instance_types_, std::regex(","), " "));
+    ASSERT_FALSE(globs.empty()) << "the stack gives no InstanceTypes";
+    std::string classes = m[1];
+    for (const std::string& cls : shell_words(std::regex_replace(classes, std::regex(";"), " "))) {
+      const std::string types = cls.substr(cls.find('=') + 1);
+      for (const std::string& type : shell_words(std::regex_replace(types, std::regex(","), " "))) {
+        const bool allowed = std::any_of(globs.begin(), globs.end(),
+                                         [&](const std::string& g) { return fnmatch(g.c_str(), type.c_str(), 0) == 0; });
+        EXPECT_TRUE(allowed) << type << " is not among the stack's InstanceTypes " << instance_types_;
+      }
     }
   }
 
@@ -378,6 +401,7 @@ class Newcomer : public ServeTestOf<E2eTest> {
   }
 
   fs::path dir_;
+  std::string instance_types_;  // the stack step's InstanceTypes
   int blocks_ = 0;
 };
 
