@@ -25,13 +25,15 @@ rm -f "$recording"
 # (shared pool); an agent terminating its own instance once its deadline passed (the agent's
 # integration test: no e2e test makes an agent self-terminate within the tier's time); serve
 # holding and taking over a scale set's lease, launching and claiming JIT runners, and the agents
-# taking their JIT configuration out of their records (serve).
+# taking their JIT configuration out of their records (serve); an agent writing the job it had in
+# hand at a spot notice, and refresh marking and re-running it (spot re-run).
 runs=(
   "tests/e2e/e2e_lifecycle_test:Lifecycle.*"
   "tests/e2e/e2e_deadlines_test:Deadlines.*"
   "tests/e2e/e2e_shared_pool_test:SharedPool.ShrinksToTheQuotaWithoutKillingAJob"
   "tests/e2e/e2e_serve_test:Serve.AStandbyTakesOverFromAKilledControllerAndLosesNothing"
   "tests/agent_resilience_test:AgentResilience.ADeadlinePassedTerminatesTheInstance"
+  "tests/e2e/e2e_spot_rerun_test:SpotRerun.*"
 )
 
 status=0

@@ -87,7 +87,8 @@ function forbiddenCases(worlds) {
 
     for (const n of ['an instance reads another instance\'s record', 'an instance updates another instance\'s record',
       'an instance sets its own record\'s state', 'an instance sets its own record\'s label',
-      'an instance sets its own record\'s deadline_ms', 'an instance sets its own record\'s seal_key', 'an instance reads old values back (ReturnValues ALL_OLD)',
+      'an instance sets its own record\'s deadline_ms', 'an instance sets its own record\'s seal_key',
+      'an instance sets its own record\'s spot_run', 'an instance sets its own record\'s spot_rerun', 'an instance reads old values back (ReturnValues ALL_OLD)',
       'an instance reads new values back (ReturnValues ALL_NEW)', 'an instance reads old values back (ReturnValues UPDATED_OLD)',
       'an instance scans the table', 'an instance queries the by_label index', 'an instance reads another instance\'s wake-up queue',
       'an instance terminates another instance', 'the controller launches without the pool\'s tag',
@@ -111,8 +112,9 @@ function forbiddenCases(worlds) {
       add('an instance updates another instance\'s record', cloud, keyed(update, own), keyed(update, otherKey));
       const ownUpdate = keyed(update, own);
       // seal_key: a thief who could replace the instance's public key would have the next
-      // assignment's tokens sealed to a key of its own.
-      for (const field of ['state', 'label', 'deadline_ms', 'seal_key']) {
+      // assignment's tokens sealed to a key of its own. spot_run, spot_rerun: which run's job is
+      // re-run after a spot interruption, and whether it was, are the controller's to say.
+      for (const field of ['state', 'label', 'deadline_ms', 'seal_key', 'spot_run', 'spot_rerun']) {
         add(`an instance sets its own record's ${field}`, cloud, ownUpdate, variant(ownUpdate, field, (x) => {
           const ue = x.request.UpdateExpression || '';
           x.request.UpdateExpression = /\bSET\s/i.test(ue) ? ue.replace(/\bSET\s+/i, 'SET #forbidden = :forbidden, ')

@@ -147,7 +147,8 @@ test('a recording of the controller and an agent is allowed by runpool\'s polici
   for (const c of report.forbidden.cases) {
     for (const [set, x] of Object.entries(c.sets)) assert.equal(x.verdict, 'denied', `${c.name} (${set}): ${JSON.stringify(x)}`);
   }
-  assert.equal(report.forbidden.cases.length, 23);
+  assert.equal(report.forbidden.cases.length, 25);
+  assert.ok(report.forbidden.cases.some((c) => c.name === 'an instance sets its own record\'s spot_rerun'));
   assert.ok(report.forbidden.cases.some((c) => c.name === 'the controller reaches another pool\'s queue whose name starts with this pool\'s name'));
   assert.equal(report.ok, true);
   const cli = await evaluateCli([]);
