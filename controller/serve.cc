@@ -24,6 +24,7 @@
 #include "controller/retire.h"
 #include "controller/serve_pass.h"
 #include "controller/serve_server.h"
+#include "controller/spot_rerun.h"
 
 namespace runpool::controller {
 
@@ -114,6 +115,7 @@ bool Server::reconcile() {
   look_up_runners(snap);
   snap.known = looked_up_;
   const SessionDemand session = demand();
+  note_session_spot_runs(ctx_, snap.records, session.runs);  // refresh re-runs the job once its run is over
   ServePass pass = plan_serve_pass(snap, session);
   if (!pass.forget.empty()) {
     std::lock_guard<std::mutex> lock(mu_);

@@ -24,6 +24,14 @@ Absorbed absorb(SessionDemand& demand, const github::ScaleSetMessage& message, W
           s.queued_to_started_ms = std::max<int64_t>(0, to_epoch_ms(started) - to_epoch_ms(*j.queue_time));
         }
         out.started.push_back(std::move(s));
+        if (!j.runner_name.empty() && !j.owner_name.empty() && !j.repository_name.empty() && j.workflow_run_id > 0) {
+          if (demand.runs.count(j.runner_name) == 0) demand.runs_order.push_back(j.runner_name);
+          demand.runs[j.runner_name] = j.owner_name + "/" + j.repository_name + " " + std::to_string(j.workflow_run_id);
+          while (demand.runs_order.size() > SessionDemand::kRunsKept) {
+            demand.runs.erase(demand.runs_order.front());
+            demand.runs_order.erase(demand.runs_order.begin());
+          }
+        }
         break;
       }
       case github::JobMessageType::kJobCompleted:

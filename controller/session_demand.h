@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -26,6 +27,11 @@ struct SessionDemand {
   std::set<std::string> finished;        // runner names whose job completed
   int64_t jobs_completed = 0;
   int64_t jobs_started = 0;
+  // The workflow run of the job each runner started ("owner/name <run id>"), by runner name: what
+  // a job lost to spot is re-run through (controller/spot_rerun.h). The newest kRunsKept only.
+  std::map<std::string, std::string> runs;
+  std::vector<std::string> runs_order;  // runner names, oldest first
+  static constexpr size_t kRunsKept = 1000;
 };
 
 struct Absorbed {

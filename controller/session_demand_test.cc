@@ -86,5 +86,26 @@ TEST(SessionDemand, CompletedJobsNameTheRunnersToDrainAndStartedOnesAreTimed) {
   EXPECT_TRUE(d.finished.empty());
 }
 
+// The run of each runner's job, for re-running a job lost to spot: kept for the newest runners.
+TEST(SessionDemand, StartedJobsNameTheirRunPerRunnerTheNewestKept) {
+  SessionDemand d;
+  JobMessage started = job(JobMessageType::kJobStarted, 1, "p-i-0123456789abcdef0-g2");
+  started.owner_name = "acme";
+  started.repository_name = "app";
+  started.workflow_run_id = 7001;
+  JobMessage anonymous = job(JobMessageType::kJobStarted, 2, "p-i-0123456789abcdef1-g1");  // no run named
+  absorb(d, envelope({started, anonymous}), kNow);
+  EXPECT_EQ(d.runs, (std::map<std::string, std::string>{{"p-i-0123456789abcdef0-g2", "acme/app 7001"}}));
+  for (int i = 0; i < static_cast<int>(SessionDemand::kRunsKept) + 5; ++i) {
+    JobMessage more = started;
+    more.runner_name = "p-i-" + std::to_string(i) + "-g1";
+    absorb(d, envelope({more}), kNow);
+  }
+  EXPECT_EQ(d.runs.size(), SessionDemand::kRunsKept);
+  EXPECT_EQ(d.runs_order.size(), SessionDemand::kRunsKept);
+  EXPECT_EQ(d.runs.count("p-i-0123456789abcdef0-g2"), 0u) << "the oldest went first";
+  EXPECT_EQ(d.runs.count("p-i-1004-g1"), 1u);
+}
+
 }  // namespace
 }  // namespace runpool::controller

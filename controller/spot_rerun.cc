@@ -106,6 +106,29 @@ std::vector<std::string> note_spot_runs(Context& ctx, const std::vector<pool::In
   return lines;
 }
 
+int note_session_spot_runs(Context& ctx, const std::vector<pool::InstanceRecord>& records,
+                           const std::map<std::string, std::string>& runs_by_runner) {
+  int noted = 0;
+  for (const auto& r : records) {
+    if (r.pool != ctx.settings.pool || !pool::spot_rerun_pending(r) || !r.spot_run.empty()) continue;
+    auto it = runs_by_runner.find(pool::runner_name(r.pool, r.instance_id, r.spot_generation));
+    if (it == runs_by_runner.end() || !parse_spot_run(it->second)) continue;
+    try {
+      pool::Expect e;
+      e.generation = r.generation;
+      pool::LifecycleChange c;
+      c.spot_run = it->second;
+      if (!ctx.table.transition(r.instance_id, e, c)) continue;
+      ++noted;
+      spdlog::warn("{}: {} of run {} was in hand at a spot interruption notice; refresh runs it again once the run "
+                   "is over, unless it completed", r.instance_id, job_text(r), it->second);
+    } catch (const std::exception& e) {
+      spdlog::warn("noting the run of {}'s job lost to spot: {}", r.instance_id, e.what());
+    }
+  }
+  return noted;
+}
+
 std::vector<SpotRerunResult> spot_reruns(Context& ctx, const std::vector<pool::InstanceRecord>& records, bool dry_run,
                                          std::vector<std::pair<std::string, std::string>>& errors) {
   std::vector<SpotRerunResult> results;

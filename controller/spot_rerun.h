@@ -6,6 +6,7 @@
 // same pass's re-run serving (controller/rerun.h) provisions for it.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +34,13 @@ std::optional<std::pair<std::string, int64_t>> parse_spot_run(const std::string&
 // Notes, on each of `records` with a lost job and no noted run, the run kept for its label
 // (controller/rerun.h's keep_run). Returns one line per lost job noted, for release's report.
 std::vector<std::string> note_spot_runs(Context& ctx, const std::vector<pool::InstanceRecord>& records);
+
+// serve's part: notes, on each of a scale set's `records` with a lost job and no noted run, the run
+// of the job its runner started as the set's message session told it (SessionDemand::runs, by
+// runner name). refresh then decides and re-runs as for step mode; GitHub queues the job again
+// for the scale set. Returns how many it noted.
+int note_session_spot_runs(Context& ctx, const std::vector<pool::InstanceRecord>& records,
+                           const std::map<std::string, std::string>& runs_by_runner);
 
 // One refresh pass over the scan: notes runs, decides, and unless `dry_run` re-runs. Errors reading
 // GitHub go to `errors`; the pass goes on with the other records.

@@ -154,6 +154,40 @@ TEST(SpotRerunPass, ReleaseNotesTheRunAndSaysSoInItsStepSummary) {
   EXPECT_NE(text.find("spot interruption"), std::string::npos) << text;
 }
 
+// serve: the run comes from the scale set's session (its JobStarted), by runner name; refresh
+// re-runs the job once the run is over, as in step mode.
+TEST(SpotRerunPass, ServeNotesTheRunItsSessionNamedForTheRunner) {
+  SpotWorld w;
+  w.runs.end(kLabel, w.now());
+  ASSERT_TRUE(w.table.inner.transition(kId, {}, {.label = "linux-set"}));  // a scale set's, no kept run
+  w.lose("build");
+  std::vector<pool::InstanceRecord> live = {w.record(kId)};
+  EXPECT_EQ(note_session_spot_runs(w.ctx, live, {{"ci-i-other-g1", "acme/app 1"}}), 0);
+  EXPECT_EQ(note_session_spot_runs(w.ctx, live, {{w.runner(), "acme/app 7001"}}), 1);
+  EXPECT_EQ(w.record(kId).spot_run, "acme/app 7001");
+  ASSERT_TRUE(w.table.inner.transition(kId, {}, {.state = pool::State::kTerminated, .label = ""}));
+  w.github_jobs("completed", "failure", true);
+  auto r = w.pass();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].decision.verdict, pool::SpotVerdict::kRerun) << r[0].decision.reason;
+  EXPECT_EQ(w.github.reruns, std::vector<std::string>{"acme/app 2"});
+}
+
+TEST(SpotRerunPass, NoRunNotedWaitsWhileTheInstanceLivesAndIsFinalOnceItIsGone) {
+  SpotWorld w;
+  ASSERT_TRUE(w.table.inner.transition(kId, {}, {.label = "linux-set"}));
+  w.lose("build");
+  auto waiting = w.pass();
+  ASSERT_EQ(waiting.size(), 1u);
+  EXPECT_EQ(waiting[0].decision.verdict, pool::SpotVerdict::kWait);
+  EXPECT_EQ(w.record(kId).spot_rerun, "");
+  ASSERT_TRUE(w.table.inner.transition(kId, {}, {.state = pool::State::kTerminated, .label = ""}));
+  auto final_ = w.pass();
+  ASSERT_EQ(final_.size(), 1u);
+  EXPECT_EQ(final_[0].decision.verdict, pool::SpotVerdict::kNoRerun);
+  EXPECT_EQ(w.record(kId).spot_rerun, "none: no workflow run was noted for it");
+}
+
 TEST(SpotRerun, RunTextRoundTripsAndRefusesWhatIsNotOne) {
   EXPECT_EQ(parse_spot_run(spot_run_text("acme/app", 7001)), std::make_pair(std::string("acme/app"), int64_t{7001}));
   for (const char* bad : {"", "acme/app", "acme/app ", " 7", "acme/app 7x", "acme/app 0", "acme/app 12345678901234567890"}) {

@@ -27,7 +27,11 @@ SpotDecision decide_spot_rerun(const InstanceRecord& r, const std::string& runne
   if (succeeded(r.spot_job_result)) {
     return verdict(SpotVerdict::kNoRerun, job + " completed on the instance (" + r.spot_job_result + ")");
   }
-  if (!run) return verdict(SpotVerdict::kNoRerun, "no workflow run is known for label '" + r.label + "'");
+  if (!run) {
+    // Noted while the instance lives (release, refresh or serve); once it is gone, never.
+    if (!is_terminal(r.state)) return verdict(SpotVerdict::kWait, "no workflow run noted for it yet");
+    return verdict(SpotVerdict::kNoRerun, "no workflow run was noted for it");
+  }
 
   // The latest execution of that name (any name when the runner had not printed it yet) run by this
   // runner. Another runner's, or one no runner took yet, means it was already run again.

@@ -54,7 +54,7 @@ struct SpotDecision {
 // Whether the record holds a job lost to spot that is not decided yet (worth a GitHub look).
 bool spot_rerun_pending(const InstanceRecord& r);
 
-// The decision for a record, given its run (nullopt: no run is known for its label).
+// The decision for a record, given its run (nullopt: none noted; final once the record is terminated).
 // `runner_name` is the name the runner of spot_generation registered under.
 SpotDecision decide_spot_rerun(const InstanceRecord& r, const std::string& runner_name, const std::optional<SpotRun>& run);
 

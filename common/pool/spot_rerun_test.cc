@@ -15,6 +15,7 @@ InstanceRecord lost(const std::string& job, const std::string& result = "", cons
   r.spot_generation = 3;
   r.spot_job_result = result;
   r.spot_rerun = mark;
+  r.state = State::kTerminated;
   return r;
 }
 
@@ -43,7 +44,12 @@ TEST(SpotRerun, DecisionTable) {
       {"already decided: re-run", lost("build", "", "rerun 2"), run_of({kProvision}), SpotVerdict::kNothing, 0},
       {"completed on the instance", lost("build", "Succeeded"), run_of({kProvision}), SpotVerdict::kNoRerun, 0},
       {"completed with issues", lost("build", "SucceededWithIssues"), std::nullopt, SpotVerdict::kNoRerun, 0},
-      {"no run known (shared pool)", lost("build"), std::nullopt, SpotVerdict::kNoRerun, 0},
+      {"no run noted, instance gone (shared pool)", lost("build"), std::nullopt, SpotVerdict::kNoRerun, 0},
+      {"no run noted yet, instance live", [] {
+         auto r = lost("build");
+         r.state = State::kDraining;
+         return r;
+       }(), std::nullopt, SpotVerdict::kWait, 0},
       {"lost, run over: re-run",
        lost("build"), run_of({kProvision, gh(2, "build", "completed", "failure"), kReleaseDone}), SpotVerdict::kRerun, 2},
       {"cancelled on the instance, run over: re-run", lost("build", "Canceled"),
