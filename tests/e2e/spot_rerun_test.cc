@@ -4,8 +4,9 @@
 // run, and once the run is over one refresh pass asks GitHub to re-run the job (the REST call
 // POST …/actions/jobs/{job_id}/rerun on the GitHub stand-in). GitHub queues it again on the label
 // its provision chose; refresh's re-run serving provisions for it, and it succeeds. More passes
-// re-run nothing: one re-run, never two.
-#include "tests/e2e/e2e_fixture.h"
+// re-run nothing: one re-run, never two. In serve mode the same, the run named by the scale set's
+// JobStarted message and noted by serve, and the job queued again for the scale set.
+#include "tests/e2e/serve_fixture.h"
 
 namespace runpool::controller::e2e {
 namespace {
@@ -15,7 +16,7 @@ class SpotRerun : public E2eTest {
   Json::Value github(const std::string& method, const std::string& path, const Json::Value& body = {}) {
     return cloud_.control(method, "/_control/github" + path, body);
   }
-  int64_t run_job(int64_t run, const std::string& name, const std::string& label, bool hosted,
+  int64_t job_of_run(int64_t run, const std::string& name, const std::string& label, bool hosted,
                   const std::vector<std::string>& needs, int duration_ms) {
     Json::Value body;
     body["runId"] = Json::Int64(run);
@@ -60,7 +61,7 @@ TEST_F(SpotRerun, AJobLostToASpotInterruptionRunsAgainOnceAndSucceeds) {
   body["owner"] = "acme";
   body["repo"] = "app";
   const int64_t run = github("POST", "/runs", body)["id"].asInt64();
-  const int64_t prov = run_job(run, "provision", "ubuntu-latest", true, {}, 200);
+  const int64_t prov = job_of_run(run, "provision", "ubuntu-latest", true, {}, 200);
   CtlResult p = ctl({"--json", "provision", "--count", "1", "--usage-class", "spot", "--check-run-id", std::to_string(prov)},
                     job_env(run, 1, "provision"));
   ASSERT_EQ(p.exit_code, 0) << describe(p) << consoles();
@@ -71,8 +72,8 @@ TEST_F(SpotRerun, AJobLostToASpotInterruptionRunsAgainOnceAndSucceeds) {
   complete_hosted(prov);
 
   // A long build on the spot instance; the release job runs after it whatever its result.
-  const int64_t build = run_job(run, "build", label, false, {"provision"}, 20'000);
-  const int64_t release_job = run_job(run, "release", "ubuntu-latest", true, {"provision", "build"}, 200);
+  const int64_t build = job_of_run(run, "build", label, false, {"provision"}, 20'000);
+  const int64_t release_job = job_of_run(run, "release", "ubuntu-latest", true, {"provision", "build"}, 200);
   ASSERT_TRUE(eventually([&] { return job(build)["state"].asString() == "running"; }, 60s)) << write_json(job(build));
 
   // The notice, and two seconds later the instance is gone (AWS gives two minutes).
@@ -126,6 +127,53 @@ TEST_F(SpotRerun, AJobLostToASpotInterruptionRunsAgainOnceAndSucceeds) {
   const Json::Value view = github("GET", "/runs/" + std::to_string(run));
   EXPECT_EQ(view["attempt"].asInt(), 2);
   EXPECT_EQ(view["conclusion"].asString(), "success");
+}
+
+using SpotRerunServe = ServeTestOf<SpotRerun>;
+
+TEST_F(SpotRerunServe, AScaleSetsJobLostToASpotInterruptionRunsAgainOnceAndSucceeds) {
+  auto serve = start_ctl({"serve"});
+  Json::Value body;
+  body["owner"] = "acme";
+  body["repo"] = "app";
+  const int64_t run = github("POST", "/runs", body)["id"].asInt64();
+  const int64_t build = job_of_run(run, "build", set_name(), false, {}, 20'000);
+  ASSERT_TRUE(eventually([&] { return job(build)["state"].asString() == "running"; }, 90s))
+      << write_json(job(build)) << consoles();
+  const std::string id = instance_of_runner(job(build)["runnerName"].asString());
+  ASSERT_FALSE(id.empty());
+  ASSERT_EQ(record(id).usage_class, pool::UsageClass::kSpot);
+
+  Json::Value notice;
+  notice["inSeconds"] = 2;
+  cloud_.control("POST", "/_control/ec2/instances/" + id + "/spot-interruption", notice);
+  ASSERT_TRUE(eventually([&] { return record(id).spot_job == "build"; }, 10s)) << consoles();
+  ASSERT_TRUE(eventually([&] { return !record(id).spot_run.empty(); }, 10s)) << "noted by serve" << consoles();
+  EXPECT_EQ(record(id).spot_run, "acme/app " + std::to_string(run));
+  Json::Value lost = finished_job(build);
+  ASSERT_TRUE(lost["state"].asString() == "lost" || lost["result"].asString() == "Canceled") << write_json(lost);
+
+  // The scheduled refresh re-runs it once the run is over; serve runs it on another instance.
+  Json::Value decided;
+  ASSERT_TRUE(eventually(
+      [&] {
+        decided = spot_entry(refresh(), id);
+        return !decided.isNull() && decided["decision"].asString() != "wait";
+      },
+      60s))
+      << write_json(decided);
+  ASSERT_EQ(decided["decision"].asString(), "spot-rerun") << write_json(decided);
+  EXPECT_EQ(decided["outcome"].asString(), "done") << write_json(decided);
+  std::vector<Json::Value> builds = executions(run, "build");
+  ASSERT_EQ(builds.size(), 2u);
+  Json::Value ok = finished_job(builds[1]["id"].asInt64(), 120s);
+  EXPECT_EQ(ok["result"].asString(), "Succeeded") << write_json(ok) << consoles();
+  EXPECT_NE(instance_of_runner(ok["runnerName"].asString()), id) << "on another instance";
+
+  for (int i = 0; i < 2; ++i) EXPECT_TRUE(spot_entry(refresh(), id).isNull());
+  EXPECT_EQ(executions(run, "build").size(), 2u) << "one re-run, never two";
+  EXPECT_EQ(github("GET", "/runs/" + std::to_string(run))["attempt"].asInt(), 2);
+  stop(*serve);
 }
 
 }  // namespace
