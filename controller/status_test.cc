@@ -115,6 +115,36 @@ TEST(Status, ShowsAPreRunScriptThatDidNotSucceed) {
   EXPECT_EQ(by_id["i-00000000000000bb3"]["pre_run"].asString(), "timeout");
 }
 
+TEST(Status, ShowsAJobLostToSpotAndWhatWasDecidedForIt) {
+  World w;
+  auto waiting = testing::idle_record("i-00000000000000cc1", w.now());
+  waiting.state = pool::State::kDraining;
+  waiting.spot_job = "build";
+  waiting.spot_generation = 2;
+  w.table.inner.create(waiting);
+  auto rerun = testing::idle_record("i-00000000000000cc2", w.now());
+  rerun.spot_job = "test";
+  rerun.spot_job_result = "Canceled";
+  rerun.spot_run = "acme/app 7001";
+  rerun.spot_rerun = "rerun 42";
+  w.table.inner.create(rerun);
+
+  ASSERT_EQ(run_status(w.ctx, {false, true}), kExitOk);
+  const std::string text = w.out.str();
+  EXPECT_NE(text.find("spot: job build in hand at the interruption; re-run: not decided yet"), std::string::npos) << text;
+  EXPECT_NE(text.find("spot: job test in hand at the interruption (ended Canceled); re-run: rerun 42"), std::string::npos)
+      << text;
+  w.out.str("");
+  ASSERT_EQ(run_status(w.ctx, {true, true}), kExitOk);
+  Json::Value j = parse_json(w.out.str(), "status");
+  std::map<std::string, Json::Value> by_id;
+  for (const auto& i : j["instances"]) by_id[i["instance_id"].asString()] = i;
+  EXPECT_EQ(by_id["i-00000000000000cc2"]["spot_rerun"].asString(), "rerun 42");
+  EXPECT_EQ(by_id["i-00000000000000cc2"]["spot_run"].asString(), "acme/app 7001");
+  EXPECT_EQ(by_id["i-00000000000000cc1"]["spot_job"].asString(), "build");
+  EXPECT_EQ(by_id["i-00000000000000cc1"]["spot_rerun"].asString(), "");
+}
+
 TEST(Status, ShowsWhatAnInstanceRunsAFailedAgentsReasonAndARetireMark) {
   World w;
   auto r = testing::idle_record("i-00000000000000cc1", w.now());
