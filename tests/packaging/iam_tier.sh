@@ -33,7 +33,7 @@ runs=(
   "tests/e2e/e2e_shared_pool_test:SharedPool.ShrinksToTheQuotaWithoutKillingAJob"
   "tests/e2e/e2e_serve_test:Serve.AStandbyTakesOverFromAKilledControllerAndLosesNothing"
   "tests/agent_resilience_test:AgentResilience.ADeadlinePassedTerminatesTheInstance"
-  "tests/e2e/e2e_spot_rerun_test:SpotRerun.*"
+  "tests/e2e/e2e_spot_rerun_test:SpotRerun*"
 )
 
 status=0
