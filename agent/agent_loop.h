@@ -196,6 +196,7 @@ class AgentLoop {
     std::string runner_version;
     bool notice = false;
     bool spot_result = false;  // the spot job's result (below) is on the record
+    std::string spot_job;      // the spot job as the record has it
     int64_t evidence_generation = 0;  // the failure detail this agent wrote last, and its generation
     std::string evidence;
   };

@@ -44,6 +44,7 @@ void AgentLoop::observe(const RunnerEvent& e) {
       break;
     case RunnerEvent::kJobStarted:
       job_track_ = apply_job_signal(job_track_, JobSignal::kRunning, now, e.job);
+      if (spot_job_ == "-" && !e.job.empty()) spot_job_ = e.job;  // the job in hand at the notice, named now
       break;
     case RunnerEvent::kJobCompleted:
       job_track_ = apply_job_signal(job_track_, JobSignal::kCompleted, now);

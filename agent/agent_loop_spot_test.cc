@@ -45,7 +45,7 @@ TEST_F(SpotJobTest, TheJobInHandIsWrittenWithItsGenerationAndItsResultIfItStillE
   EXPECT_EQ(record().spot_job, "build") << "written once";
 }
 
-TEST_F(SpotJobTest, AJobRequestedButNotNamedYetIsWrittenAsADash) {
+TEST_F(SpotJobTest, AJobRequestedButNotNamedYetIsWrittenAsADashThenNamed) {
   serve();
   host_.say(RunnerEvent::kJobRequested);
   ticks(1);
@@ -53,6 +53,12 @@ TEST_F(SpotJobTest, AJobRequestedButNotNamedYetIsWrittenAsADash) {
   loop().notice({Notice::kSpotInterruption, kSpot});
   ticks(1);
   EXPECT_EQ(record().spot_job, "-");
+  host_.say(RunnerEvent::kJobStarted, "test");
+  ticks(2);
+  EXPECT_EQ(record().spot_job, "test") << "named once the runner printed it";
+  host_.say(RunnerEvent::kJobStarted, "another");
+  ticks(2);
+  EXPECT_EQ(record().spot_job, "test") << "only the job in hand at the notice";
 }
 
 TEST_F(SpotJobTest, NoJobInHandWritesNoJob) {

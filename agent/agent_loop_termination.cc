@@ -98,7 +98,16 @@ void AgentLoop::handle_notice() {
     r.generation = record_->generation;
     set_detail(r, record_->generation, clip(n->detail), false);
     if (!spot_job_.empty()) r.spot_job = spot_job_;
-    if (report(r, "interrupted") != Reported::kFailed) written_.notice = true;
+    if (report(r, "interrupted") != Reported::kFailed) {
+      written_.notice = true;
+      written_.spot_job = spot_job_;
+    }
+  }
+  if (written_.notice && written_.spot_job != spot_job_ && reachable_ && record_) {
+    AgentReport r;  // named after the notice ("-" until the runner printed it)
+    r.spot_job = spot_job_;
+    r.generation = record_->generation;
+    if (report(r, "spot job") != Reported::kFailed) written_.spot_job = spot_job_;
   }
   if (written_.notice && !written_.spot_result && !spot_result_.empty() && reachable_) {
     AgentReport r;

@@ -33,14 +33,22 @@ SpotDecision decide_spot_rerun(const InstanceRecord& r, const std::string& runne
     return verdict(SpotVerdict::kNoRerun, "no workflow run was noted for it");
   }
 
-  // The latest execution of that name (any name when the runner had not printed it yet) run by this
-  // runner. Another runner's, or one no runner took yet, means it was already run again.
+  // The latest execution of that name run by this runner. Another runner's, or one no runner took
+  // yet, means it was already run again. A job the runner never named is this runner's only job
+  // in the run, or none: with two, an earlier one that failed on its own could be taken for it.
   const SpotRunJob* found = nullptr;
   const SpotRunJob* same_name = nullptr;
+  int by_runner = 0;
   for (const auto& j : run->jobs) {
     if (r.spot_job != "-" && j.name != r.spot_job) continue;
     if (!same_name) same_name = &j;
-    if (j.runner_name == runner_name && (!found || j.id > found->id)) found = &j;
+    if (j.runner_name != runner_name) continue;
+    ++by_runner;
+    if (!found || j.id > found->id) found = &j;
+  }
+  if (r.spot_job == "-" && by_runner > 1) {
+    return verdict(SpotVerdict::kNoRerun, "the job in hand was never named, and " + runner_name + " ran " +
+                                              std::to_string(by_runner) + " jobs of the run: which one is unknown");
   }
   const bool run_over = std::all_of(run->jobs.begin(), run->jobs.end(), [](const auto& j) { return j.status == "completed"; });
   const std::string where = " of run " + std::to_string(run->run_id) + " in " + run->repository;
