@@ -40,7 +40,25 @@ bool mark(Context& ctx, const std::string& id, const std::string& expect, const 
 
 // Re-runs one job: the mark first, so that a crash after it never re-runs twice (at most once,
 // by design: a crash between the mark and the call leaves "requested" and no re-run).
-ActionOutcome rerun(Context& ctx, const pool::InstanceRecord& r, const std::string& repository, int64_t job_id) {
+// Whether GitHub lists the job replaced by a newer execution of its name: re-run after all (a
+// retried POST whose first answer was lost finds the run going again and is refused).
+bool replaced(Context& ctx, const pool::SpotRun& run, int64_t job_id) {
+  std::string name;
+  for (const auto& j : run.jobs) {
+    if (j.id == job_id) name = j.name;
+  }
+  try {
+    for (const auto& j : ctx.github.run_jobs(run.repository, run.run_id)) {
+      if (j.name == name && j.id != job_id && j.run_attempt > 1) return true;
+    }
+  } catch (const std::exception& e) {
+    spdlog::warn("spot re-run of job {}: could not read the run again: {}", job_id, e.what());
+  }
+  return false;
+}
+
+ActionOutcome rerun(Context& ctx, const pool::InstanceRecord& r, const pool::SpotRun& run, int64_t job_id) {
+  const std::string& repository = run.repository;
   const std::string requested = pool::spot_mark_requested(job_id);
   if (!mark(ctx, r.instance_id, "", requested)) return {ActionOutcome::kSkipped, "decided by another pass", ""};
   ActionOutcome out;
@@ -50,8 +68,13 @@ ActionOutcome rerun(Context& ctx, const pool::InstanceRecord& r, const std::stri
     result = pool::spot_mark_done(job_id);
     out = {ActionOutcome::kDone, "GitHub queued job " + std::to_string(job_id) + " of " + repository + " again", ""};
   } catch (const github::GithubError& e) {
-    result = pool::spot_mark_refused(job_id, e.message().empty() ? e.what() : e.message());
-    out = {ActionOutcome::kFailed, e.what(), ""};
+    if (replaced(ctx, run, job_id)) {
+      result = pool::spot_mark_done(job_id);
+      out = {ActionOutcome::kDone, "GitHub queued job " + std::to_string(job_id) + " again (its answer: " + e.what() + ")", ""};
+    } else {
+      result = pool::spot_mark_refused(job_id, e.message().empty() ? e.what() : e.message());
+      out = {ActionOutcome::kFailed, e.what(), ""};
+    }
   } catch (const std::exception& e) {
     result = pool::spot_mark_refused(job_id, e.what());
     out = {ActionOutcome::kFailed, e.what(), ""};
@@ -167,7 +190,7 @@ std::vector<SpotRerunResult> spot_reruns(Context& ctx, const std::vector<pool::I
     if (!dry_run && !ctx.cancelled.load()) {
       try {
         if (res.decision.verdict == SpotVerdict::kRerun) {
-          res.outcome = rerun(ctx, r, run->repository, res.decision.job_id);
+          res.outcome = rerun(ctx, r, *run, res.decision.job_id);
         } else if (res.decision.verdict == SpotVerdict::kNoRerun) {
           res.outcome = mark(ctx, r.instance_id, "", pool::spot_mark_none(res.decision.reason))
                             ? ActionOutcome{ActionOutcome::kDone, "", ""}

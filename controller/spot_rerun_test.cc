@@ -139,6 +139,20 @@ TEST(SpotRerunPass, GitHubsRefusalIsRecordedAndNotTriedAgain) {
   EXPECT_TRUE(w.github.reruns.empty());
 }
 
+// A POST retried after its first answer was lost: GitHub re-ran the job, then refused the retry
+// (the run is going again). The listing shows the newer attempt: re-run, once.
+TEST(SpotRerunPass, ARefusedRetryOfAReRunThatHappenedCountsAsDone) {
+  SpotWorld w;
+  w.lose("build");
+  w.github_jobs("completed", "failure", true);
+  w.github.refuse_rerun = true;
+  w.github.on_rerun = [&] { w.github.jobs[7001][1] = {9, 2, "queued", "build", {kLabel}, "", ""}; };
+  auto r = w.pass();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].outcome.kind, ActionOutcome::kDone) << r[0].outcome.detail;
+  EXPECT_EQ(w.record(kId).spot_rerun, "rerun 2");
+}
+
 TEST(SpotRerunPass, ReleaseNotesTheRunAndSaysSoInItsStepSummary) {
   SpotWorld w;
   w.lose("build");

@@ -331,14 +331,17 @@ class FakeRunners final : public Runners {
   }
   std::map<std::string, std::vector<github::WorkflowRun>> runs;  // by "<owner/name> <status>"
   std::map<int64_t, std::vector<github::WorkflowJob>> jobs;
-  // Job re-runs asked for, as "<owner/name> <job id>"; refuse_rerun: GitHub's 403 for each.
+  // Job re-runs asked for, as "<owner/name> <job id>"; refuse_rerun: GitHub's 403 for each;
+  // on_rerun: what GitHub does meanwhile (a lost answer: the re-run happens, the POST is refused).
   void rerun_job(const std::string& repository, int64_t job_id) override {
     ++requests["ReRunJobForWorkflowRun"];
+    if (on_rerun) on_rerun();
     if (refuse_rerun) throw github::GithubError("ReRunJobForWorkflowRun", 403, "This workflow run is not completed yet.");
     reruns.push_back(repository + " " + std::to_string(job_id));
   }
   std::vector<std::string> reruns;
   bool refuse_rerun = false;
+  std::function<void()> on_rerun;
 
   int registration_tokens = 0, remove_tokens = 0;
   bool fail_remove_token = false;

@@ -66,7 +66,7 @@ class GithubClient {
   // "Re-run a job and its dependent jobs in a workflow run" (POST …/actions/jobs/{id}/rerun): 201
   // → returns; any other answer throws GithubError (403: the run is not over, too old, or may not
   // be re-run). A POST retried after a lost 201 finds the run going again and gets 403, so a
-  // retry never re-runs twice.
+  // retry never re-runs twice (the caller can tell by the run's jobs: controller/spot_rerun.cc).
   void rerun_job(const std::string& repository, int64_t job_id);
 
   // HTTP requests this client sent, retries and 401 re-sends included (token fetches by an App
