@@ -106,7 +106,8 @@ void AgentLoop::read_record() {
 
 void AgentLoop::notice(const Notice& n) {
   std::lock_guard<std::mutex> lock(notice_mu_);
-  if (!notice_) notice_ = n;
+  // A spot interruption after a rebalance recommendation replaces it: its job in hand is lost.
+  if (!notice_ || (notice_->kind == Notice::kRebalance && n.kind == Notice::kSpotInterruption)) notice_ = n;
 }
 
 bool AgentLoop::settling() const {

@@ -204,6 +204,7 @@ class AgentLoop {
   // The job in hand when the spot interruption notice came ("-": requested, not named yet; "":
   // none), and the runner's result if it still ended here: the controller re-runs a job lost to
   // spot (common/pool/spot_rerun.h).
+  bool spot_noticed_ = false;
   std::string spot_job_;
   std::string spot_result_;
 

@@ -73,6 +73,24 @@ TEST_F(SpotJobTest, NoJobInHandWritesNoJob) {
   EXPECT_EQ(record().spot_job_result, "") << "no job was in hand at the notice";
 }
 
+// A rebalance recommendation often comes first: the drain it starts waits for the job, which the
+// spot notice then dooms.
+TEST_F(SpotJobTest, ASpotNoticeAfterARebalanceRecommendationStillWritesTheJobInHand) {
+  serve();
+  host_.say(RunnerEvent::kJobRequested);
+  host_.say(RunnerEvent::kJobStarted, "build");
+  ticks(1);
+  loop().notice({Notice::kRebalance, "rebalance recommended at 2026-11-21T02:58:00Z"});
+  ticks(2);
+  ASSERT_EQ(loop().state().phase, Phase::kDraining);
+  ASSERT_TRUE(record().busy);
+  EXPECT_EQ(record().spot_job, "");
+  loop().notice({Notice::kSpotInterruption, kSpot});
+  ticks(2);
+  EXPECT_EQ(record().spot_job, "build");
+  EXPECT_EQ(record().spot_generation, record().generation);
+}
+
 TEST_F(SpotJobTest, ARebalanceRecommendationIsNoInterruption) {
   serve();
   host_.say(RunnerEvent::kJobRequested);

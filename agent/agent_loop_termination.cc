@@ -82,13 +82,17 @@ void AgentLoop::handle_notice() {
     n = notice_;
   }
   if (!n) return;
-  if (!st_.interrupted) {
-    st_.interrupted = true;
-    // A spot notice with a job in hand: that job is likely lost with the instance.
-    if (n->kind == Notice::kSpotInterruption && st_.phase == Phase::kServing && busy_.load()) {
+  // A spot notice with a job in hand (serving, or draining since a rebalance recommendation): that
+  // job is likely lost with the instance.
+  if (n->kind == Notice::kSpotInterruption && !spot_noticed_) {
+    spot_noticed_ = true;
+    if ((st_.phase == Phase::kServing || st_.phase == Phase::kDraining) && busy_.load()) {
       spot_job_ = activity_.current_job().empty() ? "-" : activity_.current_job();
       spdlog::warn("job in hand at the spot notice: {}", spot_job_);
     }
+  }
+  if (!st_.interrupted) {
+    st_.interrupted = true;
     spdlog::warn("interruption notice: {}; draining and taking no new assignment", n->detail);
     if (st_.phase == Phase::kServing) begin_drain("interruption notice: " + n->detail);
   }
