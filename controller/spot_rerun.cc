@@ -14,7 +14,7 @@ namespace {
 
 using pool::SpotVerdict;
 
-const char* verdict_name(SpotVerdict v) {
+const char* spot_verdict_name(SpotVerdict v) {
   switch (v) {
     case SpotVerdict::kNothing: return "nothing";
     case SpotVerdict::kWait: return "wait";
@@ -25,12 +25,12 @@ const char* verdict_name(SpotVerdict v) {
 }
 
 // The job as the agent named it, made safe to quote (it is the agent's word).
-std::string job_text(const pool::InstanceRecord& r) {
+std::string spot_job_text(const pool::InstanceRecord& r) {
   return r.spot_job == "-" ? "the job in hand" : "job '" + pool::agent_text(r.spot_job) + "'";
 }
 
 // Writes the mark where the record still holds `expect` ("": none); false when it did not.
-bool mark(Context& ctx, const std::string& id, const std::string& expect, const std::string& text) {
+bool write_spot_mark(Context& ctx, const std::string& id, const std::string& expect, const std::string& text) {
   pool::Expect e;
   e.spot_rerun = expect;
   pool::LifecycleChange c;
@@ -42,7 +42,7 @@ bool mark(Context& ctx, const std::string& id, const std::string& expect, const 
 // by design: a crash between the mark and the call leaves "requested" and no re-run).
 // Whether GitHub lists the job replaced by a newer execution of its name: re-run after all (a
 // retried POST whose first answer was lost finds the run going again and is refused).
-bool replaced(Context& ctx, const pool::SpotRun& run, int64_t job_id) {
+bool rerun_seen_on_github(Context& ctx, const pool::SpotRun& run, int64_t job_id) {
   std::string name;
   for (const auto& j : run.jobs) {
     if (j.id == job_id) name = j.name;
@@ -57,10 +57,10 @@ bool replaced(Context& ctx, const pool::SpotRun& run, int64_t job_id) {
   return false;
 }
 
-ActionOutcome rerun(Context& ctx, const pool::InstanceRecord& r, const pool::SpotRun& run, int64_t job_id) {
+ActionOutcome rerun_lost_job(Context& ctx, const pool::InstanceRecord& r, const pool::SpotRun& run, int64_t job_id) {
   const std::string& repository = run.repository;
   const std::string requested = pool::spot_mark_requested(job_id);
-  if (!mark(ctx, r.instance_id, "", requested)) return {ActionOutcome::kSkipped, "decided by another pass", ""};
+  if (!write_spot_mark(ctx, r.instance_id, "", requested)) return {ActionOutcome::kSkipped, "decided by another pass", ""};
   ActionOutcome out;
   std::string result;
   try {
@@ -68,7 +68,7 @@ ActionOutcome rerun(Context& ctx, const pool::InstanceRecord& r, const pool::Spo
     result = pool::spot_mark_done(job_id);
     out = {ActionOutcome::kDone, "GitHub queued job " + std::to_string(job_id) + " of " + repository + " again", ""};
   } catch (const github::GithubError& e) {
-    if (replaced(ctx, run, job_id)) {
+    if (rerun_seen_on_github(ctx, run, job_id)) {
       result = pool::spot_mark_done(job_id);
       out = {ActionOutcome::kDone, "GitHub queued job " + std::to_string(job_id) + " again (its answer: " + e.what() + ")", ""};
     } else {
@@ -80,7 +80,7 @@ ActionOutcome rerun(Context& ctx, const pool::InstanceRecord& r, const pool::Spo
     out = {ActionOutcome::kFailed, e.what(), ""};
   }
   try {
-    if (!mark(ctx, r.instance_id, requested, result)) spdlog::warn("spot re-run of {}: the mark changed", r.instance_id);
+    if (!write_spot_mark(ctx, r.instance_id, requested, result)) spdlog::warn("spot re-run of {}: the mark changed", r.instance_id);
   } catch (const std::exception& e) {
     spdlog::warn("spot re-run of {}: the outcome '{}' was not written: {}", r.instance_id, result, e.what());
   }
@@ -118,7 +118,7 @@ std::vector<std::string> note_spot_runs(Context& ctx, const std::vector<pool::In
       pool::LifecycleChange c;
       c.spot_run = spot_run_text(a->repository, a->run_id);
       if (!ctx.table.transition(r.instance_id, e, c)) continue;
-      lines.push_back(r.instance_id + ": " + job_text(r) + " of run " + std::to_string(a->run_id) + " in " +
+      lines.push_back(r.instance_id + ": " + spot_job_text(r) + " of run " + std::to_string(a->run_id) + " in " +
                       a->repository + " was in hand at a spot interruption notice; refresh runs it again once the " +
                       "run is over, unless it completed");
       spdlog::warn("{}", lines.back());
@@ -144,7 +144,7 @@ int note_session_spot_runs(Context& ctx, const std::vector<pool::InstanceRecord>
       if (!ctx.table.transition(r.instance_id, e, c)) continue;
       ++noted;
       spdlog::warn("{}: {} of run {} was in hand at a spot interruption notice; refresh runs it again once the run "
-                   "is over, unless it completed", r.instance_id, job_text(r), it->second);
+                   "is over, unless it completed", r.instance_id, spot_job_text(r), it->second);
     } catch (const std::exception& e) {
       spdlog::warn("noting the run of {}'s job lost to spot: {}", r.instance_id, e.what());
     }
@@ -190,9 +190,9 @@ std::vector<SpotRerunResult> spot_reruns(Context& ctx, const std::vector<pool::I
     if (!dry_run && !ctx.cancelled.load()) {
       try {
         if (res.decision.verdict == SpotVerdict::kRerun) {
-          res.outcome = rerun(ctx, r, *run, res.decision.job_id);
+          res.outcome = rerun_lost_job(ctx, r, *run, res.decision.job_id);
         } else if (res.decision.verdict == SpotVerdict::kNoRerun) {
-          res.outcome = mark(ctx, r.instance_id, "", pool::spot_mark_none(res.decision.reason))
+          res.outcome = write_spot_mark(ctx, r.instance_id, "", pool::spot_mark_none(res.decision.reason))
                             ? ActionOutcome{ActionOutcome::kDone, "", ""}
                             : ActionOutcome{ActionOutcome::kSkipped, "decided by another pass", ""};
         } else {
@@ -215,7 +215,7 @@ void count_spot_reruns(const std::vector<SpotRerunResult>& results, bool dry_run
                        std::map<std::string, int>& planned, int& failed) {
   for (const auto& r : results) {
     if (r.decision.verdict == SpotVerdict::kWait) continue;
-    const std::string name = verdict_name(r.decision.verdict);
+    const std::string name = spot_verdict_name(r.decision.verdict);
     if (!dry_run && r.outcome.kind == ActionOutcome::kFailed) ++failed;
     if (r.outcome.kind == ActionOutcome::kDone) ++done[name];
     ++planned[name];
@@ -228,7 +228,7 @@ Json::Value spot_reruns_json(const std::vector<SpotRerunResult>& results) {
     Json::Value j(Json::objectValue);
     j["instance_id"] = r.instance_id;
     j["job"] = pool::agent_text(r.spot_job);
-    j["decision"] = verdict_name(r.decision.verdict);
+    j["decision"] = spot_verdict_name(r.decision.verdict);
     if (r.decision.job_id) j["job_id"] = Json::Int64(r.decision.job_id);
     j["reason"] = r.decision.reason;
     j["outcome"] = outcome_name(r.outcome.kind);
@@ -241,7 +241,7 @@ Json::Value spot_reruns_json(const std::vector<SpotRerunResult>& results) {
 std::string spot_reruns_text(const std::vector<SpotRerunResult>& results, bool dry_run) {
   std::string out;
   for (const auto& r : results) {
-    std::string line = r.instance_id + ": " + verdict_name(r.decision.verdict) + " [" + r.decision.reason + "]";
+    std::string line = r.instance_id + ": " + spot_verdict_name(r.decision.verdict) + " [" + r.decision.reason + "]";
     if (dry_run) {
       out += "would " + line + "\n";
     } else if (r.outcome.kind == ActionOutcome::kDone) {

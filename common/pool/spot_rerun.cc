@@ -5,16 +5,16 @@
 namespace runpool::pool {
 namespace {
 
-bool succeeded(const std::string& runner_result) {
+bool spot_succeeded(const std::string& runner_result) {
   return runner_result == "Succeeded" || runner_result == "SucceededWithIssues";
 }
 
 // GitHub's conclusions of a job that did its work: nothing to run again.
-bool concluded_well(const std::string& conclusion) {
+bool spot_concluded_well(const std::string& conclusion) {
   return conclusion == "success" || conclusion == "skipped" || conclusion == "neutral";
 }
 
-SpotDecision verdict(SpotVerdict v, std::string reason, int64_t job_id = 0) { return {v, job_id, std::move(reason)}; }
+SpotDecision spot_verdict(SpotVerdict v, std::string reason, int64_t job_id = 0) { return {v, job_id, std::move(reason)}; }
 
 }  // namespace
 
@@ -22,15 +22,15 @@ bool spot_rerun_pending(const InstanceRecord& r) { return !r.spot_job.empty() &&
 
 SpotDecision decide_spot_rerun(const InstanceRecord& r, const std::string& runner_name,
                                const std::optional<SpotRun>& run) {
-  if (!spot_rerun_pending(r)) return verdict(SpotVerdict::kNothing, "");
+  if (!spot_rerun_pending(r)) return spot_verdict(SpotVerdict::kNothing, "");
   const std::string job = r.spot_job == "-" ? "the job in hand" : "job '" + r.spot_job + "'";
-  if (succeeded(r.spot_job_result)) {
-    return verdict(SpotVerdict::kNoRerun, job + " completed on the instance (" + r.spot_job_result + ")");
+  if (spot_succeeded(r.spot_job_result)) {
+    return spot_verdict(SpotVerdict::kNoRerun, job + " completed on the instance (" + r.spot_job_result + ")");
   }
   if (!run) {
     // Noted while the instance lives (release, refresh or serve); once it is gone, never.
-    if (!is_terminal(r.state)) return verdict(SpotVerdict::kWait, "no workflow run noted for it yet");
-    return verdict(SpotVerdict::kNoRerun, "no workflow run was noted for it");
+    if (!is_terminal(r.state)) return spot_verdict(SpotVerdict::kWait, "no workflow run noted for it yet");
+    return spot_verdict(SpotVerdict::kNoRerun, "no workflow run was noted for it");
   }
 
   // The latest execution of that name run by this runner. Another runner's, or one no runner took
@@ -47,26 +47,26 @@ SpotDecision decide_spot_rerun(const InstanceRecord& r, const std::string& runne
     if (!found || j.id > found->id) found = &j;
   }
   if (r.spot_job == "-" && by_runner > 1) {
-    return verdict(SpotVerdict::kNoRerun, "the job in hand was never named, and " + runner_name + " ran " +
+    return spot_verdict(SpotVerdict::kNoRerun, "the job in hand was never named, and " + runner_name + " ran " +
                                               std::to_string(by_runner) + " jobs of the run: which one is unknown");
   }
   const bool run_over = std::all_of(run->jobs.begin(), run->jobs.end(), [](const auto& j) { return j.status == "completed"; });
   const std::string where = " of run " + std::to_string(run->run_id) + " in " + run->repository;
   if (!found) {
     if (same_name && r.spot_job != "-") {
-      return verdict(SpotVerdict::kNoRerun, job + where + " was already run again (attempt " +
+      return spot_verdict(SpotVerdict::kNoRerun, job + where + " was already run again (attempt " +
                                                 std::to_string(same_name->run_attempt) + ")");
     }
-    if (!run_over) return verdict(SpotVerdict::kWait, "GitHub lists no " + job + " run by " + runner_name + " yet");
-    return verdict(SpotVerdict::kNoRerun, "GitHub lists no " + job + " run by " + runner_name + where);
+    if (!run_over) return spot_verdict(SpotVerdict::kWait, "GitHub lists no " + job + " run by " + runner_name + " yet");
+    return spot_verdict(SpotVerdict::kNoRerun, "GitHub lists no " + job + " run by " + runner_name + where);
   }
   const std::string named = "job '" + found->name + "' (" + std::to_string(found->id) + ")" + where;
-  if (found->status != "completed") return verdict(SpotVerdict::kWait, named + " is " + found->status);
-  if (concluded_well(found->conclusion)) {
-    return verdict(SpotVerdict::kNoRerun, named + " ended in " + found->conclusion);
+  if (found->status != "completed") return spot_verdict(SpotVerdict::kWait, named + " is " + found->status);
+  if (spot_concluded_well(found->conclusion)) {
+    return spot_verdict(SpotVerdict::kNoRerun, named + " ended in " + found->conclusion);
   }
-  if (!run_over) return verdict(SpotVerdict::kWait, named + " ended in " + found->conclusion + "; its run is still going");
-  return verdict(SpotVerdict::kRerun, named + " ended in " + found->conclusion + " after a spot interruption", found->id);
+  if (!run_over) return spot_verdict(SpotVerdict::kWait, named + " ended in " + found->conclusion + "; its run is still going");
+  return spot_verdict(SpotVerdict::kRerun, named + " ended in " + found->conclusion + " after a spot interruption", found->id);
 }
 
 std::string spot_mark_requested(int64_t job_id) { return "requested " + std::to_string(job_id); }
