@@ -189,8 +189,9 @@ void add_refresh_flags(CLI::App& c, CommandFlags& flags) {
 }
 
 int run_refresh_command(const Invocation& in, const CommandFlags& flags) {
-  return with_backend(in.settings, [&](Backend&, Context& ctx) {
-    return run_refresh(ctx, RefreshOptions{flags.refresh.dry_run, in.json});
+  return with_backend(in.settings, [&](Backend& backend, Context& ctx) {
+    pool::DynamoLeaseStore marker(backend.dynamodb(), in.settings.table);
+    return run_refresh(ctx, RefreshOptions{flags.refresh.dry_run, in.json, &marker});
   });
 }
 

@@ -1,5 +1,7 @@
 // runpoolctl refresh, the imperative shell around pool::plan_refresh: gather one snapshot (GitHub's
-// runners, then EC2, then the table, then the pool queues — the order refresh_plan.h explains),
+// runners, then EC2, then the table, then the pool queues — the order refresh_plan.h explains; a
+// pass between full listings asks for the runners its records name after the scan instead,
+// controller/runner_listing.h),
 // plan, and carry the plan out. No failure of one action stops the others; each is reported and
 // the next pass retries it, and the exit code is 1 if anything failed.
 #include "controller/refresh.h"
@@ -20,6 +22,7 @@
 #include "controller/metrics_events.h"
 #include "controller/pass_report.h"
 #include "controller/rerun.h"
+#include "controller/runner_listing.h"
 #include "controller/spot_rerun.h"
 
 namespace runpool::controller {
@@ -76,9 +79,11 @@ class Refresh {
     pool::RefreshSnapshot snap;
     snap.pool = s_.pool;
     snap.table = s_.table;
-    list_runners(snap);
+    github_before_ = ctx_.github.requests_sent("");
+    listing_.before_scan(snap.runners);
     describe_pool(snap);
     if (!scan(snap)) return finish({});
+    listing_.after_scan(snap.records, snap.runners);
     confirm_missing(snap);
     sweep_pools(snap);
     snap.now_ms = ctx_.now_ms();
@@ -109,16 +114,6 @@ class Refresh {
   }
 
   // ---- the snapshot
-
-  void list_runners(pool::RefreshSnapshot& snap) {
-    try {
-      std::vector<pool::RunnerView> runners;
-      for (const auto& r : ctx_.github.list()) runners.push_back({r.id, r.name, r.busy, r.online()});
-      snap.runners = std::move(runners);
-    } catch (const std::exception& e) {
-      error("listing GitHub runners (ghost sweep skipped)", e.what());
-    }
-  }
 
   void describe_pool(pool::RefreshSnapshot& snap) {
     try {
@@ -539,6 +534,10 @@ class Refresh {
       doc["reruns"].append(j);
     }
     doc["spot_reruns"] = spot_reruns_json(spot_);
+    doc["runner_listing"] = listing_.mode();
+    doc["runner_listing_why"] = listing_.why();
+    doc["runners_looked_up"] = listing_.looked_up();
+    doc["github_requests"] = Json::Int64(ctx_.github.requests_sent("") - github_before_);
     report_.add_to_json(doc);
     ctx_.out << write_json(doc) << "\n";
   }
@@ -577,6 +576,9 @@ class Refresh {
   std::vector<RerunResult> reruns_;      // re-runs served and assignments forgotten
   std::vector<SpotRerunResult> spot_;    // jobs lost to spot: re-run, decided not to, or waiting
   PassReport report_;
+  RunnerListing listing_{ctx_, options_.listing_marker, options_.dry_run,
+                         [this](const std::string& what, const std::string& m) { error(what, m); }};
+  long github_before_ = 0;
 };
 
 }  // namespace
