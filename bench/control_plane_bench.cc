@@ -18,6 +18,8 @@
 #include "bench/bench_support.h"
 #include "bench/scale_ctl.h"
 #include "bench/scale_seed.h"
+#include "common/pool/lease_store.h"
+#include "common/pool/runner_listing.h"
 
 namespace runpool::bench {
 namespace {
@@ -28,6 +30,9 @@ constexpr double kTargetSeconds = 10;
 struct Command {
   std::string name;
   std::vector<std::string> args;
+  // Before each run: refresh's runner-listing marker aged, so the pass lists all of GitHub's
+  // runners (the pass of the slower cadence) instead of looking up what changed.
+  bool full_listing = false;
 };
 
 struct Figures {
@@ -39,6 +44,18 @@ struct Figures {
 long count_of(const RequestTally& t, const std::string& service, const std::string& op) {
   return t.op(t.controller, service, op);
 }
+// Makes the next refresh list in full: the marker's last listing put far in the past, written as
+// any pass writes it (conditionally on the generation read).
+void age_listing_marker(pool::LeaseStore& leases, const std::string& pool) {
+  const std::string name = pool::runner_listing_marker(pool);
+  std::optional<pool::Lease> m = leases.get(name);
+  if (!m) return;  // never listed: the pass lists anyway
+  pool::Lease old = *m;
+  old.generation = m->generation + 1;
+  old.expires_ms = 0;
+  if (!leases.replace(old, m->generation)) throw std::runtime_error("the runner-listing marker changed meanwhile");
+}
+
 long github_list_pages(const RequestTally& t) {
   long n = 0;
   if (auto it = t.controller.find("github"); it != t.controller.end()) {
@@ -51,9 +68,12 @@ long github_list_pages(const RequestTally& t) {
 
 // What the answer must say for the seeded state; a mismatch is printed, never hidden.
 std::string check(const std::string& cmd, const Json::Value& report, const ScaleSeeder& seed, int quota) {
-  if (cmd == "refresh") {
+  if (cmd.rfind("refresh", 0) == 0) {
     const int actions = static_cast<int>(report["actions"].size());
-    return actions == 0 ? "0 actions (steady state)" : fmt::format("UNEXPECTED: {} actions", actions);
+    const std::string listing = fmt::format("; runners {} ({} looked up), {} GitHub requests",
+                                            report["runner_listing"].asString(), report["runners_looked_up"].asInt(),
+                                            report["github_requests"].asInt64());
+    return (actions == 0 ? "0 actions (steady state)" : fmt::format("UNEXPECTED: {} actions", actions)) + listing;
   }
   if (cmd == "status") {
     const int listed = static_cast<int>(report["instances"].size());
@@ -71,10 +91,11 @@ std::string check(const std::string& cmd, const Json::Value& report, const Scale
 }
 
 Figures measure(runpool::testing::LocalCloud& cloud, const controller::testing::CtlPool& pool, const Command& c,
-                int runs, const ScaleSeeder& seed, int quota, const std::string& binary) {
+                int runs, const ScaleSeeder& seed, int quota, const std::string& binary, pool::LeaseStore& leases) {
   Figures f;
   const pid_t lc = local_cloud_pid();
   for (int i = 0; i < runs; ++i) {
+    if (c.full_listing) age_listing_marker(leases, "scale");
     cloud.control("DELETE", "/_control/github/ratelimits");
     reset_requests(cloud);
     const double lc_before = lc > 0 ? process_usage(lc).cpu_s : 0;
@@ -149,6 +170,7 @@ int run(const Options& o) {
   ScaleShape shape{.pool = "scale", .table = "ctl-scale", .labels = "self-hosted,linux,x64,small",
                    .reg_url = cloud.github_web() + "/acme/app", .idle_every = o.get_int("idle-every", 20)};
   ScaleSeeder seed(cloud, aws, shape);
+  pool::DynamoLeaseStore leases(aws.db, "ctl-scale");
 
   std::string summary;
   for (int n : sizes) {
@@ -159,13 +181,14 @@ int run(const Options& o) {
                fmt::format("{} running shared runners, {} idle (quota {}), in {:.1f} s", seed.total(), seed.idle(),
                            quota, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
     const std::vector<Command> commands = {
+        {"refresh (full listing)", {"--json", "refresh"}, true},
         {"refresh", {"--json", "refresh"}},
         {"status", {"--json", "status"}},
         {"scale-down", {"--json", "scale-down", "--dry-run", "--idle", std::to_string(quota)}},
     };
     std::string line;
     for (const auto& c : commands) {
-      Figures f = measure(cloud, pool, c, runs, seed, quota, binary);
+      Figures f = measure(cloud, pool, c, runs, seed, quota, binary, leases);
       print_figures(fmt::format("n={} {}", n, c.name), n, f, seed.total());
       const double p95 = percentile(f.wall, 95);
       line += fmt::format("{}{} p95 {:.2f} s{}", line.empty() ? "" : ", ", c.name, p95,

@@ -33,7 +33,8 @@ void RunnerListing::give_back() {
 // Reads the marker and, when a listing is due, writes it conditionally. A marker that cannot be
 // read or written costs a full listing, never a missed one.
 bool RunnerListing::win_marker() {
-  const pool::ListingPolicy policy{};
+  pool::ListingPolicy policy{};
+  policy.interval_ms = ctx_.settings.runner_listing_interval.count();
   const std::string name = pool::runner_listing_marker(ctx_.settings.pool);
   try {
     decision_ = pool::decide_runner_listing(ctx_.settings.pool, marker_->get(name), ctx_.now_ms(),
@@ -56,8 +57,8 @@ bool RunnerListing::win_marker() {
 }
 
 void RunnerListing::before_scan(std::optional<std::vector<pool::RunnerView>>& runners) {
-  if (marker_ && !win_marker()) return;
-  if (!marker_) decision_.why = "every pass lists";
+  if (marker_ && ctx_.settings.runner_listing_interval.count() > 0 && !win_marker()) return;
+  if (decision_.why.empty()) decision_.why = "every pass lists";
   list_all(runners);
   listed_ = true;
   mode_ = "full";

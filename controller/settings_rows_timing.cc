@@ -73,6 +73,10 @@ std::vector<Row> timing_rows() {
                    "refresh: an idle record whose pool message may be missing (advertise_pending still set) is "
                    "re-advertised after this; a release's SendMessage must fit in it",
                    kSec, kHour),
+      duration_row("runner_listing_interval", &Settings::runner_listing_interval,
+                   "refresh: all of GitHub's runners are listed (for runners no record names) at most this often; "
+                   "between listings the runners of records that changed are looked up by id (0: every pass)",
+                   Duration{0}, kDay),
       checked<Settings>(duration_row("agent_silence", &Settings::agent_silence,
                                      "refresh: an idle instance whose agent has not beaten for this long is terminated "
                                      "(longer than max_heartbeat_age)",

@@ -59,7 +59,10 @@ class CrashPointTest : public E2eTest {
   static constexpr auto kAgentBound = 35s;  // boot_grace 15 s + 2 x terminate_wait 3 s, and margin
 
   std::string more_config() const override {
-    return "orphan_grace = 1s\nadvertise_grace = 1s\nclaim_visibility = 2s\nclaim_wait = 1s\n"
+    // runner_listing_interval 0: every refresh lists GitHub's runners, so each cycle's ghost of an
+    // instance that never existed goes in that cycle's pass.
+    return "orphan_grace = 1s\nadvertise_grace = 1s\nrunner_listing_interval = 0s\n"
+           "claim_visibility = 2s\nclaim_wait = 1s\n"
            "min_running_time_linux = 0s\nrelease_timeout = 60s\ncancel_drain_wait = 20s\n"
            "scale_down_drain_wait = 10s\n"
            "agent_extra = notice_poll_interval=500ms; boot_grace=15s; drain_signal_timeout=60s; config_sh_timeout=30s; "
