@@ -140,9 +140,10 @@ class Instance {
     return { previous, current: 'shutting-down' };
   }
 
-  stop(why) {
+  stop(why, graceMs) {
     const previous = this.state;
     if (previous !== 'running' && previous !== 'pending') return { previous, current: previous };
+    if (graceMs !== undefined) this.graceMs = graceMs;
     this.setState('stopping', why);
     if (this.wakePending) this.wakePending();
     this.work = this.work.then(() => this.halt()).then(() => {

@@ -1,5 +1,5 @@
 'use strict';
-// RunInstances, DescribeInstances, TerminateInstances.
+// RunInstances, DescribeInstances, TerminateInstances, StopInstances.
 const { Ec2Error, missing, invalid } = require('../errors');
 const { allow, int, dryRun, getInstances, bool } = require('./common');
 const L = require('../launch');
@@ -83,4 +83,31 @@ function TerminateInstances(world, p, ctx) {
   };
 }
 
-module.exports = { RunInstances, DescribeInstances, TerminateInstances };
+// StopInstances: a running instance goes stopping -> stopped; one already stopping or stopped answers
+// with its state (EC2 accepts the repeat); pending, shutting-down and terminated instances are refused
+// with IncorrectInstanceState, and a spot instance whose interruption behaviour is not stop with
+// UnsupportedOperation, both before anything changes. Force skips the OS shutdown, as SkipOsShutdown does.
+function StopInstances(world, p, ctx) {
+  allow(p, ['InstanceId', 'DryRun', 'Force', 'SkipOsShutdown']);
+  if (!p.InstanceId || !p.InstanceId.length) throw missing('InstanceId');
+  const insts = getInstances(world, p.InstanceId);
+  for (const i of insts) world.authorizeInstance(ctx, i.id);
+  for (const i of insts) {
+    if (i.lifecycle === 'spot' && i.interruptionBehavior !== 'stop') {
+      throw new Ec2Error('UnsupportedOperation', `You can't stop the Spot Instance '${i.id}' because it is associated with a one-time Spot Instance request. You can only stop Spot Instances associated with persistent Spot Instance requests.`);
+    }
+    if (!['running', 'stopping', 'stopped'].includes(i.state) || i.recordOnly) {
+      throw new Ec2Error('IncorrectInstanceState', `The instance '${i.id}' is not in a state from which it can be stopped.`);
+    }
+  }
+  dryRun(p);
+  const graceOverride = bool(p.Force) || bool(p.SkipOsShutdown) ? 0 : undefined;
+  return {
+    instancesSet: insts.map((i) => {
+      const { previous, current } = i.stop('user', graceOverride);
+      return { instanceId: i.id, currentState: state(current), previousState: state(previous) };
+    }),
+  };
+}
+
+module.exports = { RunInstances, DescribeInstances, TerminateInstances, StopInstances };
