@@ -91,11 +91,10 @@ std::vector<Instance> Ec2Client::describe_instances(const DescribeInstancesReque
   return out;
 }
 
-std::vector<InstanceStateChange> Ec2Client::terminate_instances(const std::vector<std::string>& instance_ids) {
-  Ec2Form form("TerminateInstances");
-  form.add_list("InstanceId", instance_ids);
-  Ec2Response resp = ec2_call(caller_, form);
-  Ec2XmlReader xml = reader(caller_, form);
+// TerminateInstances, StopInstances and StartInstances all answer an `instancesSet` of state changes.
+static std::vector<InstanceStateChange> ec2_state_changes(AwsCaller& caller, const Ec2Form& form) {
+  Ec2Response resp = ec2_call(caller, form);
+  Ec2XmlReader xml = reader(caller, form);
   std::vector<InstanceStateChange> out;
   for (pugi::xml_node item : xml.items(resp.root, "instancesSet")) {
     InstanceStateChange c;
@@ -105,6 +104,25 @@ std::vector<InstanceStateChange> Ec2Client::terminate_instances(const std::vecto
     out.push_back(std::move(c));
   }
   return out;
+}
+
+std::vector<InstanceStateChange> Ec2Client::terminate_instances(const std::vector<std::string>& instance_ids) {
+  Ec2Form form("TerminateInstances");
+  form.add_list("InstanceId", instance_ids);
+  return ec2_state_changes(caller_, form);
+}
+
+std::vector<InstanceStateChange> Ec2Client::stop_instances(const std::vector<std::string>& instance_ids, bool force) {
+  Ec2Form form("StopInstances");
+  form.add_list("InstanceId", instance_ids);
+  if (force) form.add("Force", "true");
+  return ec2_state_changes(caller_, form);
+}
+
+std::vector<InstanceStateChange> Ec2Client::start_instances(const std::vector<std::string>& instance_ids) {
+  Ec2Form form("StartInstances");
+  form.add_list("InstanceId", instance_ids);
+  return ec2_state_changes(caller_, form);
 }
 
 void Ec2Client::create_tags(const std::vector<std::string>& resource_ids, const std::vector<Tag>& tags) {

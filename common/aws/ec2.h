@@ -29,6 +29,11 @@ class Ec2Client {
   // All pages collected.
   std::vector<Instance> describe_instances(const DescribeInstancesRequest& request, int max_pages = 100);
   std::vector<InstanceStateChange> terminate_instances(const std::vector<std::string>& instance_ids);
+  // EBS-backed instances only; `force` skips the OS shutdown (EC2's Force). EC2 refuses a pending or
+  // terminated instance (IncorrectInstanceState) and a one-time spot instance (UnsupportedOperation).
+  std::vector<InstanceStateChange> stop_instances(const std::vector<std::string>& instance_ids, bool force = false);
+  // A stopped instance goes pending, then running, with the same instance id.
+  std::vector<InstanceStateChange> start_instances(const std::vector<std::string>& instance_ids);
 
   // ---- tags
   void create_tags(const std::vector<std::string>& resource_ids, const std::vector<Tag>& tags);
