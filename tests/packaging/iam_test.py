@@ -330,9 +330,9 @@ for st in controller["Statement"]:
     if "*" in st["Resource"]:
         check(set(st["Action"]) <= star_ok, f"controller {sid}: Resource * for {st['Action']}")
     cond = st.get("Condition", {})
-    if "ec2:TerminateInstances" in st["Action"]:
+    if {"ec2:TerminateInstances", "ec2:StopInstances", "ec2:StartInstances"} & set(st["Action"]):
         check(cond.get("StringEquals", {}).get("ec2:ResourceTag/runpool:pool") == "@POOL@",
-              f"controller {sid}: TerminateInstances must be limited to the pool's tagged instances")
+              f"controller {sid}: Terminate/Stop/StartInstances must be limited to the pool's tagged instances")
     if "ec2:RunInstances" in st["Action"] and any(":instance/" in r for r in st["Resource"]):
         check(cond.get("StringEquals", {}).get("aws:RequestTag/runpool:pool") == "@POOL@",
               f"controller {sid}: instances must be launched with the pool's tag")
