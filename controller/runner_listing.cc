@@ -81,7 +81,9 @@ void RunnerListing::after_scan(const std::vector<pool::InstanceRecord>& records,
       ++looked_up_;
       if (auto r = ctx_.github.get(id)) found.push_back({r->id, r->name, r->busy, r->online()});
     }
-    runners = std::move(found);
+    // runner_id is the agent's to write: a runner it names is judged only if its own name names an
+    // instance with a record (one with none may be a record written after the scan).
+    runners = pool::keep_recorded(found, records, pool);
   } catch (const std::exception& e) {
     on_error_("looking up GitHub runners by id (ghost sweep skipped)", e.what());
   }

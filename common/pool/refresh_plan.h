@@ -9,6 +9,9 @@
 // then the queues. The table is then the newest view, and every "X has no record" conclusion is
 // about something that existed before the scan began (a runner is registered only after its
 // record exists; an instance launched after DescribeInstances is younger than the launch grace).
+// Between full listings (common/pool/runner_listing.h) `runners` holds only runners read after the
+// scan — looked up by the ids of records, or listed and cut to instances with a record — so no
+// runner in it is judged for having no record.
 #pragma once
 
 #include <cstdint>
