@@ -225,7 +225,7 @@ void AgentLoop::resume() {
     as_.ephemeral = true;
     as_.stopping = true;
     as_.stop_detail = "the ephemeral runner's assignment ended while no agent ran";
-    st_.phase = Phase::kStopped;
+    st_ = advance(st_, PhaseEvent::kRunnerDone);
     spdlog::info("{} (generation {})", as_.stop_detail, st_.generation);
   }
   if (!r.drain_reason.empty()) {

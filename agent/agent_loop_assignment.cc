@@ -46,8 +46,7 @@ void AgentLoop::do_register(const InstanceRecord& r) {
     as_.jit_config = r.jit_config;
     as_.ephemeral = true;
     as_.drain_input = choose_drain_strategy(runner_drain_support(), /*ephemeral=*/true) == DrainStrategy::kDrainSignal;
-    st_.generation = g;
-    st_.phase = Phase::kServing;
+    st_ = advance(st_, PhaseEvent::kServing, g);
     spdlog::info("serving {} with a just-in-time runner configuration", r.label);
     take_token();
     return;
@@ -73,8 +72,7 @@ void AgentLoop::do_register(const InstanceRecord& r) {
     return;
   }
   reg_ = RegistrationProgress{};
-  st_.phase = Phase::kStopped;
-  st_.generation = g;
+  st_ = advance(st_, PhaseEvent::kConfigured, g);
   if (d.step == RegisterStep::kGiveUp) {
     try {
       host_.remove_local();
@@ -91,7 +89,7 @@ void AgentLoop::do_register(const InstanceRecord& r) {
     return;
   }
   spdlog::info("registered runner {} (id {}) for {}", as_.identity->name, as_.identity->id, r.label);
-  st_.phase = Phase::kServing;
+  st_ = advance(st_, PhaseEvent::kServing, g);
   take_token();
 }
 
@@ -108,7 +106,7 @@ void AgentLoop::fail_assignment(const std::string& detail) {
   spdlog::error("assignment generation {} failed: {}", st_.generation, detail);
   as_.failed = true;
   as_.stop_detail = detail;
-  st_.phase = Phase::kStopped;
+  st_ = advance(st_, PhaseEvent::kFailed);
   as_.stopping = true;
   if (listener_) listener_->interrupt();
   AgentReport r;
@@ -268,9 +266,7 @@ void AgentLoop::clean_local(const std::string& reason) {
 }
 
 void AgentLoop::finish_assignment() {
-  st_.last_served = std::max(st_.last_served, st_.generation);
-  st_.phase = Phase::kIdle;
-  st_.next_ready = false;  // cleaned: the job user is gone
+  st_ = advance(st_, PhaseEvent::kCleaned);
   reset_assignment();
   set_busy(false);
 }

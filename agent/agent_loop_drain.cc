@@ -45,7 +45,7 @@ void AgentLoop::begin_drain(const std::string& reason) {
   if (st_.phase != Phase::kServing) return;
   drain_.asked_at = steady();
   spdlog::info("draining generation {}: {}", st_.generation, reason);
-  st_.phase = Phase::kDraining;
+  st_ = advance(st_, PhaseEvent::kDrainBegun);
   drain_.reason = reason;
   as_.stopping = true;
   as_.restart_at.reset();
@@ -173,7 +173,7 @@ void AgentLoop::drain_progress() {
       break;
     case DrainStep::kListenerGone:
       spdlog::info("the runner has stopped; generation {} goes on to deregistration and cleaning", st_.generation);
-      st_.phase = Phase::kStopped;
+      st_ = advance(st_, PhaseEvent::kListenerGone);
       break;
   }
 }

@@ -96,7 +96,7 @@ void AgentLoop::on_listener_exit(const ExitStatus& status, const std::string& ta
     case AfterExit::kDone:
       // Left to the controller's drain, which finds nothing to deregister, cleans and returns it.
       spdlog::info("{}", d.reason);
-      if (st_.phase == Phase::kServing) st_.phase = Phase::kStopped;
+      st_ = advance(st_, PhaseEvent::kRunnerDone);
       as_.stopping = true;
       as_.stop_detail = d.reason;
       break;

@@ -37,7 +37,7 @@ bool AgentLoop::self_terminate() {
 void AgentLoop::terminate(const std::string& reason) {
   spdlog::error("terminating this instance: {}", reason);
   metrics_.self_terminated(now_ms(), resource_class(), record_ ? record_->generation : st_.generation, reason);
-  st_.phase = Phase::kTerminating;
+  st_ = advance(st_, PhaseEvent::kTerminating);
   set_status("terminating this instance: " + reason);
   if (reachable_ && record_ && record_->state != State::kTerminated) {
     AgentReport r;

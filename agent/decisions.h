@@ -56,6 +56,23 @@ struct Decision {
   std::string reason;
 };
 
+// What moves the phase. Every phase write goes through advance(), so the transitions are one
+// table (decisions_phase.cc, tested in decisions_phase_test.cc); the loop only names the event.
+enum class PhaseEvent {
+  kConfigured,       // config.sh ended for `generation`: a runner is (partly) configured, none listens yet
+  kServing,          // the runner for `generation` is configured (or its JIT configuration taken): serve it
+  kFailed,           // the assignment failed: stop, deregistration and cleaning pending
+  kDrainBegun,       // serving: the record or a notice asks to drain
+  kListenerGone,     // the drain's Listener has stopped
+  kRunnerDone,       // serving: the ephemeral runner ended its one job
+  kCleaned,          // the assignment is cleaned up: back to idle, `generation` served
+  kTerminating,      // the instance is being terminated
+};
+std::string_view phase_event_name(PhaseEvent e);
+
+// The state after `event`; `generation` is read by kConfigured and kServing only.
+AgentState advance(AgentState state, PhaseEvent event, int64_t generation = 0);
+
 // What to do for the agent's state and its record (nullopt: no record, or the table could not be
 // read — self-termination handles both).
 Decision decide(const AgentState& agent, const std::optional<pool::InstanceRecord>& record);
