@@ -133,7 +133,11 @@ int note_session_spot_runs(Context& ctx, const std::vector<pool::InstanceRecord>
                            const std::map<std::string, std::string>& runs_by_runner) {
   int noted = 0;
   for (const auto& r : records) {
-    if (r.pool != ctx.settings.pool || !pool::spot_rerun_pending(r) || !r.spot_run.empty()) continue;
+    // Only the current assignment's runner: an earlier generation's run is another tenant's.
+    if (r.pool != ctx.settings.pool || !pool::spot_rerun_pending(r) || !r.spot_run.empty() ||
+        r.spot_generation != r.generation) {
+      continue;
+    }
     auto it = runs_by_runner.find(pool::runner_name(r.pool, r.instance_id, r.spot_generation));
     if (it == runs_by_runner.end() || !parse_spot_run(it->second)) continue;
     try {

@@ -187,6 +187,21 @@ TEST(SpotRerunPass, ServeNotesTheRunItsSessionNamedForTheRunner) {
   EXPECT_EQ(w.github.reruns, std::vector<std::string>{"acme/app 2"});
 }
 
+// Someone with the instance's credentials writes a job in hand for an earlier generation (an
+// earlier tenant's runner, whose run serve's session still remembers) with a raw UpdateItem: serve
+// notes nothing for it (and refresh's decision refuses it: common/pool/spot_rerun_test.cc).
+TEST(SpotRerunPass, AJobInHandOfAnEarlierGenerationIsNeverNoted) {
+  SpotWorld w;
+  w.runs.end(kLabel, w.now());
+  ASSERT_TRUE(w.table.inner.transition(kId, {}, {.label = "linux-set"}));
+  pool::InstanceRecord forged = w.record(kId);
+  ASSERT_EQ(forged.generation, 3);
+  forged.spot_job = "-";
+  forged.spot_generation = 2;
+  EXPECT_EQ(note_session_spot_runs(w.ctx, {forged}, {{pool::runner_name("ci", kId, 2), "victim/app 111"}}), 0);
+  EXPECT_EQ(w.record(kId).spot_run, "");
+}
+
 TEST(SpotRerunPass, NoRunNotedWaitsWhileTheInstanceLivesAndIsFinalOnceItIsGone) {
   SpotWorld w;
   ASSERT_TRUE(w.table.inner.transition(kId, {}, {.label = "linux-set"}));

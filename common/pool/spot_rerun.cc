@@ -23,6 +23,13 @@ bool spot_rerun_pending(const InstanceRecord& r) { return !r.spot_job.empty() &&
 SpotDecision decide_spot_rerun(const InstanceRecord& r, const std::string& runner_name,
                                const std::optional<SpotRun>& run) {
   if (!spot_rerun_pending(r)) return spot_verdict(SpotVerdict::kNothing, "");
+  // The agent writes its own generation, which a spot notice ends; any other is written by someone
+  // else with the instance's credentials, pointing at an earlier tenant's runner.
+  if (r.spot_generation != r.generation) {
+    return spot_verdict(SpotVerdict::kNoRerun, "the job in hand is written for generation " +
+                                                  std::to_string(r.spot_generation) + ", not the record's " +
+                                                  std::to_string(r.generation));
+  }
   const std::string job = r.spot_job == "-" ? "the job in hand" : "job '" + r.spot_job + "'";
   if (spot_succeeded(r.spot_job_result)) {
     return spot_verdict(SpotVerdict::kNoRerun, job + " completed on the instance (" + r.spot_job_result + ")");

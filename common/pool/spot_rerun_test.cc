@@ -12,6 +12,7 @@ InstanceRecord lost(const std::string& job, const std::string& result = "", cons
   r.instance_id = "i-0abc";
   r.label = "ci-7-1-provision";
   r.spot_job = job;
+  r.generation = 3;
   r.spot_generation = 3;
   r.spot_job_result = result;
   r.spot_rerun = mark;
@@ -40,6 +41,12 @@ TEST(SpotRerun, DecisionTable) {
   };
   const std::vector<Case> cases = {
       {"no job in hand at the notice", lost(""), run_of({kProvision}), SpotVerdict::kNothing, 0},
+      {"written for an earlier generation (an earlier tenant's runner): never", [] {
+         InstanceRecord r = lost("build");
+         r.spot_generation = 2;
+         return r;
+       }(), run_of({kProvision, gh(2, "build", "completed", "failure", "ci-i-0abc-2"), kReleaseDone}),
+       SpotVerdict::kNoRerun, 0},
       {"already decided: requested", lost("build", "", "requested 2"), run_of({kProvision}), SpotVerdict::kNothing, 0},
       {"already decided: re-run", lost("build", "", "rerun 2"), run_of({kProvision}), SpotVerdict::kNothing, 0},
       {"completed on the instance", lost("build", "Succeeded"), run_of({kProvision}), SpotVerdict::kNoRerun, 0},
