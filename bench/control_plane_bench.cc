@@ -161,7 +161,8 @@ int run(const Options& o) {
     cloud.control("POST", "/_control/faults", knobs);
   }
   print_fact("added latency per request", latency.empty() ? "none (the local cloud's own)" : latency + " ms");
-  std::string extra = "pool_mode = shared\nresource_classes = small=c7i.large\n";
+  // A large pool's listing cadence: the passes between full listings look runners up by id.
+  std::string extra = "pool_mode = shared\nresource_classes = small=c7i.large\nrunner_listing_interval = 30m\n";
   for (const auto& line : o.config()) extra += line + "\n";
   controller::testing::CtlPool pool(cloud, "scale", "ctl-scale", extra);
   ScaleRun init = run_scale_ctl(pool, {"init"}, std::chrono::seconds(120));

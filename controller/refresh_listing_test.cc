@@ -57,6 +57,8 @@ struct ListingWorld : testing::World {
   ListingRunners runners;
   pool::MemoryLeaseStore marker;
   Context lctx{settings, clock, table, queue, compute, runners, out, cancelled};
+  // The cadence a large pool sets (the default, 0, lists every pass).
+  ListingWorld() { settings.runner_listing_interval = std::chrono::minutes(30); }
 
   // A record of the pool in `s`, its instance running in EC2.
   pool::InstanceRecord put(const std::string& id, pool::State s, int64_t runner_id) {

@@ -101,7 +101,7 @@ struct Settings {
   Duration orphan_grace{std::chrono::minutes(5)};     // refresh: tagged instance without a live record
   Duration advertise_grace{std::chrono::minutes(1)};  // refresh: idle, pool message maybe unsent → re-advertised
   // refresh: all of GitHub's runners listed at most this often (0: every pass; common/pool/runner_listing.h)
-  Duration runner_listing_interval{std::chrono::minutes(30)};
+  Duration runner_listing_interval{0};
   Duration rerun_window{std::chrono::hours(72)};      // refresh: re-runs of released labels served this long
   // A failed instance is kept running, out of service, this long for inspection before it is
   // terminated (0: terminated at once; common/pool/keep_failed.h).

@@ -74,8 +74,9 @@ std::vector<Row> timing_rows() {
                    "re-advertised after this; a release's SendMessage must fit in it",
                    kSec, kHour),
       duration_row("runner_listing_interval", &Settings::runner_listing_interval,
-                   "refresh: all of GitHub's runners are listed (for runners no record names) at most this often; "
-                   "between listings the runners of records that changed are looked up by id (0: every pass)",
+                   "refresh: all of GitHub's runners are listed at most this often; between listings the runners of "
+                   "records that changed are looked up by id, and a runner whose record never got its id (an "
+                   "instance lost before its agent reported) waits for the next listing (0: every pass lists)",
                    Duration{0}, kDay),
       checked<Settings>(duration_row("agent_silence", &Settings::agent_silence,
                                      "refresh: an idle instance whose agent has not beaten for this long is terminated "
