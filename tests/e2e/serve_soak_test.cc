@@ -217,7 +217,7 @@ TEST_P(ServeSoak, AWeekOfFaultsLosesNoJobRunsNoneTwiceAndLeaksNothing) {
   const int every = std::max(2, total / 40);
   std::vector<Job> jobs;
   std::map<std::string, int> events_done;
-  int submitted = 0, finished = 0, next_event = 0;
+  int submitted = 0, finished = 0, next_event = 0, reported = 0;
   int64_t longest_gap_ms = 0, gap_start = -1, last_refresh = now_ms();
   const int64_t deadline = now_ms() + 300'000 + static_cast<int64_t>(total) * 8'000;
   while (finished < total && now_ms() < deadline) {
@@ -253,7 +253,10 @@ TEST_P(ServeSoak, AWeekOfFaultsLosesNoJobRunsNoneTwiceAndLeaksNothing) {
       refresh();
       last_refresh = now_ms();
     }
-    if (finished % 50 == 0 && finished > 0) std::printf("  %d of %d jobs finished\n", finished, total);
+    if (finished >= reported + 50) {  // a progress line every 50 jobs, once each
+      reported = finished - finished % 50;
+      std::printf("  %d of %d jobs finished\n", finished, total);
+    }
     std::this_thread::sleep_for(200ms);
   }
   ASSERT_EQ(finished, total) << "jobs still unfinished at the deadline: " << states() << consoles();
